@@ -1,0 +1,68 @@
+"""drag-knee-retriever: hierarchical, adaptive hybrid retrieval (DRAG with KNEE) over Qdrant.
+
+The core imports neither LangChain nor LlamaIndex; adapters live in
+``drag_knee_retriever.integrations``.
+"""
+
+from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
+from .errors import (
+    ConfigError,
+    DragKneeError,
+    InvalidDocumentError,
+    InvalidQueryError,
+    ModelLoadError,
+    ModelMismatchError,
+    StoreError,
+    StoreLockedError,
+)
+from .knee import knee_cut, knee_index
+from .nodes import Document, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
+from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # The index pulls in fastembed and onnxruntime; import it lazily so that `import
+    # drag_knee_retriever` stays cheap for users of the pure parts (knee, configs, types).
+    if name == "DragKneeIndex":
+        from .index import DragKneeIndex
+
+        return DragKneeIndex
+    if name == "IngestReport":
+        from .index import IngestReport
+
+        return IngestReport
+    raise AttributeError(f"module 'drag_knee_retriever' has no attribute {name!r}")
+
+
+__all__ = [
+    "BuildConfig",
+    "ConfigError",
+    "Document",
+    "DragKneeError",
+    "DragKneeIndex",
+    "EmbeddingConfig",
+    "ExtractiveSummarizer",
+    "IngestReport",
+    "InvalidDocumentError",
+    "InvalidQueryError",
+    "ModelLoadError",
+    "ModelMismatchError",
+    "ScoredNode",
+    "SearchConfig",
+    "SearchResult",
+    "Span",
+    "StoreConfig",
+    "StoreError",
+    "StoreLockedError",
+    "Summarizer",
+    "Summary",
+    "SummaryRequest",
+    "Trace",
+    "TraceCandidate",
+    "TraceStep",
+    "TreeNode",
+    "knee_cut",
+    "knee_index",
+]

@@ -1,0 +1,327 @@
+"""Documents -> leaves -> trees. No I/O, no vectors: the index embeds and writes what this builds.
+
+Leaves are pages (when a document has pages: one leaf each, never merged or split), otherwise
+Markdown sections' paragraphs (headings become natural parents) or plain paragraphs, merged below
+``min_leaf_chars`` and split above ``max_leaf_chars`` at sentence boundaries. Consecutive siblings
+are grouped by ``branching`` until one root per document remains (a one-leaf document's root is
+that leaf). Ids are uuid5 strings: a leaf's from its document id and ordinal, an inner node's from
+its document id and path, so re-ingesting the same document gives the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .config import BuildConfig
+from .nodes import Document, Span, TreeNode
+from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, split_sentences
+
+_NAMESPACE = uuid.UUID("6f1c2f0e-3d2b-5a57-9a3c-6b1d7e0d4c11")
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def leaf_id(doc_id: str, ordinal: int) -> str:
+    """The id of a document's leaf number ``ordinal`` (0-based)."""
+    return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fleaf\x1f{ordinal}"))
+
+
+def node_id(doc_id: str, path: str) -> str:
+    """The id of a document's inner node at ``path`` (e.g. ``"r.0.2"``)."""
+    return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fnode\x1f{path}"))
+
+
+@dataclass
+class _Leaf:
+    text: str
+    page: Optional[int] = None
+    title: Optional[str] = None
+
+
+@dataclass
+class _Draft:
+    """A node while the tree is being shaped (before ids, spans and summaries)."""
+
+    leaf: Optional[_Leaf] = None
+    ordinal: int = -1
+    title: Optional[str] = None
+    children: List["_Draft"] = field(default_factory=list)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.leaf is not None
+
+
+@dataclass
+class DocumentTree:
+    """One document's nodes, ordered leaves first and root last (the order they are written in)."""
+
+    doc_id: str
+    doc_hash: str
+    nodes: List[TreeNode]
+
+    @property
+    def root(self) -> TreeNode:
+        return self.nodes[-1]
+
+    @property
+    def leaves(self) -> List[TreeNode]:
+        return sorted((n for n in self.nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
+
+
+# ---------------------------------------------------------------------------------------------
+# leaves
+# ---------------------------------------------------------------------------------------------
+
+
+def _split_long(text: str, limit: int) -> List[str]:
+    if len(text) <= limit:
+        return [text]
+    pieces: List[str] = []
+    current = ""
+    for sentence in split_sentences(text) or [text]:
+        while len(sentence) > limit:  # a sentence longer than a leaf: cut at a space
+            cut = sentence.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(sentence[:cut].strip())
+            sentence = sentence[cut:].strip()
+        if current and len(current) + 1 + len(sentence) > limit:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}".strip()
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if p]
+
+
+def _paragraphs(text: str, config: BuildConfig) -> List[str]:
+    """Paragraphs (blank-line separated), merged when short and split when long."""
+    raw = [re.sub(r"[ \t]*\n[ \t]*", "\n", p).strip() for p in re.split(r"\n\s*\n", text)]
+    raw = [p for p in raw if p]
+    merged: List[str] = []
+    for paragraph in raw:
+        if merged and len(merged[-1]) < config.min_leaf_chars and len(merged[-1]) + len(paragraph) + 2 <= config.max_leaf_chars:
+            merged[-1] = f"{merged[-1]}\n\n{paragraph}"
+        else:
+            merged.append(paragraph)
+    if len(merged) > 1 and len(merged[-1]) < config.min_leaf_chars and len(merged[-2]) + len(merged[-1]) + 2 <= config.max_leaf_chars:
+        last = merged.pop()
+        merged[-1] = f"{merged[-1]}\n\n{last}"
+    out: List[str] = []
+    for paragraph in merged:
+        out.extend(_split_long(paragraph, config.max_leaf_chars))
+    return out
+
+
+def _markdown_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str]]]:
+    """(heading level, heading, body) per section, or None when the text has no headings."""
+    sections: List[Tuple[int, Optional[str], List[str]]] = [(0, None, [])]
+    in_fence = False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            sections.append((len(match.group(1)), match.group(2).strip(), []))
+        else:
+            sections[-1][2].append(line)
+    if len(sections) == 1:
+        return None
+    return [(lvl, title, "\n".join(body)) for lvl, title, body in sections]
+
+
+def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> _Draft:
+    """Group consecutive items by ``branching`` until one node remains."""
+    level = items
+    while len(level) > 1:
+        groups = [level[i : i + branching] for i in range(0, len(level), branching)]
+        if len(groups) > 1 and len(groups[-1]) == 1:  # a one-child parent adds nothing
+            groups[-2].extend(groups.pop())
+        level = [_Draft(children=g) for g in groups]
+        if len(level) == 1:
+            break
+    top = level[0]
+    if title and not top.is_leaf and top.title is None:
+        top.title = title
+    return top
+
+
+def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]]:
+    leaves: List[_Leaf] = []
+
+    def new_leaf(text: str, page: Optional[int] = None, title: Optional[str] = None) -> _Draft:
+        leaf = _Leaf(text=text, page=page, title=title)
+        leaves.append(leaf)
+        return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
+
+    if document.pages is not None:
+        drafts = [new_leaf(p.strip(), page=n) for n, p in enumerate(document.pages, start=1) if p.strip()]
+        return _group(drafts, config.branching), leaves
+
+    text = document.text or ""
+    sections = _markdown_sections(text) if config.use_markdown_sections else None
+    if not sections:
+        drafts = [new_leaf(p) for p in _paragraphs(text, config)]
+        return _group(drafts, config.branching), leaves
+
+    # Headings nest: a section holds its paragraphs and the deeper sections that follow it.
+    stack: List[Tuple[int, Optional[str], List[_Draft]]] = [(0, None, [])]
+
+    def close_section() -> None:
+        level, title, items = stack.pop()
+        if items:
+            stack[-1][2].append(_group(items, config.branching, title))
+
+    for level, title, body in sections:
+        if title is not None:
+            while len(stack) > 1 and stack[-1][0] >= level:
+                close_section()
+            stack.append((level, title, []))
+        for paragraph in _paragraphs(body, config):
+            stack[-1][2].append(new_leaf(paragraph, title=stack[-1][1]))
+    while len(stack) > 1:
+        close_section()
+    items = stack[0][2]
+    if not items:
+        # Headings only, no body: index the headings themselves.
+        items = [new_leaf(t) for _, t, _ in sections if t]
+    return _group(items, config.branching), leaves
+
+
+# ---------------------------------------------------------------------------------------------
+# trees
+# ---------------------------------------------------------------------------------------------
+
+
+def document_hash(document: Document, config: BuildConfig, summarizer_identity: str) -> str:
+    """A hash of everything that shapes a document's tree: content, metadata, settings, summariser."""
+    digest = hashlib.sha256()
+    body = {"text": document.text, "pages": list(document.pages) if document.pages is not None else None}
+    digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
+    digest.update(json.dumps(dict(document.metadata), ensure_ascii=False, sort_keys=True, default=str).encode())
+    digest.update(repr(config).encode())
+    digest.update(summarizer_identity.encode())
+    return digest.hexdigest()[:32]
+
+
+def build_document_trees(
+    documents: Sequence[Document],
+    config: Optional[BuildConfig] = None,
+    summarizer: Optional[Summarizer] = None,
+) -> List[DocumentTree]:
+    """Build one tree per document; summaries are requested level by level, bottom-up."""
+    config = config or BuildConfig()
+    summarizer = summarizer if summarizer is not None else ExtractiveSummarizer(config)
+    identity = getattr(summarizer, "identity", type(summarizer).__name__)
+
+    shaped = []
+    for document in documents:
+        root, leaves = _shape(document, config)
+        shaped.append((document, root, leaves, document_hash(document, config, identity)))
+
+    # Assign ids, paths, levels, spans; collect nodes by height (leaves = 0) for summarising.
+    records: Dict[int, dict] = {}
+    by_height: Dict[int, List[int]] = {}
+
+    def visit(draft: _Draft, document: Document, doc_hash: str, path: str, level: int,
+              parent: Optional[str], leaves: List[_Leaf]) -> int:
+        key = id(draft)
+        if draft.is_leaf:
+            nid = leaf_id(document.id, draft.ordinal)
+            leaf = draft.leaf
+            assert leaf is not None
+            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page)
+            records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
+                                children=[], span=span, height=0, title=leaf.title, leaf_texts=[leaf.text])
+        else:
+            nid = node_id(document.id, path)
+            child_keys = [visit(c, document, doc_hash, f"{path}.{i}", level + 1, nid, leaves)
+                          for i, c in enumerate(draft.children)]
+            kids = [records[k] for k in child_keys]
+            first, last = kids[0]["span"], kids[-1]["span"]
+            span = Span(first.first_leaf, last.last_leaf, first.first_page, last.last_page)
+            records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
+                                children=child_keys, span=span, height=1 + max(k["height"] for k in kids),
+                                title=draft.title, leaf_texts=[t for k in kids for t in k["leaf_texts"]])
+        by_height.setdefault(records[key]["height"], []).append(key)
+        return key
+
+    roots = []
+    for document, root, leaves, doc_hash in shaped:
+        roots.append(visit(root, document, doc_hash, "r", 0, None, leaves))
+
+    descriptions: Dict[int, Summary] = {}
+    for height in sorted(by_height):
+        keys = by_height[height]
+        requests = []
+        for key in keys:
+            rec = records[key]
+            child_texts = tuple(_described_text(records[c], descriptions[c]) for c in rec["children"])
+            requests.append(SummaryRequest(
+                node_id=rec["id"], doc_id=rec["doc"].id, level=rec["level"], is_leaf=height == 0,
+                child_texts=child_texts or tuple(rec["leaf_texts"]), leaf_texts=tuple(rec["leaf_texts"]),
+                content_hash=_content_hash(rec, child_texts), title=rec["title"],
+                metadata=rec["doc"].metadata,
+            ))
+        summaries = summarizer.describe(requests)
+        if len(summaries) != len(requests):
+            raise RuntimeError(
+                f"summariser {identity} returned {len(summaries)} summaries for {len(requests)} nodes"
+            )
+        for key, summary in zip(keys, summaries):
+            descriptions[key] = summary
+
+    trees: List[DocumentTree] = []
+    for (document, _root, _leaves, doc_hash), root_key in zip(shaped, roots):
+        nodes: List[TreeNode] = []
+        # Post-order within the document puts every child before its parent and the root last.
+        def emit(key: int) -> None:
+            rec = records[key]
+            for child in rec["children"]:
+                emit(child)
+            summary = descriptions[key]
+            is_leaf = rec["height"] == 0
+            text = rec["leaf_texts"][0] if is_leaf else _described_text(rec, summary)
+            nodes.append(TreeNode(
+                id=rec["id"], doc_id=document.id, level=rec["level"], is_leaf=is_leaf, span=rec["span"],
+                text=text, parent_id=rec["parent"], child_ids=tuple(records[c]["id"] for c in rec["children"]),
+                keywords=tuple(summary.keywords), title=rec["title"], path=rec["path"],
+                metadata=dict(document.metadata), doc_hash=doc_hash,
+                description=summary.text if is_leaf and summary.text else None,
+            ))
+        emit(root_key)
+        trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))
+    return trees
+
+
+def build_trees(
+    documents: Sequence[Document],
+    config: Optional[BuildConfig] = None,
+    summarizer: Optional[Summarizer] = None,
+) -> List[TreeNode]:
+    """All nodes of all documents' trees (each document: leaves first, root last)."""
+    return [node for tree in build_document_trees(documents, config, summarizer) for node in tree.nodes]
+
+
+def _described_text(record: dict, summary: Summary) -> str:
+    if record["height"] == 0:
+        return summary.text or record["leaf_texts"][0]
+    if summary.text and summary.text.strip():
+        return summary.text.strip()
+    return " ".join(record["leaf_texts"])[:600]
+
+
+def _content_hash(record: dict, child_texts: Iterable[str]) -> str:
+    digest = hashlib.sha256()
+    for text in record["leaf_texts"] if record["height"] == 0 else child_texts:
+        digest.update(text.encode())
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]

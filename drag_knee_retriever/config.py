@@ -1,0 +1,244 @@
+"""Frozen, validated settings. Validation happens when a config is built, never per query."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Literal, Optional, Sequence, Tuple
+
+from .errors import ConfigError
+
+SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
+SEARCH_METHODS: Tuple[str, ...] = ("fixed", "knee", "sensitive_knee", "branch")
+ResultOrder = Literal["score", "document"]
+InnerVectorSource = Literal["summary", "centroid", "both"]
+BM25Language = Literal["english", "russian"]
+LeafTextSource = Literal["own", "description", "own+description"]
+SparseTextSource = Literal["text+keywords", "keywords", "text"]
+DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _check_weight_pair(pair: object, position: int) -> Tuple[float, float]:
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise ConfigError(
+            f"fusion_weights[{position}] is {pair!r}; give a (dense, sparse) pair such as (0.5, 0.5)."
+        )
+    dense, sparse = (float(pair[0]), float(pair[1]))
+    for value in (dense, sparse):
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(
+                f"fusion_weights[{position}] = {pair!r} has a negative or non-finite weight; "
+                "weights must be finite and >= 0."
+            )
+    if dense == 0 and sparse == 0:
+        raise ConfigError(
+            f"fusion_weights[{position}] = {pair!r} switches both rankings off; "
+            "at least one weight must be above 0."
+        )
+    return dense, sparse
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """How a query walks the trees.
+
+    - ``method``: ``"fixed"`` (beam of ``beam_width``), ``"knee"`` (every ranked list cut at its
+      knee), ``"sensitive_knee"`` (knee with ``sensitivity``), ``"branch"`` (each parent against its
+      own children).
+    - ``rrf_k``: Reciprocal Rank Fusion constant; a fused score is ``w / (rrf_k + rank)`` summed
+      over the dense and sparse rankings with rank counted from 0 (Qdrant's convention).
+    - ``fusion_weights``: optional per-level ``(dense, sparse)`` weights, level 0 = roots; the last
+      pair is reused for deeper levels. ``None`` weighs both sides equally everywhere.
+    - ``order``: results by ``"score"`` or by ``"document"`` position.
+    - ``explain``: record each candidate's dense and sparse rank in the trace (sent in the same
+      round trip as the fused ranking; switch off to save the two side requests).
+    """
+
+    method: SearchMethod = "knee"
+    beam_width: int = 3
+    max_roots: int = 20
+    sensitivity: float = 0.85
+    rrf_k: int = 2
+    fusion_weights: Optional[Tuple[Tuple[float, float], ...]] = None
+    order: ResultOrder = "score"
+    max_depth: int = 64
+    explain: bool = True
+
+    def __post_init__(self) -> None:
+        if self.method not in SEARCH_METHODS:
+            raise ConfigError(
+                f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
+            )
+        if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
+            raise ConfigError(f"beam_width must be an integer >= 1, got {self.beam_width!r}.")
+        if isinstance(self.max_roots, bool) or not isinstance(self.max_roots, int) or self.max_roots < 1:
+            raise ConfigError(f"max_roots must be an integer >= 1, got {self.max_roots!r}.")
+        if (
+            isinstance(self.sensitivity, bool)
+            or not isinstance(self.sensitivity, (int, float))
+            or not (0.0 < float(self.sensitivity) <= 1.0)
+        ):
+            raise ConfigError(
+                f"sensitivity must be in (0, 1] (1.0 is the plain knee, smaller keeps more), "
+                f"got {self.sensitivity!r}."
+            )
+        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int) or self.rrf_k < 0:
+            raise ConfigError(f"rrf_k must be an integer >= 0, got {self.rrf_k!r}.")
+        if self.order not in ("score", "document"):
+            raise ConfigError(f"order must be 'score' or 'document', got {self.order!r}.")
+        if not isinstance(self.max_depth, int) or self.max_depth < 1:
+            raise ConfigError(f"max_depth must be an integer >= 1, got {self.max_depth!r}.")
+        if self.fusion_weights is not None:
+            if isinstance(self.fusion_weights, (str, bytes)) or not isinstance(
+                self.fusion_weights, Sequence
+            ) or len(self.fusion_weights) == 0:
+                raise ConfigError(
+                    "fusion_weights must be a non-empty list of (dense, sparse) pairs, e.g. "
+                    "[(0.2, 0.8), (0.5, 0.5), (1.0, 0.0)], or None."
+                )
+            pairs = tuple(_check_weight_pair(p, i) for i, p in enumerate(self.fusion_weights))
+            object.__setattr__(self, "fusion_weights", pairs)
+        object.__setattr__(self, "sensitivity", float(self.sensitivity))
+
+    @property
+    def effective_sensitivity(self) -> float:
+        """The sensitivity the knee uses: 1.0 for ``"knee"``, ``sensitivity`` otherwise."""
+        return 1.0 if self.method == "knee" else self.sensitivity
+
+    def weights_for_level(self, level: int) -> Tuple[float, float]:
+        """The (dense, sparse) weights of a tree level (0 = roots)."""
+        if not self.fusion_weights:
+            return (1.0, 1.0)
+        return self.fusion_weights[min(level, len(self.fusion_weights) - 1)]
+
+    def with_overrides(self, **overrides: object) -> "SearchConfig":
+        """A copy with some fields replaced (validated again)."""
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **clean) if clean else self
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """How documents become trees.
+
+    - ``branching``: children per parent when grouping consecutive siblings.
+    - ``max_leaf_chars`` / ``min_leaf_chars``: paragraphs are split above and merged below these
+      (pages are never merged or split: a page is what a user cites).
+    - ``summary_sentences`` / ``summary_max_chars``: size of the extractive summary of inner nodes.
+    - ``keywords``: distinctive keywords kept per node.
+    - ``inner_vectors``: the dense vector of an inner node: the embedded summary, the normalised
+      centroid of its children's vectors (no encoding cost), or the mean of both.
+    - ``leaf_text``: what a leaf's dense vector encodes: its own text, the summariser's
+      description of it (an LLM summariser's page description), or both joined.
+    - ``sparse_text``: what every node's BM25 vector encodes: its dense text plus its keywords (the
+      method's original choice), the keywords alone, or the dense text alone.
+    """
+
+    branching: int = 3
+    max_leaf_chars: int = 2000
+    min_leaf_chars: int = 200
+    summary_sentences: int = 3
+    summary_max_chars: int = 600
+    keywords: int = 8
+    inner_vectors: InnerVectorSource = "both"
+    use_markdown_sections: bool = True
+    leaf_text: LeafTextSource = "own"
+    sparse_text: SparseTextSource = "text+keywords"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
+            raise ConfigError(f"branching must be an integer >= 2, got {self.branching!r}.")
+        if not isinstance(self.max_leaf_chars, int) or self.max_leaf_chars < 50:
+            raise ConfigError(f"max_leaf_chars must be an integer >= 50, got {self.max_leaf_chars!r}.")
+        if not isinstance(self.min_leaf_chars, int) or not (0 <= self.min_leaf_chars < self.max_leaf_chars):
+            raise ConfigError(
+                f"min_leaf_chars must be an integer in [0, max_leaf_chars), got {self.min_leaf_chars!r}."
+            )
+        if not isinstance(self.summary_sentences, int) or self.summary_sentences < 1:
+            raise ConfigError(f"summary_sentences must be >= 1, got {self.summary_sentences!r}.")
+        if not isinstance(self.summary_max_chars, int) or self.summary_max_chars < 50:
+            raise ConfigError(f"summary_max_chars must be >= 50, got {self.summary_max_chars!r}.")
+        if not isinstance(self.keywords, int) or self.keywords < 0:
+            raise ConfigError(f"keywords must be an integer >= 0, got {self.keywords!r}.")
+        if self.leaf_text not in ("own", "description", "own+description"):
+            raise ConfigError(
+                f"leaf_text must be 'own', 'description' or 'own+description', got {self.leaf_text!r}."
+            )
+        if self.sparse_text not in ("text+keywords", "keywords", "text"):
+            raise ConfigError(
+                f"sparse_text must be 'text+keywords', 'keywords' or 'text', got {self.sparse_text!r}."
+            )
+        if self.inner_vectors not in ("summary", "centroid", "both"):
+            raise ConfigError(
+                f"inner_vectors must be 'summary', 'centroid' or 'both', got {self.inner_vectors!r}."
+            )
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which encoders to use.
+
+    ``model_name`` is any fastembed dense model; ``model_path`` a local fastembed-ready folder
+    (see :mod:`drag_knee_retriever.embeddings` for the resolution order). ``language`` selects the
+    BM25 stemmer and stop words. ``batch_size`` and ``max_batch_tokens`` bound the encoder's
+    memory; ``threads`` is passed to onnxruntime.
+    """
+
+    model_name: str = DEFAULT_DENSE_MODEL
+    model_path: Optional[str] = None
+    language: BM25Language = "english"
+    batch_size: int = 8
+    max_batch_chars: int = 16_000
+    threads: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model_name, str) or not self.model_name.strip():
+            raise ConfigError("model_name must be a non-empty fastembed model name.")
+        if self.language not in ("english", "russian"):
+            raise ConfigError(
+                f"language must be 'english' or 'russian' (BM25 stemmer and stop words), "
+                f"got {self.language!r}."
+            )
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}.")
+        if not isinstance(self.max_batch_chars, int) or self.max_batch_chars < 100:
+            raise ConfigError(f"max_batch_chars must be >= 100, got {self.max_batch_chars!r}.")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Where the nodes live.
+
+    ``engine``: ``"edge"`` (Qdrant Edge, in process; the embedded default), ``"local"``
+    (qdrant-client local mode) or ``"server"`` (qdrant-client against ``url``). ``location`` is a
+    folder path or ``":memory:"``. The API key is never shown in reprs or logs.
+    """
+
+    location: Optional[str] = ":memory:"
+    url: Optional[str] = None
+    api_key: Optional[str] = field(default=None, repr=False)
+    collection: str = "drag_knee"
+    engine: Literal["edge", "local", "server", "auto"] = "auto"
+    upsert_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.collection, str) or not self.collection.strip():
+            raise ConfigError("collection must be a non-empty string.")
+        if self.engine not in ("edge", "local", "server", "auto"):
+            raise ConfigError(
+                f"engine must be 'edge', 'local', 'server' or 'auto', got {self.engine!r}."
+            )
+        if self.url is not None and self.engine in ("edge", "local"):
+            raise ConfigError(
+                f"engine={self.engine!r} is embedded but url={self.url!r} was given; "
+                "drop url, or use engine='server'."
+            )
+        if self.upsert_batch_size < 1:
+            raise ConfigError("upsert_batch_size must be >= 1.")
+
+    @property
+    def resolved_engine(self) -> str:
+        """The engine that will actually serve this config."""
+        if self.engine != "auto":
+            return self.engine
+        return "server" if self.url else "edge"

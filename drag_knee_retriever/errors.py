@@ -1,0 +1,39 @@
+"""One exception hierarchy. Every message says what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class DragKneeError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class ConfigError(DragKneeError, ValueError):
+    """A setting is out of range or of the wrong type (raised when a config is built)."""
+
+
+class InvalidDocumentError(DragKneeError, ValueError):
+    """A document cannot be ingested as given (empty, wrong type, duplicate id, bad metadata)."""
+
+
+class InvalidQueryError(DragKneeError, ValueError):
+    """A query or its search options cannot be run (empty, wrong type, bad filter)."""
+
+
+class ModelLoadError(DragKneeError, RuntimeError):
+    """No embedding model could be loaded; the message lists the ways to provide one."""
+
+
+class ModelMismatchError(DragKneeError, RuntimeError):
+    """The collection was built with another embedding model or vector size."""
+
+
+class StoreLockedError(DragKneeError, RuntimeError):
+    """An embedded index folder is held by another process."""
+
+
+class StoreError(DragKneeError, RuntimeError):
+    """The vector store failed or holds data this library cannot read."""
+
+
+class InvalidScoresError(DragKneeError, ValueError):
+    """A score list given to the knee is not finite or not in descending order."""

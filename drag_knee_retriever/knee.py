@@ -1,0 +1,84 @@
+"""The knee of a descending score curve: how many of the best-ranked items to keep. Pure numpy.
+
+Positions and scores are normalised to [0, 1] and a chord is drawn from the first point to the
+last. Each point's signed distance from the chord is ``(1 - x - y) / sqrt(2)``: positive below the
+chord (the curve has already fallen: a convex elbow), negative above it (the curve is still high
+and falls after it). The knee is the point farthest from the chord. Below the chord the knee is
+the first point of the flat tail, so the items *before* it are kept; above the chord the knee is
+the last point before the fall, so it is kept too. A ``sensitivity`` s in (0, 1] moves the cut to
+the last point whose distance is at least ``s`` times the largest (s = 1 is the plain knee; smaller
+s keeps more). The cut never falls inside a run of equal scores: ties with the last kept score are
+kept. Fewer than three points, or all scores equal: everything is kept.
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple, TypeVar
+
+import numpy as np
+
+from .errors import InvalidScoresError
+
+T = TypeVar("T")
+_TOLERANCE = 1e-12
+
+
+def _validate(scores: Sequence[float], sensitivity: float) -> np.ndarray:
+    if not (0.0 < float(sensitivity) <= 1.0):
+        raise InvalidScoresError(f"sensitivity must be in (0, 1], got {sensitivity!r}.")
+    values = np.asarray(list(scores), dtype=np.float64)
+    if values.ndim != 1:
+        raise InvalidScoresError("scores must be a flat list of numbers.")
+    if values.size and not np.all(np.isfinite(values)):
+        raise InvalidScoresError(
+            "scores contain NaN or infinity; the knee needs finite scores (drop or fix those items)."
+        )
+    if values.size > 1 and np.any(np.diff(values) > _TOLERANCE * max(1.0, float(np.abs(values).max()))):
+        raise InvalidScoresError(
+            "scores must be in descending order (best first); sort them before cutting at the knee."
+        )
+    return values
+
+
+def knee_distances(scores: Sequence[float]) -> np.ndarray:
+    """Signed distance of every point from the chord (positive below it), after normalisation."""
+    values = np.asarray(list(scores), dtype=np.float64)
+    n = values.size
+    if n < 3:
+        return np.zeros(n)
+    span = values[0] - values[-1]
+    if span <= 0:
+        return np.zeros(n)
+    x = np.arange(n, dtype=np.float64) / (n - 1)
+    y = (values - values[-1]) / span
+    return (1.0 - x - y) / np.sqrt(2.0)
+
+
+def knee_index(scores: Sequence[float], sensitivity: float = 1.0) -> int:
+    """How many of the (descending) ``scores`` to keep: always >= 1 for a non-empty list."""
+    values = _validate(scores, sensitivity)
+    n = values.size
+    if n < 3 or values[0] - values[-1] <= _TOLERANCE * max(1.0, abs(values[0])):
+        return n
+    distances = knee_distances(values)
+    magnitude = np.abs(distances)
+    largest = magnitude.max()
+    if largest <= _TOLERANCE:
+        return n  # a straight line has no knee
+    # The last point at least `sensitivity` times as far from the chord as the farthest one.
+    candidates = np.nonzero(magnitude >= float(sensitivity) * largest - _TOLERANCE)[0]
+    point = int(candidates[-1])
+    keep = point if distances[point] > 0 else point + 1
+    keep = max(1, keep)
+    # Never cut inside a run of equal scores.
+    while keep < n and values[keep] >= values[keep - 1] - _TOLERANCE * max(1.0, abs(values[keep - 1])):
+        keep += 1
+    return keep
+
+
+def knee_cut(items: Sequence[T], scores: Sequence[float], sensitivity: float = 1.0) -> Tuple[List[T], int]:
+    """Cut ``items`` (ranked best first, with their ``scores``) at the knee: (kept items, count)."""
+    if len(items) != len(scores):
+        raise InvalidScoresError(f"{len(items)} items but {len(scores)} scores; give one score per item.")
+    keep = knee_index(scores, sensitivity)
+    return list(items[:keep]), keep

@@ -1,0 +1,322 @@
+"""Plain dataclasses: the input Document, tree nodes, scored results and the search trace."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import InvalidDocumentError
+
+
+def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, Any]:
+    if not isinstance(metadata, Mapping):
+        raise InvalidDocumentError(f"{where}: metadata must be a mapping of str to JSON values, got {type(metadata).__name__}.")
+    clean: Dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str):
+            raise InvalidDocumentError(f"{where}: metadata key {key!r} is not a string; use string keys.")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidDocumentError(
+                f"{where}: metadata[{key!r}] = {value!r:.80} cannot be stored as JSON ({exc}); "
+                "convert it to str, int, float, bool, None, or lists/dicts of those."
+            ) from None
+        clean[key] = value
+    return clean
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document to index: an id plus either ``text`` or ``pages``, and JSON metadata.
+
+    With ``pages`` each page becomes one leaf (what a user cites); with ``text`` the builder makes
+    leaves from Markdown sections or paragraphs.
+    """
+
+    id: str
+    text: Optional[str] = None
+    pages: Optional[Sequence[str]] = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise InvalidDocumentError(f"Document id must be a non-empty string, got {self.id!r}.")
+        where = f"Document {self.id!r}"
+        if self.text is None and self.pages is None:
+            raise InvalidDocumentError(f"{where} has neither text nor pages; give one of them.")
+        if self.text is not None and self.pages is not None:
+            raise InvalidDocumentError(f"{where} has both text and pages; give only one.")
+        if self.text is not None:
+            if not isinstance(self.text, str):
+                raise InvalidDocumentError(
+                    f"{where}: text must be str, got {type(self.text).__name__}; decode bytes first."
+                )
+            if not self.text.strip():
+                raise InvalidDocumentError(f"{where}: text is empty or whitespace only; nothing to index.")
+        if self.pages is not None:
+            if isinstance(self.pages, (str, bytes)) or not isinstance(self.pages, Sequence):
+                raise InvalidDocumentError(f"{where}: pages must be a list of str, one per page.")
+            pages = tuple(self.pages)
+            for number, page in enumerate(pages, start=1):
+                if not isinstance(page, str):
+                    raise InvalidDocumentError(
+                        f"{where}: page {number} is {type(page).__name__}, not str."
+                    )
+            if not any(p.strip() for p in pages):
+                raise InvalidDocumentError(f"{where}: every page is empty; nothing to index.")
+            object.__setattr__(self, "pages", pages)
+        object.__setattr__(self, "metadata", _check_json_metadata(self.metadata, where))
+
+
+@dataclass(frozen=True)
+class Span:
+    """The leaves a node covers: leaf ordinals (0-based, inclusive) and pages (1-based) if any."""
+
+    first_leaf: int
+    last_leaf: int
+    first_page: Optional[int] = None
+    last_page: Optional[int] = None
+
+    def __str__(self) -> str:
+        if self.first_page is not None:
+            if self.first_page == self.last_page:
+                return f"p.{self.first_page}"
+            return f"pp.{self.first_page}-{self.last_page}"
+        if self.first_leaf == self.last_leaf:
+            return f"¶{self.first_leaf}"
+        return f"¶{self.first_leaf}-{self.last_leaf}"
+
+    def contains(self, other: "Span") -> bool:
+        return self.first_leaf <= other.first_leaf and other.last_leaf <= self.last_leaf
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One node of a document tree, as stored in Qdrant.
+
+    ``level`` is the depth from the root (root = 0). ``text`` is the leaf's own text or an inner
+    node's summary; :class:`ScoredNode.text` carries the full span text instead.
+    """
+
+    id: str
+    doc_id: str
+    level: int
+    is_leaf: bool
+    span: Span
+    text: str
+    parent_id: Optional[str] = None
+    child_ids: Tuple[str, ...] = ()
+    keywords: Tuple[str, ...] = ()
+    title: Optional[str] = None
+    path: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    doc_hash: str = ""
+    # A leaf's description by the summariser, when it wrote one (an LLM's page description).
+    description: Optional[str] = None
+
+    def to_payload(self) -> Dict[str, Any]:
+        """The Qdrant payload of this node."""
+        return {
+            "doc_id": self.doc_id,
+            "level": self.level,
+            "is_leaf": self.is_leaf,
+            "parent_id": self.parent_id,
+            "child_ids": list(self.child_ids),
+            "first_leaf": self.span.first_leaf,
+            "last_leaf": self.span.last_leaf,
+            "first_page": self.span.first_page,
+            "last_page": self.span.last_page,
+            "text": self.text,
+            "keywords": list(self.keywords),
+            "title": self.title,
+            "path": self.path,
+            "metadata": dict(self.metadata),
+            "doc_hash": self.doc_hash,
+            "description": self.description,
+        }
+
+    @classmethod
+    def from_payload(cls, node_id: str, payload: Mapping[str, Any]) -> "TreeNode":
+        """Rebuild a node from its Qdrant payload."""
+        return cls(
+            id=str(node_id),
+            doc_id=payload["doc_id"],
+            level=int(payload["level"]),
+            is_leaf=bool(payload["is_leaf"]),
+            span=Span(
+                int(payload["first_leaf"]),
+                int(payload["last_leaf"]),
+                payload.get("first_page"),
+                payload.get("last_page"),
+            ),
+            text=payload.get("text", ""),
+            parent_id=payload.get("parent_id"),
+            child_ids=tuple(payload.get("child_ids") or ()),
+            keywords=tuple(payload.get("keywords") or ()),
+            title=payload.get("title"),
+            path=payload.get("path", ""),
+            metadata=dict(payload.get("metadata") or {}),
+            doc_hash=payload.get("doc_hash", ""),
+            description=payload.get("description"),
+        )
+
+
+@dataclass(frozen=True)
+class ScoredNode:
+    """A search hit: the node, its fused score and rank, and the full text of its span."""
+
+    node: TreeNode
+    score: float
+    rank: int
+    text: str
+
+    @property
+    def span(self) -> Span:
+        return self.node.span
+
+    @property
+    def level(self) -> int:
+        return self.node.level
+
+    @property
+    def doc_id(self) -> str:
+        return self.node.doc_id
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "node_id": self.node.id,
+            "doc_id": self.node.doc_id,
+            "level": self.node.level,
+            "is_leaf": self.node.is_leaf,
+            "span": asdict(self.node.span),
+            "span_label": str(self.node.span),
+            "score": self.score,
+            "rank": self.rank,
+            "title": self.node.title,
+            "metadata": dict(self.node.metadata),
+            "text": self.text,
+        }
+
+
+@dataclass
+class TraceCandidate:
+    """One candidate of one step: its ranks, fused score, and what happened to it."""
+
+    node_id: str
+    doc_id: str
+    level: int
+    is_leaf: bool
+    label: str
+    fused_score: float
+    fused_rank: int
+    dense_rank: Optional[int] = None
+    sparse_rank: Optional[int] = None
+    parent_id: Optional[str] = None
+    # "kept", "suppressed", "cut" (beyond the knee or the beam width)
+    outcome: str = "kept"
+    suppressed_by: Optional[str] = None
+
+
+@dataclass
+class TraceStep:
+    """One ranking request of the walk: which candidates, how they ranked, the knee and the cut."""
+
+    step: int
+    kind: str  # "roots", "beam", "branch"
+    level: int
+    candidates: List[TraceCandidate] = field(default_factory=list)
+    knee_index: Optional[int] = None
+    kept_count: int = 0
+    parent_id: Optional[str] = None
+    weights: Tuple[float, float] = (1.0, 1.0)
+
+    @property
+    def scores(self) -> List[float]:
+        return [c.fused_score for c in self.candidates]
+
+
+@dataclass
+class Trace:
+    """The record of one search, step by step. Serialisable with :meth:`to_dict` / :meth:`to_json`."""
+
+    query: str
+    method: str
+    steps: List[TraceStep] = field(default_factory=list)
+    requests: int = 0
+    timings_ms: Dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _clean_json(asdict(self))
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+    def render(self) -> str:
+        """A plain-text tree of the walk (see :mod:`drag_knee_retriever.render` for rich output)."""
+        lines = [f"trace: method={self.method} query={self.query[:80]!r} requests={self.requests}"]
+        for step in self.steps:
+            head = f"step {step.step} [{step.kind}] level {step.level}"
+            if step.parent_id:
+                head += f" parent {step.parent_id[:8]}"
+            if step.knee_index is not None:
+                head += f" knee@{step.knee_index}"
+            lines.append(head + f" kept {step.kept_count}/{len(step.candidates)}")
+            for c in step.candidates:
+                mark = {"kept": "+", "suppressed": "x", "cut": "-"}.get(c.outcome, "?")
+                extra = f" by {c.suppressed_by[:8]}" if c.suppressed_by else ""
+                ranks = f" d#{c.dense_rank} s#{c.sparse_rank}" if c.dense_rank is not None or c.sparse_rank is not None else ""
+                lines.append(
+                    f"  {mark} {c.fused_score:.4f} {c.doc_id} {c.label} L{c.level}{ranks} {c.outcome}{extra}"
+                )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+@dataclass
+class SearchResult:
+    """What a search returns: the scored nodes with their span text, and the trace of why."""
+
+    query: str
+    method: str
+    nodes: List[ScoredNode]
+    trace: Trace
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def context(self) -> str:
+        """All returned text joined, in result order (what a model would read)."""
+        return "\n\n".join(hit.text for hit in self.nodes)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _clean_json(
+            {
+                "query": self.query,
+                "method": self.method,
+                "nodes": [hit.to_dict() for hit in self.nodes],
+                "trace": self.trace.to_dict(),
+            }
+        )
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+
+def _clean_json(value: Any) -> Any:
+    """Replace non-finite floats (not valid JSON) with None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean_json(v) for v in value]
+    return value

@@ -1,0 +1,432 @@
+"""The node store: one interface, two engines (qdrant-client here, Qdrant Edge in ``edge_store``).
+
+Every method that talks to the engine counts one request in ``self.requests``: a search makes one
+round trip per tree level, so the count is what tests and benchmarks check.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
+from .nodes import TreeNode
+
+log = logging.getLogger(__name__)
+
+DENSE = "dense"
+SPARSE = "bm25"
+SCHEMA_VERSION = 1
+_META_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-meta"))
+# Payload fields a filter may name directly; any other key is looked up in the document metadata.
+TOP_LEVEL_FIELDS = ("doc_id", "level", "is_leaf")
+FilterSpec = Tuple[Tuple[str, Tuple[Any, ...]], ...]
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query encoded once: dense vector and BM25 sparse vector (indices, values)."""
+
+    dense: Tuple[float, ...]
+    sparse_indices: Tuple[int, ...]
+    sparse_values: Tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """A node with its vectors, ready to upsert."""
+
+    node: TreeNode
+    dense: Sequence[float]
+    sparse_indices: Sequence[int]
+    sparse_values: Sequence[float]
+
+
+@dataclass(frozen=True)
+class RankRequest:
+    """Rank a candidate set by hybrid RRF.
+
+    ``candidate_ids`` restricts the ranking to those nodes (``None``: no restriction);
+    ``level`` / ``leaves_only`` restrict by tree position; ``filters`` by payload.
+    """
+
+    limit: int
+    weights: Tuple[float, float] = (1.0, 1.0)
+    candidate_ids: Optional[Tuple[str, ...]] = None
+    level: Optional[int] = None
+    leaves_only: bool = False
+    filters: FilterSpec = ()
+    # None: fuse both sides by RRF; "dense" / "sparse": one side only (for baselines).
+    only: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    """One ranked node: fused score, its rank on each side (0-based; None = not matched)."""
+
+    node: TreeNode
+    score: float
+    dense_rank: Optional[int] = None
+    sparse_rank: Optional[int] = None
+
+
+def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
+    """Turn a user's ``{"doc_id": [...], "lang": "ru"}`` into typed conditions.
+
+    Values must be str, int or bool, or a non-empty list of those (any of them matches). Keys other
+    than ``doc_id``, ``level`` and ``is_leaf`` name document metadata fields.
+    """
+    if filters is None:
+        return ()
+    if not isinstance(filters, Mapping):
+        raise InvalidQueryError(
+            f"filters must be a mapping like {{'doc_id': ['a', 'b'], 'lang': 'ru'}}, got {type(filters).__name__}."
+        )
+    spec: List[Tuple[str, Tuple[Any, ...]]] = []
+    for key, value in filters.items():
+        if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
+            raise InvalidQueryError(f"filter key {key!r} must be a plain field name string.")
+        values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+        if not values:
+            raise InvalidQueryError(f"filter {key!r} has an empty list; give at least one value.")
+        kinds = set()
+        for item in values:
+            if isinstance(item, bool):
+                kinds.add(bool)
+            elif isinstance(item, int):
+                kinds.add(int)
+            elif isinstance(item, str):
+                kinds.add(str)
+            else:
+                raise InvalidQueryError(
+                    f"filter {key!r} has value {item!r} of type {type(item).__name__}; "
+                    "use str, int or bool (or a list of them)."
+                )
+        if len(kinds) > 1:
+            raise InvalidQueryError(f"filter {key!r} mixes value types {sorted(k.__name__ for k in kinds)}; use one type.")
+        if bool in kinds and len(values) > 1:
+            raise InvalidQueryError(f"filter {key!r}: give a single bool, not a list.")
+        field = key if key in TOP_LEVEL_FIELDS else f"metadata.{key}"
+        spec.append((field, values))
+    return tuple(spec)
+
+
+def node_matches(node: TreeNode, spec: FilterSpec) -> bool:
+    """Whether a node satisfies a parsed filter (the same rule the engines apply)."""
+    for field, values in spec:
+        if field.startswith("metadata."):
+            actual = node.metadata.get(field[len("metadata.") :], _MISSING)
+        else:
+            actual = getattr(node, field)
+        if isinstance(actual, list):
+            if not any(_same(a, v) for a in actual for v in values):
+                return False
+        elif not any(_same(actual, v) for v in values):
+            return False
+    return True
+
+
+_MISSING = object()
+
+
+def _same(actual: Any, wanted: Any) -> bool:
+    return type(actual) is type(wanted) and actual == wanted if isinstance(wanted, bool) else (
+        not isinstance(actual, bool) and actual == wanted
+    )
+
+
+class NodeStore(abc.ABC):
+    """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge."""
+
+    engine: str = "abstract"
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self._count_lock = threading.Lock()
+
+    def _count(self, n: int = 1) -> None:
+        with self._count_lock:
+            self.requests += n
+
+    @abc.abstractmethod
+    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        """Create the collection, or check that an existing one was built with the same model."""
+
+    @abc.abstractmethod
+    def upsert(self, records: Sequence[NodeRecord]) -> None:
+        """Write nodes with their vectors (in batches)."""
+
+    @abc.abstractmethod
+    def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
+        """Delete a document's nodes (all, or those whose doc_hash differs from ``except_hash``)."""
+
+    @abc.abstractmethod
+    def retrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        """Fetch nodes by id (missing ids are skipped), in one request."""
+
+    @abc.abstractmethod
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+        """Run several hybrid rankings in one round trip; one hit list per request, best first."""
+
+    @abc.abstractmethod
+    def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
+        """Every node matching the conditions (used for stats and listings, not for search)."""
+
+    @abc.abstractmethod
+    def count(self) -> int:
+        """Number of nodes stored (the collection's own bookkeeping excluded)."""
+
+    @abc.abstractmethod
+    def collection_info(self) -> Dict[str, Any]:
+        """What the collection records about itself: model, vector size, schema, engine."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the engine (and any folder lock)."""
+
+    def describe(self) -> str:
+        return self.engine
+
+
+# ---------------------------------------------------------------------------------------------
+# qdrant-client: local mode (":memory:" or a folder) and servers / clusters (url=)
+# ---------------------------------------------------------------------------------------------
+
+
+class QdrantClientStore(NodeStore):
+    """A store over qdrant-client: the same code for local mode and for a server or cluster."""
+
+    def __init__(
+        self,
+        collection: str,
+        *,
+        location: Optional[str] = ":memory:",
+        url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        upsert_batch_size: int = 256,
+        client: Any = None,
+    ) -> None:
+        super().__init__()
+        from qdrant_client import QdrantClient, models
+
+        self._m = models
+        self.collection = collection
+        self.upsert_batch_size = upsert_batch_size
+        self.engine = "server" if url else "local"
+        self._where = url or location
+        if client is not None:
+            self.client = client
+        elif url:
+            self.client = QdrantClient(url=url, api_key=api_key)
+        else:
+            try:
+                if location in (None, ":memory:"):
+                    self.client = QdrantClient(location=":memory:")
+                else:
+                    self.client = QdrantClient(path=str(location))
+            except RuntimeError as exc:
+                if "already accessed" in str(exc) or "lock" in str(exc).lower():
+                    raise StoreLockedError(
+                        f"The index folder {location!r} is open in another process. Close that process "
+                        "(or its DragKneeIndex), or use a Qdrant server (url=...) for shared access."
+                    ) from None
+                raise
+
+    def describe(self) -> str:
+        where = self._where if self.engine == "local" else "<server>"
+        return f"qdrant-client {self.engine} ({where})"
+
+    # -- schema --------------------------------------------------------------------------------
+
+    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        m = self._m
+        self._count()
+        if self.client.collection_exists(self.collection):
+            info = self.collection_info()
+            if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
+                raise ModelMismatchError(
+                    f"Collection {self.collection!r} was built with model {info['model_id']!r} "
+                    f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
+                    "Open it with the same model, or choose another collection name."
+                )
+            if not info.get("model_id"):
+                self._write_meta(dense_size, model_id, sparse_model)
+            return
+        self.client.create_collection(
+            self.collection,
+            vectors_config={DENSE: m.VectorParams(size=dense_size, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+        )
+        if self.engine == "server":
+            for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
+                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD)):
+                self.client.create_payload_index(self.collection, field, field_schema=schema)
+        self._write_meta(dense_size, model_id, sparse_model)
+
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+        m = self._m
+        # The collection records which model built it in a bookkeeping point. It has no doc_id,
+        # level or is_leaf, so no search (always restricted by level, leaf flag or ids) sees it.
+        payload = {"kind": "meta", "model_id": model_id, "dense_size": dense_size,
+                   "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION}
+        vector = [1.0] + [0.0] * (dense_size - 1)
+        self.client.upsert(self.collection, [m.PointStruct(id=_META_ID, vector={DENSE: vector}, payload=payload)])
+
+    def collection_info(self) -> Dict[str, Any]:
+        self._count()
+        found = self.client.retrieve(self.collection, [_META_ID], with_payload=True)
+        info: Dict[str, Any] = dict(found[0].payload) if found else {}
+        info.pop("kind", None)
+        info["engine"] = self.engine
+        info["collection"] = self.collection
+        return info
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def upsert(self, records: Sequence[NodeRecord]) -> None:
+        m = self._m
+        for start in range(0, len(records), self.upsert_batch_size):
+            chunk = records[start : start + self.upsert_batch_size]
+            points = [
+                m.PointStruct(
+                    id=r.node.id,
+                    vector={
+                        DENSE: [float(x) for x in r.dense],
+                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)), values=list(map(float, r.sparse_values))),
+                    },
+                    payload=r.node.to_payload(),
+                )
+                for r in chunk
+            ]
+            self._count()
+            self.client.upsert(self.collection, points, wait=True)
+
+    def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
+        m = self._m
+        must_not = [m.FieldCondition(key="doc_hash", match=m.MatchValue(value=except_hash))] if except_hash else None
+        selector = m.FilterSelector(filter=m.Filter(
+            must=[m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id))], must_not=must_not))
+        self._count()
+        self.client.delete(self.collection, points_selector=selector, wait=True)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def retrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        if not ids:
+            return []
+        self._count()
+        points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False)
+        return [TreeNode.from_payload(p.id, p.payload) for p in points if p.payload and "doc_id" in p.payload]
+
+    def _filter(self, request: RankRequest) -> Any:
+        m = self._m
+        must: List[Any] = []
+        if request.candidate_ids is not None:
+            must.append(m.HasIdCondition(has_id=list(request.candidate_ids)))
+        if request.level is not None:
+            must.append(m.FieldCondition(key="level", match=m.MatchValue(value=request.level)))
+        if request.leaves_only:
+            must.append(m.FieldCondition(key="is_leaf", match=m.MatchValue(value=True)))
+        must.extend(self._conditions(request.filters))
+        return m.Filter(must=must) if must else None
+
+    def _conditions(self, spec: FilterSpec) -> List[Any]:
+        m = self._m
+        out = []
+        for field, values in spec:
+            if len(values) == 1:
+                out.append(m.FieldCondition(key=field, match=m.MatchValue(value=values[0])))
+            else:
+                out.append(m.FieldCondition(key=field, match=m.MatchAny(any=list(values))))
+        return out
+
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+        if not requests:
+            return []
+        m = self._m
+        dense_q = list(query.dense)
+        sparse_q = m.SparseVector(indices=list(query.sparse_indices), values=list(query.sparse_values))
+        batch: List[Any] = []
+        layout: List[Tuple[int, Optional[int], Optional[int]]] = []
+        for request in requests:
+            flt = self._filter(request)
+            side_limit = request.limit if request.candidate_ids is not None else max(request.limit, 100)
+            main_index = len(batch)
+            if request.only == "dense":
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=request.limit, with_payload=True))
+            elif request.only == "sparse":
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=request.limit, with_payload=True))
+            else:
+                batch.append(m.QueryRequest(
+                    prefetch=[
+                        m.Prefetch(query=dense_q, using=DENSE, filter=flt, limit=side_limit),
+                        m.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=side_limit),
+                    ],
+                    query=m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(request.weights))),
+                    filter=flt, limit=request.limit, with_payload=True,
+                ))
+            dense_index = sparse_index = None
+            if explain and request.only is None:
+                dense_index = len(batch)
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=side_limit, with_payload=False))
+                sparse_index = len(batch)
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=side_limit, with_payload=False))
+            layout.append((main_index, dense_index, sparse_index))
+        self._count()
+        responses = self.client.query_batch_points(self.collection, batch)
+        results: List[List[RankedHit]] = []
+        for main_index, dense_index, sparse_index in layout:
+            dense_ranks = _ranks(responses[dense_index].points) if dense_index is not None else {}
+            sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
+            hits = []
+            for point in responses[main_index].points:
+                pid = str(point.id)
+                hits.append(RankedHit(
+                    node=TreeNode.from_payload(pid, point.payload),
+                    score=float(point.score),
+                    dense_rank=dense_ranks.get(pid),
+                    sparse_rank=sparse_ranks.get(pid),
+                ))
+            results.append(_stable_order(hits))
+        return results
+
+    def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
+        m = self._m
+        must = self._conditions(filters)
+        if level is not None:
+            must.append(m.FieldCondition(key="level", match=m.MatchValue(value=level)))
+        must.append(m.FieldCondition(key="level", range=m.Range(gte=0)))
+        nodes: List[TreeNode] = []
+        offset = None
+        while True:
+            self._count()
+            points, offset = self.client.scroll(self.collection, scroll_filter=m.Filter(must=must), limit=1024,
+                                                offset=offset, with_payload=True, with_vectors=False)
+            nodes.extend(TreeNode.from_payload(p.id, p.payload) for p in points)
+            if offset is None:
+                return nodes
+
+    def count(self) -> int:
+        m = self._m
+        self._count()
+        return self.client.count(self.collection, count_filter=m.Filter(
+            must=[m.FieldCondition(key="level", range=m.Range(gte=0))]), exact=True).count
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # closing twice or at interpreter exit is harmless
+            log.debug("qdrant client close failed", exc_info=True)
+
+
+def _ranks(points: Iterable[Any]) -> Dict[str, int]:
+    return {str(p.id): rank for rank, p in enumerate(points)}
+
+
+def _stable_order(hits: List[RankedHit]) -> List[RankedHit]:
+    """Order by score, ties broken by node id, so both engines agree on tied candidates."""
+    return sorted(hits, key=lambda h: (-h.score, h.node.id))

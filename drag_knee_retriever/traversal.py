@@ -1,0 +1,176 @@
+"""The tree walk: beam search with parent/child suppression, knee cuts, and branch search.
+
+The walk knows nothing of Qdrant or encoders: it is given a ``rank`` function that runs a list of
+:class:`RankRequest` in one round trip (the query's vectors are already inside it). Each step of
+the walk is one call, so a search costs one round trip for the roots plus one per level visited.
+
+Beam methods (``fixed``, ``knee``, ``sensitive_knee``): rank the roots and keep the beam (the top
+``beam_width``, or the roots up to the knee). Then repeatedly rank the beam together with all
+children of its inner members, optionally cut the ranked list at the knee, and walk it in rank
+order: a candidate already suppressed is skipped; a beam member is kept and suppresses its
+children (the broader unit answers better, so it stays whole); a child is kept and suppresses its
+parent (the finer unit answers better). ``fixed`` keeps at most ``beam_width``. Stop when the beam
+no longer changes or has no inner node left.
+
+Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
+ranked against its own children (all such requests of one level in one round trip): where the
+parent wins it is a result, where children outrank it those children descend (leaves are results).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from .config import SearchConfig
+from .knee import knee_index
+from .nodes import Trace, TraceCandidate, TraceStep
+from .store import FilterSpec, RankedHit, RankRequest
+
+log = logging.getLogger(__name__)
+
+Ranker = Callable[[Sequence[RankRequest]], List[List[RankedHit]]]
+
+
+def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
+    node = hit.node
+    return TraceCandidate(
+        node_id=node.id, doc_id=node.doc_id, level=node.level, is_leaf=node.is_leaf, label=str(node.span),
+        fused_score=hit.score, fused_rank=rank, dense_rank=hit.dense_rank, sparse_rank=hit.sparse_rank,
+        parent_id=node.parent_id,
+    )
+
+
+def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+    """Run the configured method; returns the chosen hits (best first) and fills ``trace``."""
+    roots = _rank_roots(rank, config, filters, trace)
+    if not roots:
+        return []
+    if config.method == "branch":
+        return _branch(rank, config, filters, trace, roots)
+    return _beam(rank, config, filters, trace, roots)
+
+
+def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int]]:
+    """How many ranked hits survive before suppression, and the knee position if a knee was used."""
+    if config.method == "fixed":
+        return len(hits), None
+    keep = knee_index([h.score for h in hits], config.effective_sensitivity) if hits else 0
+    return keep, keep
+
+
+def _rank_roots(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+    limit = config.beam_width if config.method == "fixed" else config.max_roots
+    hits = rank([RankRequest(limit=limit, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
+    step = TraceStep(step=0, kind="roots", level=0, weights=config.weights_for_level(0))
+    keep, knee_at = _cut(config, hits)
+    if config.method == "fixed":
+        keep = min(keep, config.beam_width)
+    step.knee_index = knee_at
+    for position, hit in enumerate(hits):
+        candidate = _candidate(hit, position)
+        candidate.outcome = "kept" if position < keep else "cut"
+        step.candidates.append(candidate)
+    step.kept_count = min(keep, len(hits))
+    trace.steps.append(step)
+    return hits[:keep]
+
+
+def _beam(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> List[RankedHit]:
+    expanded: Set[str] = set()
+    for depth in range(1, config.max_depth + 1):
+        parent_of: Dict[str, str] = {}
+        for hit in beam:
+            if hit.node.is_leaf or hit.node.id in expanded:
+                continue
+            expanded.add(hit.node.id)
+            for child in hit.node.child_ids:
+                # A malformed tree could point back at a node already walked: never revisit it.
+                if child not in expanded:
+                    parent_of.setdefault(child, hit.node.id)
+        if not parent_of:
+            break
+        beam_ids = [h.node.id for h in beam]
+        candidate_ids = tuple(dict.fromkeys(beam_ids + list(parent_of)))
+        weights = config.weights_for_level(depth)
+        hits = rank([RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+        step = TraceStep(step=len(trace.steps), kind="beam", level=depth, weights=weights)
+        keep, knee_at = _cut(config, hits)
+        step.knee_index = knee_at
+        in_beam = set(beam_ids)
+        suppressed: Dict[str, str] = {}
+        new_beam: List[RankedHit] = []
+        for position, hit in enumerate(hits):
+            candidate = _candidate(hit, position)
+            step.candidates.append(candidate)
+            nid = hit.node.id
+            full = config.method == "fixed" and len(new_beam) >= config.beam_width
+            if position >= keep or full:
+                candidate.outcome = "cut"
+            elif nid in suppressed:
+                candidate.outcome = "suppressed"
+                candidate.suppressed_by = suppressed[nid]
+            elif nid in in_beam:
+                new_beam.append(hit)
+                for child in hit.node.child_ids:
+                    suppressed.setdefault(child, nid)
+            else:
+                new_beam.append(hit)
+                suppressed.setdefault(parent_of[nid], nid)
+        step.kept_count = len(new_beam)
+        trace.steps.append(step)
+        if not new_beam:  # cannot happen (the first walked hit is always kept); stay safe
+            break
+        stable = {h.node.id for h in new_beam} == in_beam
+        beam = new_beam
+        if stable:
+            break
+    else:
+        log.warning("search stopped at max_depth=%d; the tree may be malformed", config.max_depth)
+    return beam
+
+
+def _branch(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> List[RankedHit]:
+    results: List[Tuple[int, RankedHit]] = []  # (root order, hit)
+    frontier: List[Tuple[int, RankedHit]] = []
+    for order, hit in enumerate(roots):
+        (results if hit.node.is_leaf else frontier).append((order, hit))
+    visited: Set[str] = {hit.node.id for _, hit in frontier}
+    for depth in range(1, config.max_depth + 1):
+        if not frontier:
+            break
+        weights = config.weights_for_level(depth)
+        requests = []
+        for _, hit in frontier:
+            ids = (hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)
+            requests.append(RankRequest(limit=len(ids), weights=weights, candidate_ids=ids, filters=filters))
+        responses = rank(requests)
+        next_frontier: List[Tuple[int, RankedHit]] = []
+        for (order, parent), hits in zip(frontier, responses):
+            step = TraceStep(step=len(trace.steps), kind="branch", level=depth, parent_id=parent.node.id, weights=weights)
+            parent_position = next((i for i, h in enumerate(hits) if h.node.id == parent.node.id), len(hits))
+            for position, hit in enumerate(hits):
+                candidate = _candidate(hit, position)
+                step.candidates.append(candidate)
+                if hit.node.id == parent.node.id:
+                    if parent_position == 0:
+                        results.append((order, hit))
+                    else:
+                        candidate.outcome = "suppressed"
+                        candidate.suppressed_by = hits[0].node.id
+                elif position < parent_position:
+                    visited.add(hit.node.id)
+                    (results if hit.node.is_leaf else next_frontier).append((order, hit))
+                else:
+                    candidate.outcome = "suppressed"
+                    candidate.suppressed_by = parent.node.id
+            step.kept_count = sum(1 for c in step.candidates if c.outcome == "kept")
+            trace.steps.append(step)
+        frontier = next_frontier
+    else:
+        if frontier:
+            log.warning("branch search stopped at max_depth=%d; the tree may be malformed", config.max_depth)
+            results.extend(frontier)
+    # Trees in the order of their roots; within a tree, by document position.
+    results.sort(key=lambda item: (item[0], item[1].node.span.first_leaf))
+    return [hit for _, hit in results]

@@ -1,0 +1,178 @@
+"""Search invariants on three real COVID-QA papers, for every method."""
+
+import asyncio
+import json
+
+import pytest
+
+from drag_knee_retriever import ConfigError, Document, InvalidQueryError, SearchConfig
+from drag_knee_retriever.builder import leaf_id
+
+METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
+
+
+def ancestors(index, node):
+    out, parent = [], node.parent_id
+    while parent:
+        (p,) = index.store.retrieve([parent])
+        out.append(p.id)
+        parent = p.parent_id
+    return out
+
+
+class CountingRank:
+    """Wraps store.rank to count round trips (one call = one round trip)."""
+
+    def __init__(self, store):
+        self.store, self.calls, self.inner = store, 0, store.rank
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.inner(*args, **kwargs)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_method_invariants(covid_index, covid_corpus, method):
+    _, questions = covid_corpus
+    for question, _doc in questions[:6]:
+        result = covid_index.search(question, method=method)
+        assert result.nodes, "a populated index returns something"
+        ids = [hit.node.id for hit in result.nodes]
+        assert len(ids) == len(set(ids))
+        stored = {n.id for n in covid_index.store.retrieve(ids)}
+        assert stored == set(ids), "every result is an existing node"
+        for hit in result.nodes:
+            assert not set(ancestors(covid_index, hit.node)) & set(ids), "a node came with its ancestor"
+            if not hit.node.is_leaf:
+                leaves = covid_index.store.retrieve(
+                    [leaf_id(hit.doc_id, i) for i in range(hit.span.first_leaf, hit.span.last_leaf + 1)])
+                assert hit.text == "\n\n".join(l.text for l in sorted(leaves, key=lambda l: l.span.first_leaf))
+        spans = [(h.doc_id, h.span.first_leaf, h.span.last_leaf) for h in result.nodes]
+        for i, a in enumerate(spans):
+            for b in spans[i + 1:]:
+                assert a[0] != b[0] or a[2] < b[1] or b[2] < a[1], "overlapping spans returned twice"
+        json.loads(result.to_json())  # the trace is serialisable
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_encoding_and_one_round_trip_per_level(covid_index, covid_corpus, method, monkeypatch):
+    question = covid_corpus[1][0][0]
+    counter = CountingRank(covid_index.store)
+    monkeypatch.setattr(covid_index.store, "rank", counter)
+    encodings = covid_index.encoder.query_encodings
+    requests_before = covid_index.store.requests
+    result = covid_index.search(question, method=method)
+    assert covid_index.encoder.query_encodings == encodings + 1
+    levels_visited = len({(s.kind, s.level) for s in result.trace.steps if s.kind != "roots"})
+    assert counter.calls == 1 + levels_visited
+    context_fetch = 1 if any(not h.node.is_leaf for h in result.nodes) else 0
+    assert covid_index.store.requests - requests_before == counter.calls + context_fetch
+    assert result.trace.requests == counter.calls + context_fetch
+
+
+def test_fixed_width_bounds_the_beam(covid_index, covid_corpus):
+    question = covid_corpus[1][0][0]
+    for width in (1, 2, 3):
+        result = covid_index.search(question, method="fixed", beam_width=width)
+        assert 1 <= len(result.nodes) <= width
+
+
+def test_knee_with_one_dominant_root_keeps_one(make_index):
+    index = make_index(collection="dominant")
+    index.add_documents([
+        Document(id="zebra", text="Zebras graze on the savanna in large herds.\n\nZebra stripes may deter biting flies."),
+        Document(id="tax", text="Income tax returns are due in April.\n\nDeductions lower the taxable income."),
+        Document(id="rust", text="The Rust compiler checks borrows.\n\nCargo builds Rust crates."),
+    ])
+    result = index.search("zebra stripes biting flies", method="knee")
+    roots = result.trace.steps[0]
+    assert roots.kept_count == 1 and roots.candidates[0].doc_id == "zebra"
+    assert {h.doc_id for h in result.nodes} == {"zebra"}
+
+
+def test_sensitive_knee_at_one_equals_knee(covid_index, covid_corpus):
+    question = covid_corpus[1][2][0]
+    knee = covid_index.search(question, method="knee")
+    same = covid_index.search(question, method="sensitive_knee", sensitivity=1.0)
+    assert [h.node.id for h in knee.nodes] == [h.node.id for h in same.nodes]
+    looser = covid_index.search(question, method="sensitive_knee", sensitivity=0.3)
+    assert looser.trace.steps[0].kept_count >= knee.trace.steps[0].kept_count
+
+
+def test_filters_apply_at_every_level(covid_index, covid_corpus):
+    docs, questions = covid_corpus
+    target = docs[1].id
+    for method in METHODS:
+        result = covid_index.search(questions[0][0], method=method, filters={"doc_id": target})
+        assert result.nodes and {h.doc_id for h in result.nodes} == {target}
+        for step in result.trace.steps:
+            assert {c.doc_id for c in step.candidates} == {target}
+    assert covid_index.search(questions[0][0], filters={"lang": "ru"}).nodes == []
+    assert covid_index.search(questions[0][0], filters={"lang": "en"}).nodes
+
+
+def test_fusion_schedule_and_document_order(covid_index, covid_corpus):
+    schedule = [(0.2, 0.8), (0.5, 0.5), (0.8, 0.2), (1.0, 0.0)]
+    result = covid_index.search(covid_corpus[1][3][0], fusion_weights=schedule, method="sensitive_knee",
+                                order="document", sensitivity=0.5)
+    assert result.trace.steps[0].weights == (0.2, 0.8)
+    assert all(s.weights == tuple(schedule[min(s.level, 3)]) for s in result.trace.steps)
+    keys = [(h.doc_id, h.span.first_leaf) for h in result.nodes]
+    assert keys == sorted(keys)
+
+
+def test_trace_records_ranks_and_suppression(covid_index, covid_corpus):
+    result = covid_index.search(covid_corpus[1][0][0], method="sensitive_knee", sensitivity=0.5)
+    candidates = [c for s in result.trace.steps for c in s.candidates]
+    assert any(c.dense_rank is not None for c in candidates)
+    assert all(c.outcome in ("kept", "suppressed", "cut") for c in candidates)
+    for c in candidates:
+        if c.outcome == "suppressed":
+            assert c.suppressed_by
+    assert "step 0 [roots]" in result.trace.render()
+
+
+@pytest.mark.parametrize(
+    "query, kwargs, error, message",
+    [
+        ("", {}, InvalidQueryError, "empty"),
+        ("   ", {}, InvalidQueryError, "empty"),
+        (42, {}, InvalidQueryError, "must be a string"),
+        ("q", {"method": "magic"}, ConfigError, "Unknown search method"),
+        ("q", {"beam_width": 0}, ConfigError, "beam_width"),
+        ("q", {"sensitivity": 1.5}, ConfigError, "sensitivity"),
+        ("q", {"filters": {"doc_id": 3.5}}, InvalidQueryError, "type float"),
+        ("q", {"filters": "doc_id=x"}, InvalidQueryError, "mapping"),
+    ],
+)
+def test_bad_queries(covid_index, query, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        covid_index.search(query, **kwargs)
+
+
+def test_huge_query_and_unknown_filter_field_are_sane(covid_index):
+    result = covid_index.search("coronavirus " * 10_000)
+    assert result.nodes
+    assert covid_index.search("coronavirus", filters={"no_such_field": "x"}).nodes == []
+
+
+def test_empty_collection_gives_an_empty_result(make_index):
+    index = make_index(collection="empty")
+    for method in METHODS:
+        assert index.search("anything", method=method).nodes == []
+
+
+def test_flat_search_modes(covid_index, covid_corpus):
+    question = covid_corpus[1][0][0]
+    for mode in ("hybrid", "dense", "sparse"):
+        hits = covid_index.flat_search(question, k=5, mode=mode)
+        assert 1 <= len(hits) <= 5 and all(h.node.is_leaf for h in hits)
+    everything = covid_index.flat_search(question, k=10, scope="all")
+    assert len(everything) == 10
+
+
+async def test_asearch_matches_search_under_gather(covid_index, covid_corpus):
+    questions = [q for q, _ in covid_corpus[1][:5]]
+    sequential = [[h.node.id for h in covid_index.search(q).nodes] for q in questions]
+    concurrent = await asyncio.gather(*(covid_index.asearch(q) for q in questions * 4))
+    assert [[h.node.id for h in r.nodes] for r in concurrent] == sequential * 4
