@@ -1,0 +1,336 @@
+"""LangChain adapter: a drop-in ``BaseRetriever`` over a :class:`DragKneeIndex`, and the knee as a
+``BaseDocumentCompressor`` for any other retriever.
+
+Install with ``pip install "drag-knee-retriever[langchain]"``.
+
+The adapter converts types and delegates to the core: :meth:`DragKneeIndex.search` /
+:meth:`~DragKneeIndex.asearch` for queries, :meth:`~DragKneeIndex.add_documents` for ingestion and
+:func:`drag_knee_retriever.knee.knee_cut` for the compressor. It scores, encodes and stores nothing
+itself.
+
+Example::
+
+    from drag_knee_retriever.integrations.langchain import DragKneeRetriever
+
+    retriever = DragKneeRetriever.from_documents(PyPDFLoader("paper.pdf").load(), model_path=...)
+    docs = retriever.invoke("what do the authors measure?")
+    docs[0].metadata["drag_span"]      # e.g. "pp.3-4": the pages the text covers
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
+
+from . import (
+    INSTALL_HINT,
+    SCORE,
+    PageEntry,
+    check_query,
+    group_paged_documents,
+    hit_metadata,
+    search_overrides,
+)
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        Callbacks,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import BaseDocumentCompressor
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "drag_knee_retriever.integrations.langchain needs LangChain (langchain-core), which is not "
+        f"installed. Install it with: {INSTALL_HINT['langchain']}"
+    ) from exc
+
+from ..errors import InvalidDocumentError, InvalidQueryError, InvalidScoresError
+from ..knee import knee_cut
+from ..nodes import Document, ScoredNode
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DragKneeRetriever",
+    "KneeDocumentCompressor",
+    "from_langchain_documents",
+    "to_langchain_document",
+]
+
+# Keys PyPDFLoader (and PyMuPDFLoader) put on every page; they differ per page, so they are
+# dropped from the file-level metadata of the paged document.
+_PAGE_KEYS = ("page", "page_label")
+# Settings a caller may override per call: retriever.invoke(query, k=2, filters={...}).
+_CALL_SETTINGS = ("k", "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order")
+
+
+def to_langchain_document(hit: ScoredNode) -> LCDocument:
+    """One search hit as a LangChain ``Document``.
+
+    ``page_content`` is the full text of the node's span (every leaf beneath it, in document
+    order); ``metadata`` is the source document's metadata plus the ``drag_*`` fields (node id,
+    doc id, level, span label and leaf/page bounds, parent id, score, rank); ``id`` is the node id.
+    """
+    return LCDocument(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node.id)
+
+
+def from_langchain_documents(documents: Sequence[LCDocument]) -> List[Document]:
+    """Convert LangChain ``Document`` objects into core documents, all validated first.
+
+    - Pages of one file (documents with ``metadata["source"]`` and an integer ``metadata["page"]``,
+      0-based, as ``PyPDFLoader`` and ``PyMuPDFLoader`` yield them) become ONE paged document with
+      id ``source``, pages ordered by number (page p is the core's page p + 1, so spans show the
+      file's own page numbers); chunks of the same page are joined; the metadata is what the pages
+      agree on (``page`` and ``page_label`` dropped).
+    - Any other document becomes a text document with id: its LangChain ``id``, else its
+      ``metadata["source"]``, else a hash of its text; duplicates get ``#2``, ``#3``...
+
+    The ids are stable, so ingesting the same files again replaces nothing that did not change.
+    Raises :class:`InvalidDocumentError` naming the offending document (not a ``Document``, no
+    text, metadata that is not JSON, a key with the reserved ``drag_`` prefix).
+    """
+    if isinstance(documents, (LCDocument, str)) or not isinstance(documents, Sequence):
+        raise InvalidDocumentError(
+            "documents must be a list of LangChain Document objects, got "
+            f"{type(documents).__name__}; wrap a single document in a list."
+        )
+    entries: List[PageEntry] = []
+    for position, doc in enumerate(documents):
+        where = f"documents[{position}]"
+        if not isinstance(doc, LCDocument):
+            raise InvalidDocumentError(
+                f"{where} is a {type(doc).__name__}, not a langchain_core.documents.Document; "
+                "convert it, or use DragKneeIndex.add_documents for drag_knee_retriever.Document."
+            )
+        meta = doc.metadata or {}
+        source = meta.get("source")
+        source = str(source) if source is not None and str(source).strip() else None
+        page = meta.get("page")
+        is_page = source is not None and isinstance(page, int) and not isinstance(page, bool)
+        entries.append(
+            PageEntry(
+                text=doc.page_content,
+                metadata=meta,
+                where=f"{where} (source={source!r})" if source else where,
+                group=source if is_page else None,
+                page=page if is_page else None,
+                source=source,
+                preferred_id=doc.id if getattr(doc, "id", None) else None,
+                drop_keys=_PAGE_KEYS if is_page else (),
+            )
+        )
+    return [doc for doc, _ in group_paged_documents(entries)]
+
+
+class DragKneeRetriever(BaseRetriever):
+    """DRAG with KNEE as a LangChain retriever: a drop-in replacement for any ``BaseRetriever``.
+
+    Holds a :class:`~drag_knee_retriever.DragKneeIndex` and search settings; every setting left
+    ``None`` uses the index's own :class:`~drag_knee_retriever.SearchConfig`.
+
+    - ``method``: ``"knee"``, ``"sensitive_knee"``, ``"branch"`` or ``"fixed"``.
+    - ``k``: LangChain's number of results. It is the beam width, and selects the ``"fixed"``
+      beam unless ``method`` is also given (a knee method chooses its own count).
+    - ``beam_width``, ``sensitivity``, ``max_roots``, ``fusion_weights``, ``order``: as in
+      :class:`SearchConfig`; ``filters``: ``{"doc_id": [...], "<metadata key>": value}``.
+
+    Every setting can also be passed per call: ``retriever.invoke(query, k=2)`` (the fixed beam of
+    two, unless ``method=`` is passed in the same call) or
+    ``retriever.invoke(query, filters={"lang": "en"})``. Settings are validated when the retriever
+    is built (and per call for per-call values).
+
+    Returned documents: ``page_content`` is the node's full span text, ``metadata`` the source
+    metadata plus ``drag_*`` fields (see :func:`to_langchain_document`).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index: Any = Field(description="The DragKneeIndex to search.")
+    method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = None
+    k: Optional[int] = Field(default=None, description="Beam width; selects the 'fixed' method unless method is set.")
+    beam_width: Optional[int] = None
+    sensitivity: Optional[float] = None
+    max_roots: Optional[int] = None
+    filters: Optional[Dict[str, Any]] = None
+    fusion_weights: Optional[List[Tuple[float, float]]] = None
+    order: Optional[Literal["score", "document"]] = None
+
+    _overrides: Dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_settings(self) -> "DragKneeRetriever":
+        if not hasattr(self.index, "search") or not hasattr(self.index, "asearch"):
+            raise TypeError(
+                f"index must be a DragKneeIndex (something with search/asearch), got "
+                f"{type(self.index).__name__}; build one with DragKneeIndex(...) or use "
+                "DragKneeRetriever.from_documents(docs)."
+            )
+        self._overrides = search_overrides(**self._settings())
+        return self
+
+    def _settings(self) -> Dict[str, Any]:
+        return {
+            "method": self.method,
+            "beam_width": self.beam_width,
+            "k": self.k,
+            "sensitivity": self.sensitivity,
+            "max_roots": self.max_roots,
+            "filters": self.filters,
+            "fusion_weights": self.fusion_weights,
+            "order": self.order,
+        }
+
+    def _call_overrides(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        unknown = sorted(set(kwargs) - set(_CALL_SETTINGS))
+        if unknown:
+            raise InvalidQueryError(
+                f"Unknown search option(s) {unknown}; per-call options are {', '.join(_CALL_SETTINGS)}."
+            )
+        if not kwargs:
+            return self._overrides
+        settings = self._settings()
+        if kwargs.get("k") is not None or kwargs.get("beam_width") is not None:
+            # A per-call width replaces the retriever's (both spellings).
+            settings["k"] = settings["beam_width"] = None
+        if kwargs.get("k") is not None and kwargs.get("method") is None:
+            # invoke(q, k=3) asks for three documents: that is the fixed beam, whatever method the
+            # retriever uses by default (a knee method would choose its own count and ignore k).
+            settings["method"] = None
+        settings.update({key: value for key, value in kwargs.items() if value is not None})
+        return search_overrides(**settings)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> List[LCDocument]:
+        query = check_query(query)
+        result = self.index.search(query, **self._call_overrides(kwargs))
+        return [to_langchain_document(hit) for hit in result.nodes]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> List[LCDocument]:
+        query = check_query(query)
+        result = await self.index.asearch(query, **self._call_overrides(kwargs))
+        return [to_langchain_document(hit) for hit in result.nodes]
+
+    def _get_ls_params(self, **kwargs: Any) -> Dict[str, Any]:  # tracing metadata only
+        params = dict(super()._get_ls_params(**kwargs))
+        params["ls_vector_store_provider"] = "qdrant"
+        return params  # type: ignore[return-value]
+
+    def add_documents(self, documents: Sequence[LCDocument], *, progress: Optional[Callable[..., Any]] = None) -> Any:
+        """Ingest more LangChain documents into the index (see :func:`from_langchain_documents`).
+
+        Every document is converted and validated before the index is touched. Returns the
+        index's ingest report.
+        """
+        core = from_langchain_documents(documents)
+        return self.index.add_documents(core, progress=progress)
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[LCDocument],
+        *,
+        index: Any = None,
+        progress: Optional[Callable[..., Any]] = None,
+        method: Optional[str] = None,
+        k: Optional[int] = None,
+        beam_width: Optional[int] = None,
+        sensitivity: Optional[float] = None,
+        max_roots: Optional[int] = None,
+        filters: Optional[Dict[str, Any]] = None,
+        fusion_weights: Optional[List[Tuple[float, float]]] = None,
+        order: Optional[str] = None,
+        **index_kwargs: Any,
+    ) -> "DragKneeRetriever":
+        """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
+
+        ``index_kwargs`` go to :class:`DragKneeIndex` (``location``, ``model_path``, ``build``...)
+        when no ``index`` is given. The search settings are validated and every document is
+        converted before anything is built or written, so a bad document ingests nothing.
+        """
+        settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity,
+                        max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order)
+        search_overrides(**settings)
+        core = from_langchain_documents(documents)
+        if index is None:
+            from .. import DragKneeIndex
+
+            index = DragKneeIndex(**index_kwargs)
+        elif index_kwargs:
+            raise TypeError(
+                f"index was given, so {sorted(index_kwargs)} cannot configure a new one; "
+                "drop them or drop index."
+            )
+        index.add_documents(core, progress=progress)
+        return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
+
+
+DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)
+
+
+class KneeDocumentCompressor(BaseDocumentCompressor):
+    """Cut any retriever's ranked documents at the knee of their scores.
+
+    Use it after a retriever (or a reranker) whose documents carry a score in their metadata, to
+    keep an adaptive number of them instead of a fixed top k: directly with
+    ``compress_documents(docs, query)``, or wherever LangChain takes a ``BaseDocumentCompressor``
+    (e.g. ``ContextualCompressionRetriever`` from ``langchain-classic``).
+
+    - ``score_key``: the metadata key holding the score. ``None`` (default) picks the first of
+      ``relevance_score`` (rerankers), ``score``, ``drag_score`` that every document has.
+    - ``higher_is_better``: ``False`` for distances (lower is better); scores are then negated.
+    - ``sensitivity``: in (0, 1]; 1.0 is the plain knee, smaller keeps more.
+
+    Documents must arrive best first; the knee needs at least three to cut (fewer are kept).
+    """
+
+    score_key: Optional[str] = None
+    higher_is_better: bool = True
+    sensitivity: float = Field(default=1.0, gt=0.0, le=1.0)
+
+    def _scores(self, documents: Sequence[LCDocument]) -> List[float]:
+        if self.score_key is not None:
+            keys: Tuple[str, ...] = (self.score_key,)
+        else:
+            keys = tuple(k for k in DEFAULT_SCORE_KEYS if all(k in (d.metadata or {}) for d in documents))
+            if not keys:
+                raise InvalidScoresError(
+                    f"No score found: not every document has one of the metadata keys "
+                    f"{list(DEFAULT_SCORE_KEYS)}. Put each document's score in its metadata, or "
+                    "name the key with KneeDocumentCompressor(score_key=...)."
+                )
+        key = keys[0]
+        scores: List[float] = []
+        for position, doc in enumerate(documents):
+            value = (doc.metadata or {}).get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InvalidScoresError(
+                    f"documents[{position}] has metadata[{key!r}] = {value!r}; every document needs a "
+                    f"numeric score under {key!r} (or choose another key with score_key=...)."
+                )
+            scores.append(float(value) if self.higher_is_better else -float(value))
+        return scores
+
+    def compress_documents(
+        self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks = None
+    ) -> Sequence[LCDocument]:
+        """Keep the documents up to the knee of their scores (order preserved)."""
+        documents = list(documents)
+        if not documents:
+            return []
+        scores = self._scores(documents)
+        try:
+            kept, count = knee_cut(documents, scores, self.sensitivity)
+        except InvalidScoresError as exc:
+            direction = "descending" if self.higher_is_better else "ascending (distances)"
+            raise InvalidScoresError(
+                f"{exc} KneeDocumentCompressor expects documents best first, i.e. scores {direction}."
+            ) from None
+        log.debug("knee compressor kept %d of %d documents", count, len(documents))
+        return kept
