@@ -104,7 +104,10 @@ def _split_long(text: str, limit: int) -> List[str]:
 
 def _paragraphs(text: str, config: BuildConfig) -> List[str]:
     """Paragraphs (blank-line separated), merged when short and split when long."""
-    raw = [re.sub(r"[ \t]*\n[ \t]*", "\n", p).strip() for p in re.split(r"\n\s*\n", text)]
+    # Paragraphs are separated by blank lines; text without any blank line but with line breaks
+    # (one paragraph per line, as many exports write it) is split at the line breaks instead.
+    separator = r"\n\s*\n" if re.search(r"\n\s*\n", text.strip()) else r"\n"
+    raw = [re.sub(r"[ \t]*\n[ \t]*", "\n", p).strip() for p in re.split(separator, text)]
     raw = [p for p in raw if p]
     merged: List[str] = []
     for paragraph in raw:

@@ -187,9 +187,12 @@ class EmbeddingConfig:
     model_name: str = DEFAULT_DENSE_MODEL
     model_path: Optional[str] = None
     language: BM25Language = "english"
-    batch_size: int = 8
-    max_batch_chars: int = 16_000
+    batch_size: int = 4
+    max_batch_chars: int = 8_000
     threads: Optional[int] = None
+    # Tokens the dense model reads per text. all-MiniLM-L6-v2 was trained for and is used by
+    # sentence-transformers at 256; fastembed would read 512 (slower, no better). None: model default.
+    max_tokens: Optional[int] = 256
 
     def __post_init__(self) -> None:
         if not isinstance(self.model_name, str) or not self.model_name.strip():
@@ -203,6 +206,8 @@ class EmbeddingConfig:
             raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}.")
         if not isinstance(self.max_batch_chars, int) or self.max_batch_chars < 100:
             raise ConfigError(f"max_batch_chars must be >= 100, got {self.max_batch_chars!r}.")
+        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 16):
+            raise ConfigError(f"max_tokens must be an integer >= 16 or None, got {self.max_tokens!r}.")
 
 
 @dataclass(frozen=True)

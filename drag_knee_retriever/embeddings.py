@@ -157,6 +157,7 @@ class Encoder:
             raise
         except Exception as exc:
             raise ModelLoadError(f"{_how_to_fix(self.config.model_name)} (fastembed said: {exc})") from None
+        self._limit_tokens(self.config.max_tokens)
         # BM25 needs no weights: the folder only supplies the stop-word lists shipped with us.
         self._sparse = SparseTextEmbedding(
             "Qdrant/bm25",
@@ -169,6 +170,15 @@ class Encoder:
         self.sparse_model = f"Qdrant/bm25:{self.config.language}"
         self.query_encodings = 0  # how many queries were encoded (tests check: one per search)
         log.info("dense model %s loaded from %s (%d dims)", self.model_id, source, self.dense_size)
+
+    def _limit_tokens(self, max_tokens: Optional[int]) -> None:
+        """Truncate dense inputs at ``max_tokens`` (fastembed reads up to the config's 512)."""
+        tokenizer = getattr(getattr(self._dense, "model", None), "tokenizer", None)
+        if max_tokens is None or tokenizer is None or not hasattr(tokenizer, "enable_truncation"):
+            return
+        current = (tokenizer.truncation or {}).get("max_length")
+        if current is None or max_tokens < current:
+            tokenizer.enable_truncation(max_length=max_tokens)
 
     # -- queries -----------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from .builder import DocumentTree, build_document_trees, leaf_id, node_id
+from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
 from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidDocumentError, InvalidQueryError
@@ -166,20 +166,23 @@ class DragKneeIndex:
     def _ingest_chunk(self, docs: List[Document], existing: Dict[str, str], report: IngestReport,
                       progress: Optional[Progress], done_before: int, total: int) -> None:
         timer = _PhaseTimer(report)
+        identity = getattr(self.summarizer, "identity", type(self.summarizer).__name__)
+        changed: List[Document] = []
+        for doc in docs:
+            old = existing.get(doc.id)
+            if old == document_hash(doc, self.build_config, identity):
+                report.unchanged.append(doc.id)  # skipped before any building or encoding
+            else:
+                (report.replaced if old is not None else report.added).append(doc.id)
+                changed.append(doc)
+        if not changed:
+            if progress:
+                progress("building", done_before + len(docs), total)
+            return
         with timer("building"):
-            trees = build_document_trees(docs, self.build_config, self.summarizer)
+            fresh = build_document_trees(changed, self.build_config, self.summarizer)
         if progress:
             progress("building", done_before + len(docs), total)
-        fresh: List[DocumentTree] = []
-        for tree in trees:
-            old = existing.get(tree.doc_id)
-            if old == tree.doc_hash:
-                report.unchanged.append(tree.doc_id)
-            else:
-                (report.replaced if old is not None else report.added).append(tree.doc_id)
-                fresh.append(tree)
-        if not fresh:
-            return
         with timer("embedding"):
             records = self._vectorise([n for t in fresh for n in t.nodes], progress)
         with timer("writing"):
