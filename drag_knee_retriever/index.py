@@ -9,6 +9,7 @@ the leaves' text of the inner nodes returned.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -25,7 +26,7 @@ from .errors import ConfigError, InvalidDocumentError, InvalidQueryError
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode
 from .store import NodeRecord, NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
-from .traversal import walk
+from .traversal import awalk, walk
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,17 @@ class IngestReport:
     nodes_written: int = 0
     seconds: float = 0.0
     phase_seconds: Dict[str, float] = field(default_factory=dict)
+    # What the summariser spent, when it reports it (LLM summarisers: calls, tokens, fallbacks).
+    summarizer: Optional[Dict[str, Any]] = None
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{len(self.added)} added, {len(self.replaced)} replaced, {len(self.unchanged)} unchanged; "
             f"{self.nodes_written} nodes written in {self.seconds:.1f}s"
         )
+        if self.summarizer:
+            text += f"; summariser: {self.summarizer.get('summary', self.summarizer)}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -154,11 +160,14 @@ class DragKneeIndex:
         started = time.perf_counter()
         docs = _validate_documents(documents)
         report = IngestReport()
-        with self._write_lock:
+        track = getattr(self.summarizer, "track", None)
+        with self._write_lock, (track() if callable(track) else contextlib.nullcontext()) as cost:
             existing = self._existing_hashes([d.id for d in docs])
             for start in range(0, len(docs), _INGEST_CHUNK_DOCS):
                 chunk = docs[start : start + _INGEST_CHUNK_DOCS]
                 self._ingest_chunk(chunk, existing, report, progress, done_before=start, total=len(docs))
+        if cost is not None and hasattr(cost, "as_dict"):
+            report.summarizer = {**cost.as_dict(), "summary": str(cost)}
         report.seconds = time.perf_counter() - started
         log.info("ingest: %s", report)
         return report
@@ -374,42 +383,63 @@ class DragKneeIndex:
         query_vectors: Optional[QueryVectors] = None,
     ) -> SearchResult:
         """Walk the trees for ``query``; see :class:`SearchConfig` for the knobs."""
+        plan = self._plan(query, method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
+                          fusion_weights=fusion_weights, filters=filters, order=order, config=config)
+        vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
+        plan.mark("encode")
+
+        def rank(requests: Sequence[RankRequest]):
+            return self.store.rank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain)
+
+        hits = walk(rank, plan.settings, plan.filters, plan.trace)
+        plan.mark("walk")
+        texts = self._span_texts([h.node for h in hits])
+        return self._result(plan, hits, texts)
+
+    async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
+        """``search`` without blocking the event loop: same arguments, same results.
+
+        The query is encoded in a worker thread (CPU-bound); the walk's round trips go through the
+        store's async methods (qdrant-client's async client for a server).
+        """
+        query_vectors = kwargs.pop("query_vectors", None)
+        plan = self._plan(query, **kwargs)
+        vectors = query_vectors if query_vectors is not None else await asyncio.to_thread(self.encoder.encode_query, plan.query)
+        plan.mark("encode")
+
+        async def rank(requests: Sequence[RankRequest]):
+            return await self.store.arank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain)
+
+        hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
+        plan.mark("walk")
+        wanted = self._span_leaf_ids([h.node for h in hits])
+        fetched = await self.store.aretrieve(sorted({i for ids in wanted.values() for i in ids})) if wanted else []
+        return self._result(plan, hits, self._join_span_texts([h.node for h in hits], wanted, fetched))
+
+    def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
+              max_roots: Optional[int] = None, sensitivity: Optional[float] = None,
+              fusion_weights: Optional[Sequence[Tuple[float, float]]] = None,
+              filters: Optional[Mapping[str, Any]] = None, order: Optional[str] = None,
+              config: Optional[SearchConfig] = None) -> "_SearchPlan":
+        """Validate everything about a search before any work is done."""
         started = time.perf_counter()
         query = _validate_query(query)
-        base = config or self.search_config
-        settings = base.with_overrides(
+        settings = (config or self.search_config).with_overrides(
             method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
             fusion_weights=fusion_weights, order=order,
         )
-        spec = parse_filters(filters)
-        trace = Trace(query=query, method=settings.method)
-        requests_before = self.store.requests
-        if query_vectors is None:
-            query_vectors = self.encoder.encode_query(query)
-        encoded = time.perf_counter()
+        return _SearchPlan(query=query, settings=settings, filters=parse_filters(filters),
+                           trace=Trace(query=query, method=settings.method),
+                           requests_before=self.store.requests, started=started)
 
-        def rank(requests: Sequence[RankRequest]):
-            return self.store.rank(requests, query_vectors, rrf_k=settings.rrf_k, explain=settings.explain)
-
-        hits = walk(rank, settings, spec, trace)
-        walked = time.perf_counter()
-        texts = self._span_texts([h.node for h in hits])
+    def _result(self, plan: "_SearchPlan", hits: Sequence[Any], texts: Dict[str, str]) -> SearchResult:
         nodes = [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
-        if settings.order == "document":
+        if plan.settings.order == "document":
             nodes.sort(key=lambda s: (s.node.doc_id, s.node.span.first_leaf))
-        finished = time.perf_counter()
-        trace.requests = self.store.requests - requests_before
-        trace.timings_ms = {
-            "encode": (encoded - started) * 1e3,
-            "walk": (walked - encoded) * 1e3,
-            "context": (finished - walked) * 1e3,
-            "total": (finished - started) * 1e3,
-        }
-        return SearchResult(query=query, method=settings.method, nodes=nodes, trace=trace)
-
-    async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
-        """``search`` without blocking the event loop (runs in a worker thread)."""
-        return await asyncio.to_thread(self.search, query, **kwargs)
+        plan.mark("context")
+        plan.trace.requests = self.store.requests - plan.requests_before
+        plan.trace.timings_ms["total"] = (time.perf_counter() - plan.started) * 1e3
+        return SearchResult(query=plan.query, method=plan.settings.method, nodes=nodes, trace=plan.trace)
 
     def flat_search(
         self,
@@ -442,14 +472,38 @@ class DragKneeIndex:
 
     def _span_texts(self, nodes: Sequence[TreeNode]) -> Dict[str, str]:
         """Full text of each node's span: a leaf's own text, an inner node's leaves (one request)."""
-        texts = {n.id: n.text for n in nodes if n.is_leaf}
-        inner = [n for n in nodes if not n.is_leaf]
-        if inner:
-            wanted = {n.id: [leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)] for n in inner}
-            fetched = {leaf.id: leaf.text for leaf in self.store.retrieve(sorted({i for ids in wanted.values() for i in ids}))}
-            for n in inner:
-                texts[n.id] = "\n\n".join(fetched[i] for i in wanted[n.id] if i in fetched)
-        return texts
+        wanted = self._span_leaf_ids(nodes)
+        fetched = self.store.retrieve(sorted({i for ids in wanted.values() for i in ids})) if wanted else []
+        return self._join_span_texts(nodes, wanted, fetched)
+
+    @staticmethod
+    def _span_leaf_ids(nodes: Sequence[TreeNode]) -> Dict[str, List[str]]:
+        """For each inner node, the ids of the leaves it covers (leaf ids follow from the ordinals)."""
+        return {n.id: [leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
+                for n in nodes if not n.is_leaf}
+
+    @staticmethod
+    def _join_span_texts(nodes: Sequence[TreeNode], wanted: Dict[str, List[str]], fetched: Sequence[TreeNode]) -> Dict[str, str]:
+        by_id = {leaf.id: leaf.text for leaf in fetched}
+        return {n.id: n.text if n.is_leaf else "\n\n".join(by_id[i] for i in wanted[n.id] if i in by_id) for n in nodes}
+
+
+@dataclass
+class _SearchPlan:
+    """A validated search: its settings, parsed filters, trace, and a stopwatch."""
+
+    query: str
+    settings: SearchConfig
+    filters: Any
+    trace: Trace
+    requests_before: int
+    started: float
+    last: float = 0.0
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.trace.timings_ms[phase] = (now - (self.last or self.started)) * 1e3
+        self.last = now
 
 
 class _PhaseTimer:

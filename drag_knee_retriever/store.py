@@ -7,6 +7,7 @@ round trip per tree level, so the count is what tests and benchmarks check.
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
 import threading
 import uuid
@@ -191,6 +192,17 @@ class NodeStore(abc.ABC):
     def describe(self) -> str:
         return self.engine
 
+    # Async variants: an in-process engine answers in microseconds, so a worker thread is enough;
+    # a store that talks to a server overrides these with its native async client.
+
+    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+        """:meth:`rank` without blocking the event loop."""
+        return await asyncio.to_thread(self.rank, requests, query, rrf_k=rrf_k, explain=explain)
+
+    async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        """:meth:`retrieve` without blocking the event loop."""
+        return await asyncio.to_thread(self.retrieve, ids)
+
 
 # ---------------------------------------------------------------------------------------------
 # qdrant-client: local mode (":memory:" or a folder) and servers / clusters (url=)
@@ -209,6 +221,7 @@ class QdrantClientStore(NodeStore):
         api_key: Optional[str] = None,
         upsert_batch_size: int = 256,
         client: Any = None,
+        async_client: Any = None,
     ) -> None:
         super().__init__()
         from qdrant_client import QdrantClient, models
@@ -218,10 +231,16 @@ class QdrantClientStore(NodeStore):
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
         self._where = url or location
+        # Servers also get qdrant-client's async client, so that asearch never blocks the event loop.
+        self.async_client: Any = async_client
         if client is not None:
             self.client = client
         elif url:
+            from qdrant_client import AsyncQdrantClient
+
             self.client = QdrantClient(url=url, api_key=api_key)
+            if self.async_client is None:
+                self.async_client = AsyncQdrantClient(url=url, api_key=api_key)
         else:
             try:
                 if location in (None, ":memory:"):
@@ -319,8 +338,15 @@ class QdrantClientStore(NodeStore):
         if not ids:
             return []
         self._count()
-        points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False)
-        return [TreeNode.from_payload(p.id, p.payload) for p in points if p.payload and "doc_id" in p.payload]
+        return _nodes(self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False))
+
+    async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        if self.async_client is None:
+            return await super().aretrieve(ids)
+        if not ids:
+            return []
+        self._count()
+        return _nodes(await self.async_client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False))
 
     def _filter(self, request: RankRequest) -> Any:
         m = self._m
@@ -347,6 +373,21 @@ class QdrantClientStore(NodeStore):
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
         if not requests:
             return []
+        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain)
+        self._count()
+        return _parse_batch(self.client.query_batch_points(self.collection, batch), layout)
+
+    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+        if self.async_client is None:
+            return await super().arank(requests, query, rrf_k=rrf_k, explain=explain)
+        if not requests:
+            return []
+        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain)
+        self._count()
+        return _parse_batch(await self.async_client.query_batch_points(self.collection, batch), layout)
+
+    def _batch(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool):
+        """The query_batch_points requests of one round trip, and where each answer sits in it."""
         m = self._m
         dense_q = list(query.dense)
         sparse_q = m.SparseVector(indices=list(query.sparse_indices), values=list(query.sparse_values))
@@ -376,23 +417,7 @@ class QdrantClientStore(NodeStore):
                 sparse_index = len(batch)
                 batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=side_limit, with_payload=False))
             layout.append((main_index, dense_index, sparse_index))
-        self._count()
-        responses = self.client.query_batch_points(self.collection, batch)
-        results: List[List[RankedHit]] = []
-        for main_index, dense_index, sparse_index in layout:
-            dense_ranks = _ranks(responses[dense_index].points) if dense_index is not None else {}
-            sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
-            hits = []
-            for point in responses[main_index].points:
-                pid = str(point.id)
-                hits.append(RankedHit(
-                    node=TreeNode.from_payload(pid, point.payload),
-                    score=float(point.score),
-                    dense_rank=dense_ranks.get(pid),
-                    sparse_rank=sparse_ranks.get(pid),
-                ))
-            results.append(_stable_order(hits))
-        return results
+        return batch, layout
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         m = self._m
@@ -421,6 +446,36 @@ class QdrantClientStore(NodeStore):
             self.client.close()
         except Exception:  # closing twice or at interpreter exit is harmless
             log.debug("qdrant client close failed", exc_info=True)
+        if self.async_client is not None:
+            try:
+                asyncio.run(self.async_client.close())
+            except RuntimeError:  # called from inside a running loop: the loop's owner closes it
+                log.debug("async qdrant client left open (running event loop)", exc_info=True)
+            except Exception:
+                log.debug("async qdrant client close failed", exc_info=True)
+
+
+def _nodes(points: Iterable[Any]) -> List[TreeNode]:
+    # The bookkeeping point has no doc_id: it is never a node.
+    return [TreeNode.from_payload(p.id, p.payload) for p in points if p.payload and "doc_id" in p.payload]
+
+
+def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int]]]) -> List[List[RankedHit]]:
+    results: List[List[RankedHit]] = []
+    for main_index, dense_index, sparse_index in layout:
+        dense_ranks = _ranks(responses[dense_index].points) if dense_index is not None else {}
+        sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
+        hits = []
+        for point in responses[main_index].points:
+            pid = str(point.id)
+            hits.append(RankedHit(
+                node=TreeNode.from_payload(pid, point.payload),
+                score=float(point.score),
+                dense_rank=dense_ranks.get(pid),
+                sparse_rank=sparse_ranks.get(pid),
+            ))
+        results.append(_stable_order(hits))
+    return results
 
 
 def _ranks(points: Iterable[Any]) -> Dict[str, int]:

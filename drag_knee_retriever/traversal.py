@@ -1,8 +1,9 @@
 """The tree walk: beam search with parent/child suppression, knee cuts, and branch search.
 
-The walk knows nothing of Qdrant or encoders: it is given a ``rank`` function that runs a list of
-:class:`RankRequest` in one round trip (the query's vectors are already inside it). Each step of
-the walk is one call, so a search costs one round trip for the roots plus one per level visited.
+The walk knows nothing of Qdrant, encoders or I/O: :func:`walk_steps` is a generator that yields
+the list of :class:`RankRequest` of each step and receives their ranked hits, so one algorithm
+serves a synchronous driver (:func:`walk`) and an asynchronous one (:func:`awalk`). Each step is one
+round trip, so a search costs one for the roots plus one per level visited.
 
 Beam methods (``fixed``, ``knee``, ``sensitive_knee``): rank the roots and keep the beam (the top
 ``beam_width``, or the roots up to the knee). Then repeatedly rank the beam together with all
@@ -20,7 +21,7 @@ parent wins it is a result, where children outrank it those children descend (le
 from __future__ import annotations
 
 import logging
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .config import SearchConfig
 from .knee import knee_index
@@ -30,6 +31,8 @@ from .store import FilterSpec, RankedHit, RankRequest
 log = logging.getLogger(__name__)
 
 Ranker = Callable[[Sequence[RankRequest]], List[List[RankedHit]]]
+AsyncRanker = Callable[[Sequence[RankRequest]], Awaitable[List[List[RankedHit]]]]
+Steps = Generator[List[RankRequest], List[List[RankedHit]], List[RankedHit]]
 
 
 def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
@@ -41,14 +44,36 @@ def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
     )
 
 
-def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
-    """Run the configured method; returns the chosen hits (best first) and fills ``trace``."""
-    roots = _rank_roots(rank, config, filters, trace)
+def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
+    """The walk as a generator: yields each step's requests, receives their hits, returns the result."""
+    roots = yield from _rank_roots(config, filters, trace)
     if not roots:
         return []
     if config.method == "branch":
-        return _branch(rank, config, filters, trace, roots)
-    return _beam(rank, config, filters, trace, roots)
+        return (yield from _branch(config, filters, trace, roots))
+    return (yield from _beam(config, filters, trace, roots))
+
+
+def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+    """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
+    steps = walk_steps(config, filters, trace)
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+    """Run the configured method with an asynchronous ranker (same steps as :func:`walk`)."""
+    steps = walk_steps(config, filters, trace)
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(await rank(requests))
+    except StopIteration as done:
+        return done.value
 
 
 def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int]]:
@@ -59,9 +84,9 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     return keep, keep
 
 
-def _rank_roots(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
     limit = config.beam_width if config.method == "fixed" else config.max_roots
-    hits = rank([RankRequest(limit=limit, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
+    hits = (yield [RankRequest(limit=limit, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
     step = TraceStep(step=0, kind="roots", level=0, weights=config.weights_for_level(0))
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
@@ -76,7 +101,7 @@ def _rank_roots(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: 
     return hits[:keep]
 
 
-def _beam(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> List[RankedHit]:
+def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> Steps:
     expanded: Set[str] = set()
     for depth in range(1, config.max_depth + 1):
         parent_of: Dict[str, str] = {}
@@ -93,7 +118,7 @@ def _beam(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
         beam_ids = [h.node.id for h in beam]
         candidate_ids = tuple(dict.fromkeys(beam_ids + list(parent_of)))
         weights = config.weights_for_level(depth)
-        hits = rank([RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+        hits = (yield [RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
         step = TraceStep(step=len(trace.steps), kind="beam", level=depth, weights=weights)
         keep, knee_at = _cut(config, hits)
         step.knee_index = knee_at
@@ -130,7 +155,7 @@ def _beam(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
     return beam
 
 
-def _branch(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> List[RankedHit]:
+def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> Steps:
     results: List[Tuple[int, RankedHit]] = []  # (root order, hit)
     frontier: List[Tuple[int, RankedHit]] = []
     for order, hit in enumerate(roots):
@@ -144,7 +169,7 @@ def _branch(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trac
         for _, hit in frontier:
             ids = (hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)
             requests.append(RankRequest(limit=len(ids), weights=weights, candidate_ids=ids, filters=filters))
-        responses = rank(requests)
+        responses = yield requests
         next_frontier: List[Tuple[int, RankedHit]] = []
         for (order, parent), hits in zip(frontier, responses):
             step = TraceStep(step=len(trace.steps), kind="branch", level=depth, parent_id=parent.node.id, weights=weights)

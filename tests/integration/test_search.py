@@ -176,3 +176,39 @@ async def test_asearch_matches_search_under_gather(covid_index, covid_corpus):
     sequential = [[h.node.id for h in covid_index.search(q).nodes] for q in questions]
     concurrent = await asyncio.gather(*(covid_index.asearch(q) for q in questions * 4))
     assert [[h.node.id for h in r.nodes] for r in concurrent] == sequential * 4
+
+
+class AwaitableClient:
+    """Stands in for qdrant-client's AsyncQdrantClient (same method names, awaited) over a local
+    client, and records which calls went through it. No Qdrant server is reachable here."""
+
+    def __init__(self, client):
+        self.client, self.calls = client, []
+
+    async def query_batch_points(self, *args, **kwargs):
+        self.calls.append("query_batch_points")
+        return self.client.query_batch_points(*args, **kwargs)
+
+    async def retrieve(self, *args, **kwargs):
+        self.calls.append("retrieve")
+        return self.client.retrieve(*args, **kwargs)
+
+    async def close(self):
+        pass
+
+
+async def test_asearch_uses_the_store_async_client(make_index, covid_corpus):
+    from drag_knee_retriever.store import QdrantClientStore
+
+    docs, questions = covid_corpus
+    index = make_index(collection="async_path", engine="local")
+    index.add_documents(docs[:1])
+    assert isinstance(index.store, QdrantClientStore)
+    index.store.async_client = AwaitableClient(index.store.client)
+    for method in METHODS:
+        expected = index.search(questions[0][0], method=method, sensitivity=0.5)
+        got = await index.asearch(questions[0][0], method=method, sensitivity=0.5)
+        assert [(h.node.id, h.score) for h in got.nodes] == [(h.node.id, h.score) for h in expected.nodes]
+        assert got.trace.requests == expected.trace.requests
+    assert index.store.async_client.calls.count("query_batch_points") >= 4
+    index.store.async_client = None
