@@ -1,0 +1,49 @@
+"""LLM-written node descriptions and keywords, through the user's own LangChain or LlamaIndex model.
+
+>>> from drag_knee_retriever.llm import LangChainSummarizer          # doctest: +SKIP
+>>> summarizer = LangChainSummarizer(chat_model, cache="descriptions.sqlite", max_concurrency=8)
+>>> index = DragKneeIndex("./index", summarizer=summarizer)          # doctest: +SKIP
+>>> index.add_documents(docs); print(summarizer.last_report)         # doctest: +SKIP
+
+Importing this package imports neither framework: each adapter imports its framework when it is
+constructed and raises ImportError naming the extra to install when it is missing.
+"""
+
+from .cache import SummaryCache
+from .core import (
+    ChatBackend,
+    InvalidOutputError,
+    LLMSummarizer,
+    ModelReply,
+    PromptMessage,
+    SummarizerError,
+    SummarizerReport,
+    Usage,
+    detect_language,
+    parse_answer_text,
+    validate_answer,
+)
+from .langchain import LangChainBackend, LangChainSummarizer
+from .llamaindex import LlamaIndexBackend, LlamaIndexSummarizer
+from .prompts import DEFAULT_PROMPTS, SummaryPrompts
+
+__all__ = [
+    "DEFAULT_PROMPTS",
+    "ChatBackend",
+    "InvalidOutputError",
+    "LLMSummarizer",
+    "LangChainBackend",
+    "LangChainSummarizer",
+    "LlamaIndexBackend",
+    "LlamaIndexSummarizer",
+    "ModelReply",
+    "PromptMessage",
+    "SummarizerError",
+    "SummarizerReport",
+    "SummaryCache",
+    "SummaryPrompts",
+    "Usage",
+    "detect_language",
+    "parse_answer_text",
+    "validate_answer",
+]
