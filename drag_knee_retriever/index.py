@@ -22,7 +22,7 @@ import numpy as np
 from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
 from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .embeddings import Encoder
-from .errors import ConfigError, InvalidDocumentError, InvalidQueryError
+from .errors import ConfigError, InvalidDocumentError, InvalidQueryError, ModelMismatchError
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode
 from .store import NodeRecord, NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
@@ -120,10 +120,22 @@ class DragKneeIndex:
             engine=engine,  # type: ignore[arg-type]
         )
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer(self.build_config)
-        self.encoder = encoder if encoder is not None else Encoder(emb)
         self.store = store if store is not None else _make_store(self.store_config)
         self._write_lock = threading.RLock()
         try:
+            stored_sparse = _stored_sparse_model(self.store)
+            if language is None and encoder is None and stored_sparse and ":" in stored_sparse:
+                # An existing collection keeps the BM25 language it was built with.
+                from dataclasses import replace
+
+                emb = replace(emb, language=stored_sparse.rsplit(":", 1)[1])
+            self.encoder = encoder if encoder is not None else Encoder(emb)
+            if stored_sparse and stored_sparse != self.encoder.sparse_model:
+                raise ModelMismatchError(
+                    f"Collection {collection!r} was built with BM25 {stored_sparse!r} but this index uses "
+                    f"{self.encoder.sparse_model!r}; open it with language={stored_sparse.rsplit(':', 1)[-1]!r} "
+                    "or choose another collection."
+                )
             self.store.open_collection(
                 dense_size=self.encoder.dense_size, model_id=self.encoder.model_id, sparse_model=self.encoder.sparse_model
             )
@@ -552,6 +564,14 @@ def _validate_query(query: Any) -> str:
         log.warning("query of %d characters cut to %d", len(query), MAX_QUERY_CHARS)
         query = query[:MAX_QUERY_CHARS]
     return query
+
+
+def _stored_sparse_model(store: NodeStore) -> Optional[str]:
+    """The BM25 model an existing collection was built with (None for a new collection)."""
+    try:
+        return store.collection_info().get("sparse_model")
+    except Exception:  # no collection yet: the engines differ in how they say so
+        return None
 
 
 def _make_store(config: StoreConfig) -> NodeStore:

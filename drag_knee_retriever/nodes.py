@@ -276,6 +276,18 @@ class Trace:
     def __str__(self) -> str:
         return self.render()
 
+    def render_rich(self, console: Any = None, *, max_candidates: int = 12) -> None:
+        """Print the walk as a rich tree (kept in green, suppressed with who suppressed them, the knee)."""
+        from .render import print_trace
+
+        print_trace(self, console, max_candidates=max_candidates)
+
+    def plot(self, path: Any = None, *, max_steps: int = 12) -> Any:
+        """A matplotlib figure of each step's score curve with the knee marked (saved if ``path``)."""
+        from .render import plot_trace
+
+        return plot_trace(self, path, max_steps=max_steps)
+
 
 @dataclass
 class SearchResult:

@@ -171,3 +171,14 @@ def test_russian_bm25_stems(model_path):
     b = set(ru.encode_sparse(["вирусов"])[0][0].tolist())
     assert a and a == b
     assert len(ru.encode_query("и в не").sparse_indices) == 0
+
+
+def test_an_existing_collection_keeps_its_bm25_language(tmp_path, model_path):
+    folder = tmp_path / "ru"
+    with DragKneeIndex(path=folder, engine="local", language="russian") as index:
+        index.add_documents([Document(id="ru", text="Вакцины защищают от вирусов.")])
+    with DragKneeIndex(path=folder, engine="local") as reopened:  # no language given
+        assert reopened.encoder.sparse_model == "Qdrant/bm25:russian"
+        assert reopened.search("вирус").nodes
+    with pytest.raises(ModelMismatchError, match="BM25"):
+        DragKneeIndex(path=folder, engine="local", language="english")

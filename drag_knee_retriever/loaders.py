@@ -1,0 +1,513 @@
+"""Files to :class:`~drag_knee_retriever.nodes.Document` objects: text, Markdown and PDF.
+
+- **Text** (``.txt``, ``.text``, ``.rst``, ``.log``, or any file named by an ``include`` glob that
+  decodes as UTF-8): the text as it is; the builder makes leaves from its paragraphs.
+- **Markdown** (``.md``, ``.markdown``, ``.mdown``, ``.mkd``): the text as it is, with
+  ``metadata["kind"] = "markdown"``; the builder splits it into sections by heading.
+- **PDF** (``.pdf``, needs the ``pdf`` extra): one page per leaf, so results cite real page numbers.
+  Pages without text are kept as empty pages so the numbering stays true.
+
+Paths may be files or folders (walked recursively, hidden entries skipped, filtered by
+``include`` / ``exclude`` globs). A document's id is its path relative to the root it was found
+under (``guide/intro.md``), in POSIX form, so ingesting the same folder again from anywhere gives
+the same ids and replaces changed documents instead of duplicating them.
+
+One bad file never sinks the batch: binary files, invalid UTF-8, empty files, encrypted or
+scanned (image-only) PDFs are listed in :attr:`LoadReport.skipped` with the reason and the fix.
+A path that does not exist is an error for the whole call (a typo should not silently load less).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple, Union
+
+from .errors import InvalidDocumentError
+from .nodes import Document
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, "os.PathLike[str]"]
+ProgressCallback = Callable[[str, int, int], None]
+
+TEXT_SUFFIXES = (".txt", ".text", ".rst", ".log")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+PDF_SUFFIXES = (".pdf",)
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + MARKDOWN_SUFFIXES + PDF_SUFFIXES
+STDIN = "-"
+# Enough bytes to tell text from binary without reading a whole large file twice.
+_SNIFF_BYTES = 8192
+# Control characters that never appear in text files (everything below 0x20 except \t \n \f \r
+# and ESC, which shows up in logs with colour codes).
+_BINARY_CONTROL = bytes(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B})
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file that was not loaded, and why (the reason says how to fix it)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class LoadReport:
+    """The outcome of loading a batch of paths.
+
+    ``documents`` are ready to index; ``skipped`` lists files that could not be loaded with the
+    reason; ``ignored`` counts files inside folders that no include pattern (or supported suffix)
+    selected, or that an exclude pattern removed.
+    """
+
+    documents: List[Document] = field(default_factory=list)
+    skipped: List[SkippedFile] = field(default_factory=list)
+    ignored: int = 0
+
+    def __iter__(self):
+        return iter(self.documents)
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    @property
+    def pages(self) -> int:
+        """Total PDF pages loaded (0 for text-only batches)."""
+        return sum(len(d.pages or ()) for d in self.documents)
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A file selected for loading and the root its document id is relative to."""
+
+    path: Path
+    root: Path
+
+    @property
+    def doc_id(self) -> str:
+        try:
+            relative = self.path.relative_to(self.root)
+        except ValueError:  # pragma: no cover - discover() always pairs a file with its root
+            relative = Path(self.path.name)
+        text = PurePosixPath(*relative.parts).as_posix()
+        return text if text not in ("", ".") else self.path.name
+
+
+def kind_of(path: PathLike) -> Optional[str]:
+    """``"text"``, ``"markdown"`` or ``"pdf"`` from the file suffix; ``None`` if unknown."""
+    suffix = Path(path).suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    if suffix in PDF_SUFFIXES:
+        return "pdf"
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    return None
+
+
+def _matches(relative: str, patterns: Sequence[str]) -> bool:
+    # A pattern matches the path relative to the root ("docs/*.md", "**/draft*") or the bare file
+    # name ("*.md"), which is what users expect from globs like --include '*.md'.
+    name = relative.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        pattern = pattern.replace("\\", "/")
+        if pattern.startswith("**/") and fnmatch.fnmatchcase(relative, pattern[3:]):
+            return True
+        if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern):
+            return True
+    return False
+
+
+def _wanted(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    if exclude and _matches(relative, exclude):
+        return False
+    if include:
+        return _matches(relative, include)
+    return relative.lower().endswith(SUPPORTED_SUFFIXES)
+
+
+def discover(
+    paths: Iterable[PathLike],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Tuple[List[FoundFile], int]:
+    """The files that ``paths`` name, in a stable order, and how many folder entries were ignored.
+
+    A file named directly is always selected (unless an exclude pattern matches it); inside a
+    folder, a file is selected when an include pattern matches it, or, with no include patterns,
+    when its suffix is supported. Hidden files and folders (``.git``, ``.venv``) are skipped.
+
+    Raises :class:`InvalidDocumentError` for a path that does not exist.
+    """
+    include = tuple(include or ())
+    exclude = tuple(exclude or ())
+    found: List[FoundFile] = []
+    seen: set = set()
+    ignored = 0
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise InvalidDocumentError(
+                f"Path {str(raw)!r} does not exist; check the spelling, or run from the folder it is relative to."
+            )
+        if path.is_dir():
+            root = path
+            in_root: List[Tuple[str, Path]] = []
+            for folder, dirnames, filenames in os.walk(path, followlinks=False):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                for name in filenames:
+                    if name.startswith("."):
+                        continue
+                    file = Path(folder) / name
+                    relative = PurePosixPath(*file.relative_to(root).parts).as_posix()
+                    if not _wanted(relative, include, exclude):
+                        ignored += 1
+                        continue
+                    in_root.append((relative, file))
+            # Sorted by relative path (like `find | sort`): the same ids and order on every platform.
+            for relative, file in sorted(in_root):
+                key = file.resolve()
+                if key not in seen:
+                    seen.add(key)
+                    found.append(FoundFile(file, root))
+        else:
+            if exclude and _matches(path.name, exclude):
+                ignored += 1
+                continue
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append(FoundFile(path, path.parent))
+    return found, ignored
+
+
+def load_paths(
+    paths: Iterable[PathLike],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    stdin: Optional[TextIO] = None,
+    stdin_name: str = "stdin",
+    metadata: Optional[Dict[str, Any]] = None,
+    progress: Optional[ProgressCallback] = None,
+) -> LoadReport:
+    """Load files and folders (and ``"-"`` for standard input) into documents.
+
+    ``progress(phase, done, total)`` is called with phase ``"reading"`` after every file.
+    ``metadata`` is merged into every document's metadata (the loader's own keys win).
+    Files that cannot be loaded are listed in the report's ``skipped``; see the module docs.
+    """
+    paths = list(paths)
+    read_stdin = any(str(p) == STDIN for p in paths)
+    files, ignored = discover([p for p in paths if str(p) != STDIN], include=include, exclude=exclude)
+    report = LoadReport(ignored=ignored)
+    total = len(files) + (1 if read_stdin else 0)
+    done = 0
+    ids: Dict[str, str] = {}
+
+    def accept(document: Document, where: str) -> None:
+        if document.id in ids:
+            report.skipped.append(
+                SkippedFile(
+                    where,
+                    f"same document id {document.id!r} as {ids[document.id]} (same relative path "
+                    "under two roots); ingest the two folders in separate runs or rename one.",
+                )
+            )
+            return
+        ids[document.id] = where
+        report.documents.append(document)
+
+    if read_stdin:
+        stream = stdin if stdin is not None else sys.stdin
+        try:
+            accept(load_stream(stream, doc_id=stdin_name, metadata=metadata), "<stdin>")
+        except InvalidDocumentError as exc:
+            report.skipped.append(SkippedFile("<stdin>", _reason(exc, f"Input {stdin_name!r}")))
+        done += 1
+        if progress is not None:
+            progress("reading", done, total)
+    for found in files:
+        try:
+            accept(load_file(found.path, root=found.root, metadata=metadata), str(found.path))
+        except InvalidDocumentError as exc:
+            reason = _reason(exc, f"File {str(found.path)!r}")
+            report.skipped.append(SkippedFile(str(found.path), reason))
+            # info, not warning: the report carries every skip, and callers decide how to show it.
+            log.info("skipped %s: %s", found.path, reason)
+        done += 1
+        if progress is not None:
+            progress("reading", done, total)
+    return report
+
+
+def _reason(exc: Exception, where: str) -> str:
+    # load_file's messages start with the path; the report already carries it.
+    text = str(exc)
+    prefix = where + ": "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def load_file(
+    path: PathLike,
+    *,
+    root: Optional[PathLike] = None,
+    kind: Optional[str] = None,
+    doc_id: Optional[str] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> Document:
+    """Load one file as a :class:`Document`.
+
+    The id is ``doc_id`` if given, else the path relative to ``root`` (default: the file's folder,
+    so the id is the file name). ``kind`` overrides the suffix-based choice of ``"text"``,
+    ``"markdown"`` or ``"pdf"``; an unknown suffix is read as text if it is valid UTF-8.
+
+    Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded
+    (unreadable, binary, not UTF-8, empty, encrypted or image-only PDF).
+    """
+    path = Path(path)
+    where = f"File {str(path)!r}"
+    if not path.exists():
+        raise InvalidDocumentError(f"{where}: does not exist; check the path.")
+    if path.is_dir():
+        raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
+    if doc_id is None:
+        doc_id = FoundFile(path, Path(root) if root is not None else path.parent).doc_id
+    kind = kind or kind_of(path) or "text"
+    if kind not in ("text", "markdown", "pdf"):
+        raise InvalidDocumentError(f"kind must be 'text', 'markdown' or 'pdf', got {kind!r}.")
+    base: Dict[str, Any] = dict(metadata or {})
+    base.update(
+        {
+            "source": str(path.resolve()),
+            "path": doc_id,
+            "kind": kind,
+        }
+    )
+    if kind == "pdf":
+        pages, title = _read_pdf(path, where)
+        base["pages"] = len(pages)
+        if title:
+            base["title"] = title
+        return Document(id=doc_id, pages=pages, metadata=base)
+    text = _read_text(path, where)
+    title = markdown_title(text) if kind == "markdown" else text_title(text)
+    if title:
+        base["title"] = title
+    return Document(id=doc_id, text=text, metadata=base)
+
+
+def load_text(
+    text: str,
+    *,
+    doc_id: str,
+    kind: Optional[str] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> Document:
+    """A :class:`Document` from a string (``kind`` from ``doc_id``'s suffix, default text)."""
+    where = f"Text {doc_id!r}"
+    kind = kind or kind_of(doc_id) or "text"
+    if kind == "pdf":
+        raise InvalidDocumentError(f"{where}: a PDF cannot be given as text; pass the file path instead.")
+    if not text.strip():
+        raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
+    base: Dict[str, Any] = dict(metadata or {})
+    base.update({"source": doc_id, "path": doc_id, "kind": kind})
+    title = markdown_title(text) if kind == "markdown" else text_title(text)
+    if title:
+        base["title"] = title
+    return Document(id=doc_id, text=text.replace("\r\n", "\n"), metadata=base)
+
+
+def load_stream(
+    stream: Union[TextIO, io.BufferedIOBase, Any],
+    *,
+    doc_id: str = "stdin",
+    kind: Optional[str] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> Document:
+    """A :class:`Document` from an open stream (e.g. ``sys.stdin``), read to its end as UTF-8."""
+    where = f"Input {doc_id!r}"
+    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    if isinstance(raw, bytes):
+        text = _decode(raw, where)
+    else:
+        text = raw
+    if not text.strip():
+        raise InvalidDocumentError(f"{where}: standard input was empty; pipe some text in.")
+    return load_text(text, doc_id=doc_id, kind=kind, metadata=metadata)
+
+
+def markdown_title(text: str) -> Optional[str]:
+    """The first ATX heading (``# Title``) of a Markdown text, if any."""
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+            continue
+        if not in_fence and stripped.startswith("#"):
+            title = stripped.lstrip("#").strip().rstrip("#").strip()
+            if title and len(stripped) - len(stripped.lstrip("#")) <= 6:
+                return title[:200]
+    return None
+
+
+def text_title(text: str) -> Optional[str]:
+    """The first line of a plain text when it reads like a title.
+
+    A title is short (at most 120 characters), stands alone (a blank line or the end follows it)
+    and does not end like a sentence.
+    """
+    lines = text.lstrip().splitlines()
+    if not lines:
+        return None
+    first = lines[0].strip()
+    alone = len(lines) == 1 or not lines[1].strip()
+    if first and alone and len(first) <= 120 and not first.endswith((".", ",", ";", ":")) and len(lines) > 1:
+        return first
+    return None
+
+
+def _read_bytes(path: Path, where: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except PermissionError:
+        raise InvalidDocumentError(f"{where}: permission denied; check the file's permissions.") from None
+    except OSError as exc:
+        raise InvalidDocumentError(f"{where}: cannot be read ({exc.strerror or exc}).") from None
+
+
+def _decode(raw: bytes, where: str) -> str:
+    head = raw[:_SNIFF_BYTES]
+    # UTF-16/32 text has a BOM and NULs; everything else with NULs or stray control bytes is binary.
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InvalidDocumentError(
+            f"{where}: is UTF-16 text; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)."
+        )
+    if b"\x00" in head or sum(head.count(bytes([c])) for c in _BINARY_CONTROL) > len(head) // 100 + 2:
+        raise InvalidDocumentError(
+            f"{where}: looks binary, not text; only text, Markdown and PDF files can be ingested "
+            "(exclude it with --exclude or convert it to text)."
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidDocumentError(
+            f"{where}: is not valid UTF-8 (bad byte at offset {exc.start}); convert it, e.g. "
+            "iconv -f CP1252 -t UTF-8 (or the file's real encoding)."
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_text(path: Path, where: str) -> str:
+    raw = _read_bytes(path, where)
+    if not raw.strip():
+        raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
+    if raw.startswith(b"%PDF-"):
+        raise InvalidDocumentError(f"{where}: is a PDF with a text suffix; rename it to .pdf.")
+    text = _decode(raw, where)
+    if not text.strip():
+        raise InvalidDocumentError(f"{where}: has only whitespace; there is nothing to index.")
+    return text
+
+
+def _import_pypdf() -> Any:
+    try:
+        import pypdf
+    except ImportError:
+        raise ImportError(
+            "Reading PDF files needs pypdf: pip install 'drag-knee-retriever[pdf]'."
+        ) from None
+    return pypdf
+
+
+def _read_pdf(path: Path, where: str) -> Tuple[List[str], Optional[str]]:
+    pypdf = _import_pypdf()
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
+
+    raw = _read_bytes(path, where)
+    if not raw.lstrip()[:5] == b"%PDF-":
+        raise InvalidDocumentError(f"{where}: is not a PDF (no %PDF header); check the file or its suffix.")
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted:
+            # Many PDFs are encrypted only against editing, with an empty user password.
+            try:
+                opened = reader.decrypt("")
+            except (DependencyError, NotImplementedError) as exc:
+                raise InvalidDocumentError(
+                    f"{where}: is encrypted and cannot be opened here ({exc}); decrypt it first, "
+                    "e.g. qpdf --decrypt in.pdf out.pdf."
+                ) from None
+            if not opened:
+                raise InvalidDocumentError(
+                    f"{where}: is password-protected; decrypt it first, e.g. "
+                    "qpdf --password=... --decrypt in.pdf out.pdf."
+                )
+        pages = []
+        for page in reader.pages:
+            pages.append(_clean_page(page.extract_text() or ""))
+        title = None
+        try:
+            meta = reader.metadata
+            if meta is not None and meta.title:
+                title = str(meta.title).strip()[:200] or None
+        except Exception:  # metadata is optional; a broken info dict must not lose the pages
+            title = None
+    except InvalidDocumentError:
+        raise
+    except FileNotDecryptedError:
+        raise InvalidDocumentError(
+            f"{where}: is password-protected; decrypt it first, e.g. qpdf --decrypt in.pdf out.pdf."
+        ) from None
+    except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        # pypdf raises a variety of errors on damaged files; each is "this PDF is unreadable".
+        raise InvalidDocumentError(
+            f"{where}: is damaged or not a PDF pypdf can read ({type(exc).__name__}: {exc}); "
+            "re-export it or repair it, e.g. qpdf in.pdf out.pdf."
+        ) from None
+    if not pages:
+        raise InvalidDocumentError(f"{where}: has no pages; there is nothing to index.")
+    if not any(p.strip() for p in pages):
+        raise InvalidDocumentError(
+            f"{where}: has no extractable text (a scanned or image-only PDF?); run OCR first, "
+            "e.g. ocrmypdf in.pdf out.pdf."
+        )
+    empty = sum(1 for p in pages if not p.strip())
+    if empty:
+        log.info("%s: %d of %d pages have no text (kept, so page numbers stay true)", path, empty, len(pages))
+    return pages, title
+
+
+def _clean_page(text: str) -> str:
+    # pypdf keeps the PDF's line breaks; trailing spaces and NULs only get in the way of search.
+    return "\n".join(line.rstrip() for line in text.replace("\x00", "").splitlines()).strip()
+
+
+__all__ = [
+    "FoundFile",
+    "LoadReport",
+    "MARKDOWN_SUFFIXES",
+    "PDF_SUFFIXES",
+    "SUPPORTED_SUFFIXES",
+    "SkippedFile",
+    "TEXT_SUFFIXES",
+    "discover",
+    "kind_of",
+    "load_file",
+    "load_paths",
+    "load_stream",
+    "load_text",
+    "markdown_title",
+    "text_title",
+]
