@@ -15,6 +15,7 @@ InnerVectorSource = Literal["summary", "centroid", "both"]
 BM25Language = Literal["english", "russian"]
 LeafTextSource = Literal["own", "description", "own+description"]
 SparseTextSource = Literal["text+keywords", "keywords", "text"]
+InnerSparseSource = Literal["span", "description"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -132,6 +133,10 @@ class BuildConfig:
       description of it (an LLM summariser's page description), or both joined.
     - ``sparse_text``: what every node's BM25 vector encodes: its dense text plus its keywords (the
       method's original choice), the keywords alone, or the dense text alone.
+    - ``inner_sparse``: an inner node's BM25 text: ``"span"``, the text of every leaf beneath it
+      (plus its keywords), or ``"description"``, its summary as ``sparse_text`` says. With
+      ``"span"`` BM25's length normalisation lets a specific child outrank its parent, and a parent
+      wins only where the query's terms are spread over its children (measured: README, Quality).
     """
 
     branching: int = 3
@@ -144,6 +149,7 @@ class BuildConfig:
     use_markdown_sections: bool = True
     leaf_text: LeafTextSource = "own"
     sparse_text: SparseTextSource = "text+keywords"
+    inner_sparse: InnerSparseSource = "span"
 
     def __post_init__(self) -> None:
         if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
@@ -168,6 +174,8 @@ class BuildConfig:
             raise ConfigError(
                 f"sparse_text must be 'text+keywords', 'keywords' or 'text', got {self.sparse_text!r}."
             )
+        if self.inner_sparse not in ("span", "description"):
+            raise ConfigError(f"inner_sparse must be 'span' or 'description', got {self.inner_sparse!r}.")
         if self.inner_vectors not in ("summary", "centroid", "both"):
             raise ConfigError(
                 f"inner_vectors must be 'summary', 'centroid' or 'both', got {self.inner_vectors!r}."

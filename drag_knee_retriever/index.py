@@ -283,7 +283,14 @@ class DragKneeIndex:
                 vector = centroid if cfg.inner_vectors == "centroid" else encoded[slot[i]] + centroid
                 vector = vector / (np.linalg.norm(vector) or 1.0)
             vectors[node.id] = vector
-        sparse = self.encoder.encode_sparse([self._sparse_text(n, t) for n, t in zip(nodes, dense_texts)])
+        span_texts: Dict[str, str] = {}
+        if cfg.inner_sparse == "span":
+            for node in nodes:  # children first, so a parent joins its children's span texts
+                span_texts[node.id] = node.text if node.is_leaf else "\n".join(span_texts[c] for c in node.child_ids)
+        sparse = self.encoder.encode_sparse([
+            self._sparse_text(n, span_texts[n.id] if (not n.is_leaf and span_texts) else t)
+            for n, t in zip(nodes, dense_texts)
+        ])
         return [
             NodeRecord(node=node, dense=vectors[node.id], sparse_indices=s[0], sparse_values=s[1])
             for node, s in zip(nodes, sparse)
