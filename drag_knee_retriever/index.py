@@ -23,7 +23,7 @@ from .builder import DocumentTree, build_document_trees, document_hash, leaf_id,
 from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidDocumentError, InvalidQueryError, ModelMismatchError
-from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode
+from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .store import NodeRecord, NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
 from .traversal import awalk, walk
@@ -318,10 +318,12 @@ class DragKneeIndex:
     def _write_trees(self, trees: List[DocumentTree], records: List[NodeRecord], existing: Dict[str, str],
                      progress: Optional[Progress]) -> None:
         by_id = {r.node.id: r for r in records}
-        # A changed document's old tree goes first: the new one is invisible until its root lands.
+        # The root is a tree's commit point: nothing is written after it, so a stored root always
+        # means one whole tree of one version. First every node of the document goes (a changed
+        # document's old tree, or the rootless leftovers of an interrupted ingest), then the body,
+        # then the roots. A document being replaced is invisible until its new root lands.
         for tree in trees:
-            if tree.doc_id in existing:
-                self.store.delete_nodes(tree.doc_id)
+            self.store.delete_nodes(tree.doc_id)
         body = [by_id[n.id] for t in trees for n in t.nodes[:-1]]
         roots = [by_id[t.root.id] for t in trees]
         total = len(body) + len(roots)
@@ -329,10 +331,6 @@ class DragKneeIndex:
         if progress:
             progress("writing", len(body), total)
         self.store.upsert(roots)
-        # Leftovers of an earlier, interrupted ingest of the same document (other hash) go too.
-        for tree in trees:
-            if tree.doc_id not in existing:
-                self.store.delete_nodes(tree.doc_id, except_hash=tree.doc_hash)
         if progress:
             progress("writing", total, total)
 
@@ -412,8 +410,8 @@ class DragKneeIndex:
 
         hits = walk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        texts = self._span_texts([h.node for h in hits])
-        return self._result(plan, hits, texts)
+        fetched = self.store.retrieve(self._context_ids([h.node for h in hits]))
+        return self._result(plan, *self._live_with_text(hits, fetched))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
@@ -431,9 +429,8 @@ class DragKneeIndex:
 
         hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        wanted = self._span_leaf_ids([h.node for h in hits])
-        fetched = await self.store.aretrieve(sorted({i for ids in wanted.values() for i in ids})) if wanted else []
-        return self._result(plan, hits, self._join_span_texts([h.node for h in hits], wanted, fetched))
+        fetched = await self.store.aretrieve(self._context_ids([h.node for h in hits]))
+        return self._result(plan, *self._live_with_text(hits, fetched))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
               max_roots: Optional[int] = None, sensitivity: Optional[float] = None,
@@ -486,14 +483,8 @@ class DragKneeIndex:
                               only=None if mode == "hybrid" else mode)
         hits = self.store.rank([request], query_vectors, rrf_k=rrf_k if rrf_k is not None else self.search_config.rrf_k,
                                explain=False)[0]
-        texts = self._span_texts([h.node for h in hits])
+        hits, texts = self._live_with_text(hits, self.store.retrieve(self._context_ids([h.node for h in hits])))
         return [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
-
-    def _span_texts(self, nodes: Sequence[TreeNode]) -> Dict[str, str]:
-        """Full text of each node's span: a leaf's own text, an inner node's leaves (one request)."""
-        wanted = self._span_leaf_ids(nodes)
-        fetched = self.store.retrieve(sorted({i for ids in wanted.values() for i in ids})) if wanted else []
-        return self._join_span_texts(nodes, wanted, fetched)
 
     @staticmethod
     def _span_leaf_ids(nodes: Sequence[TreeNode]) -> Dict[str, List[str]]:
@@ -501,10 +492,35 @@ class DragKneeIndex:
         return {n.id: [leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
                 for n in nodes if not n.is_leaf}
 
-    @staticmethod
-    def _join_span_texts(nodes: Sequence[TreeNode], wanted: Dict[str, List[str]], fetched: Sequence[TreeNode]) -> Dict[str, str]:
-        by_id = {leaf.id: leaf.text for leaf in fetched}
-        return {n.id: n.text if n.is_leaf else "\n\n".join(by_id[i] for i in wanted[n.id] if i in by_id) for n in nodes}
+    def _context_ids(self, nodes: Sequence[TreeNode]) -> List[str]:
+        """One fetch for a result: the leaves under its inner nodes and the root of every document."""
+        ids = {i for leaf_ids in self._span_leaf_ids(nodes).values() for i in leaf_ids}
+        for doc_id in {n.doc_id for n in nodes}:
+            ids.update((node_id(doc_id, "r"), leaf_id(doc_id, 0)))  # the root, whichever it is
+        return sorted(ids)
+
+    def _live_with_text(self, hits: Sequence[Any], fetched: Sequence[TreeNode]) -> Tuple[List[Any], Dict[str, str]]:
+        """Keep the hits whose document still has the same committed tree, with their span text.
+
+        A writer may replace or delete a document while a search walks it: a hit is kept only if its
+        document's root (fetched now) carries the hit's version and every leaf of its span does too,
+        so every result is consistent with the state at this final read.
+        """
+        by_id = {n.id: n for n in fetched}
+        live = {(n.doc_id, n.doc_hash) for n in fetched if n.level == 0}
+        wanted = self._span_leaf_ids([h.node for h in hits])
+        kept, texts = [], {}
+        for hit in hits:
+            node = hit.node
+            leaf_ids = wanted.get(node.id, ())
+            if (node.doc_id, node.doc_hash) not in live or any(
+                i not in by_id or by_id[i].doc_hash != node.doc_hash for i in leaf_ids
+            ):
+                log.debug("dropped %s of %s: its document changed during the search", node.id, node.doc_id)
+                continue
+            kept.append(hit)
+            texts[node.id] = node.text if node.is_leaf else "\n\n".join(by_id[i].text for i in leaf_ids)
+        return kept, texts
 
 
 @dataclass
@@ -567,6 +583,7 @@ def _validate_query(query: Any) -> str:
         raise InvalidQueryError(f"query must be a string, got {type(query).__name__}.")
     if not query.strip():
         raise InvalidQueryError("query is empty; give some words to search for.")
+    check_unicode(query, "query", InvalidQueryError)
     if len(query) > MAX_QUERY_CHARS:
         log.warning("query of %d characters cut to %d", len(query), MAX_QUERY_CHARS)
         query = query[:MAX_QUERY_CHARS]

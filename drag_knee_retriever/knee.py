@@ -33,6 +33,9 @@ def _validate(scores: Sequence[float], sensitivity: float) -> np.ndarray:
         raise InvalidScoresError(
             "scores contain NaN or infinity; the knee needs finite scores (drop or fix those items)."
         )
+    if values.size and not np.isfinite(values[0] - values[-1]):
+        # Scores spanning more than the float range: the knee is scale-free, so rescale first.
+        values = values / np.abs(values).max()
     if values.size > 1 and np.any(np.diff(values) > _TOLERANCE * max(1.0, float(np.abs(values).max()))):
         raise InvalidScoresError(
             "scores must be in descending order (best first); sort them before cutting at the knee."
@@ -46,6 +49,8 @@ def knee_distances(scores: Sequence[float]) -> np.ndarray:
     n = values.size
     if n < 3:
         return np.zeros(n)
+    if not np.isfinite(values[0] - values[-1]):
+        values = values / np.abs(values).max()
     span = values[0] - values[-1]
     if span <= 0:
         return np.zeros(n)

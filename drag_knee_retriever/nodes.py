@@ -10,6 +10,55 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from .errors import InvalidDocumentError
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+_MAX_METADATA_DEPTH = 32
+
+
+def check_unicode(value: str, what: str, error: type = InvalidDocumentError) -> None:
+    """Refuse strings that are not valid Unicode (lone surrogates from lenient decoding)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(
+            f"{what} holds {value[exc.start:exc.end]!r} at position {exc.start}: not valid Unicode "
+            "(bytes decoded with errors='surrogateescape'?). Decode with errors='replace' or fix the encoding."
+        ) from None
+
+
+def _check_json_value(value: Any, path: str, depth: int = 0) -> None:
+    """Walk a metadata value: what JSON and both engines keep unchanged, or an error naming the path."""
+    if depth > _MAX_METADATA_DEPTH:
+        raise InvalidDocumentError(f"{path} is nested deeper than {_MAX_METADATA_DEPTH} levels; flatten it.")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise InvalidDocumentError(f"{path} = {value} does not fit in int64 (the engines store 64-bit integers); store it as a string.")
+        return
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidDocumentError(f"{path} = {value} cannot be stored as JSON (not a finite number); use None or a string.")
+        return
+    if isinstance(value, str):
+        check_unicode(value, path)
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json_value(item, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidDocumentError(f"{path} has the key {key!r} ({type(key).__name__}); use string keys.")
+            check_unicode(key, f"{path} key")
+            _check_json_value(item, f"{path}[{key!r}]", depth + 1)
+        return
+    raise InvalidDocumentError(
+        f"{path} = {value!r:.80} ({type(value).__name__}) cannot be stored as JSON; "
+        "convert it to str, int, float, bool, None, or lists/dicts of those."
+    )
+
+
 def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, Any]:
     if not isinstance(metadata, Mapping):
         raise InvalidDocumentError(f"{where}: metadata must be a mapping of str to JSON values, got {type(metadata).__name__}.")
@@ -17,13 +66,8 @@ def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, A
     for key, value in metadata.items():
         if not isinstance(key, str):
             raise InvalidDocumentError(f"{where}: metadata key {key!r} is not a string; use string keys.")
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidDocumentError(
-                f"{where}: metadata[{key!r}] = {value!r:.80} cannot be stored as JSON ({exc}); "
-                "convert it to str, int, float, bool, None, or lists/dicts of those."
-            ) from None
+        check_unicode(key, f"{where}: metadata key")
+        _check_json_value(value, f"{where}: metadata[{key!r}]")
         clean[key] = value
     return clean
 
@@ -44,6 +88,7 @@ class Document:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
             raise InvalidDocumentError(f"Document id must be a non-empty string, got {self.id!r}.")
+        check_unicode(self.id, "Document id")
         where = f"Document {self.id!r}"
         if self.text is None and self.pages is None:
             raise InvalidDocumentError(f"{where} has neither text nor pages; give one of them.")
@@ -56,6 +101,7 @@ class Document:
                 )
             if not self.text.strip():
                 raise InvalidDocumentError(f"{where}: text is empty or whitespace only; nothing to index.")
+            check_unicode(self.text, f"{where}: text")
         if self.pages is not None:
             if isinstance(self.pages, (str, bytes)) or not isinstance(self.pages, Sequence):
                 raise InvalidDocumentError(f"{where}: pages must be a list of str, one per page.")
@@ -65,6 +111,7 @@ class Document:
                     raise InvalidDocumentError(
                         f"{where}: page {number} is {type(page).__name__}, not str."
                     )
+                check_unicode(page, f"{where}: page {number}")
             if not any(p.strip() for p in pages):
                 raise InvalidDocumentError(f"{where}: every page is empty; nothing to index.")
             object.__setattr__(self, "pages", pages)

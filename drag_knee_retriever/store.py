@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
 import threading
 import uuid
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
-from .nodes import TreeNode
+from .nodes import TreeNode, check_unicode
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
     for key, value in filters.items():
         if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
             raise InvalidQueryError(f"filter key {key!r} must be a plain field name string.")
+        check_unicode(key, "filter key", InvalidQueryError)
         values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
         if not values:
             raise InvalidQueryError(f"filter {key!r} has an empty list; give at least one value.")
@@ -99,8 +101,11 @@ def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
             if isinstance(item, bool):
                 kinds.add(bool)
             elif isinstance(item, int):
+                if not -(2**63) <= item <= 2**63 - 1:
+                    raise InvalidQueryError(f"filter {key!r} value {item} does not fit in int64 (64-bit integers).")
                 kinds.add(int)
             elif isinstance(item, str):
+                check_unicode(item, f"filter {key!r} value", InvalidQueryError)
                 kinds.add(str)
             else:
                 raise InvalidQueryError(
@@ -116,11 +121,24 @@ def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
     return tuple(spec)
 
 
+def _lookup(value: Any, parts: Sequence[str]) -> Any:
+    """Follow a dotted path through nested metadata as the engines do (a list: any element)."""
+    if not parts:
+        return value
+    if isinstance(value, list):
+        found = [_lookup(item, parts) for item in value]
+        flat = [x for f in found for x in (f if isinstance(f, list) else [f]) if x is not _MISSING]
+        return flat if flat else _MISSING
+    if isinstance(value, Mapping):
+        return _lookup(value.get(parts[0], _MISSING), parts[1:]) if parts[0] in value else _MISSING
+    return _MISSING
+
+
 def node_matches(node: TreeNode, spec: FilterSpec) -> bool:
     """Whether a node satisfies a parsed filter (the same rule the engines apply)."""
     for field, values in spec:
         if field.startswith("metadata."):
-            actual = node.metadata.get(field[len("metadata.") :], _MISSING)
+            actual = _lookup(node.metadata, field[len("metadata.") :].split("."))
         else:
             actual = getattr(node, field)
         if isinstance(actual, list):
@@ -163,7 +181,11 @@ class NodeStore(abc.ABC):
 
     @abc.abstractmethod
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
-        """Delete a document's nodes (all, or those whose doc_hash differs from ``except_hash``)."""
+        """Delete a document's nodes (all, or those whose doc_hash differs from ``except_hash``).
+
+        The root goes first: it is the commit point of a tree (written last), so a delete cut short
+        leaves only rootless nodes, which no search walks to and the next ingest removes.
+        """
 
     @abc.abstractmethod
     def retrieve(self, ids: Sequence[str]) -> List[TreeNode]:
@@ -231,6 +253,9 @@ class QdrantClientStore(NodeStore):
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
         self._where = url or location
+        # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
+        # it runs under the GIL anyway, so serialising its calls costs no parallelism.
+        self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
         # Servers also get qdrant-client's async client, so that asearch never blocks the event loop.
         self.async_client: Any = async_client
         if client is not None:
@@ -262,9 +287,26 @@ class QdrantClientStore(NodeStore):
     # -- schema --------------------------------------------------------------------------------
 
     def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        m = self._m
         self._count()
-        if self.client.collection_exists(self.collection):
+        try:
+            with self._engine_lock:
+                exists = self.client.collection_exists(self.collection)
+        except Exception as exc:
+            if self.engine != "server":
+                raise
+            # Never format the exception's request (headers carry the API key); name the URL only.
+            reason = getattr(exc, "reason_phrase", None) or type(exc).__name__
+            status = getattr(exc, "status_code", None)
+            raise StoreError(
+                f"Could not reach the Qdrant server at {self._where} ({status or ''} {reason}). Check that it "
+                "runs and the URL and port; for 401/403 check the API key (api_key= or QDRANT_API_KEY)."
+            ) from None
+        with self._engine_lock:
+            self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+
+    def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        m = self._m
+        if exists:
             info = self.collection_info()
             if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
                 raise ModelMismatchError(
@@ -297,7 +339,8 @@ class QdrantClientStore(NodeStore):
 
     def collection_info(self) -> Dict[str, Any]:
         self._count()
-        found = self.client.retrieve(self.collection, [_META_ID], with_payload=True)
+        with self._engine_lock:
+            found = self.client.retrieve(self.collection, [_META_ID], with_payload=True)
         info: Dict[str, Any] = dict(found[0].payload) if found else {}
         info.pop("kind", None)
         info["engine"] = self.engine
@@ -322,15 +365,20 @@ class QdrantClientStore(NodeStore):
                 for r in chunk
             ]
             self._count()
-            self.client.upsert(self.collection, points, wait=True)
+            with self._engine_lock:
+                self.client.upsert(self.collection, points, wait=True)
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         m = self._m
         must_not = [m.FieldCondition(key="doc_hash", match=m.MatchValue(value=except_hash))] if except_hash else None
-        selector = m.FilterSelector(filter=m.Filter(
-            must=[m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id))], must_not=must_not))
-        self._count()
-        self.client.delete(self.collection, points_selector=selector, wait=True)
+        of_doc = m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc_id))
+        is_root = m.FieldCondition(key="level", match=m.MatchValue(value=0))
+        # Local mode deletes point by point: the root first, so no cut leaves a root without children.
+        for must in ([of_doc, is_root], [of_doc]):
+            self._count()
+            with self._engine_lock:
+                self.client.delete(self.collection, points_selector=m.FilterSelector(
+                    filter=m.Filter(must=must, must_not=must_not)), wait=True)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -338,7 +386,9 @@ class QdrantClientStore(NodeStore):
         if not ids:
             return []
         self._count()
-        return _nodes(self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False))
+        with self._engine_lock:
+            points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False)
+        return _nodes(points)
 
     async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
         if self.async_client is None:
@@ -357,6 +407,8 @@ class QdrantClientStore(NodeStore):
             must.append(m.FieldCondition(key="level", match=m.MatchValue(value=request.level)))
         if request.leaves_only:
             must.append(m.FieldCondition(key="is_leaf", match=m.MatchValue(value=True)))
+        if request.candidate_ids is None and request.level is None and not request.leaves_only:
+            must.append(m.FieldCondition(key="level", range=m.Range(gte=0)))  # nodes only, never bookkeeping
         must.extend(self._conditions(request.filters))
         return m.Filter(must=must) if must else None
 
@@ -375,7 +427,9 @@ class QdrantClientStore(NodeStore):
             return []
         batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain)
         self._count()
-        return _parse_batch(self.client.query_batch_points(self.collection, batch), layout)
+        with self._engine_lock:
+            responses = self.client.query_batch_points(self.collection, batch)
+        return _parse_batch(responses, layout)
 
     async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
         if self.async_client is None:
@@ -429,8 +483,9 @@ class QdrantClientStore(NodeStore):
         offset = None
         while True:
             self._count()
-            points, offset = self.client.scroll(self.collection, scroll_filter=m.Filter(must=must), limit=1024,
-                                                offset=offset, with_payload=True, with_vectors=False)
+            with self._engine_lock:
+                points, offset = self.client.scroll(self.collection, scroll_filter=m.Filter(must=must), limit=1024,
+                                                    offset=offset, with_payload=True, with_vectors=False)
             nodes.extend(TreeNode.from_payload(p.id, p.payload) for p in points)
             if offset is None:
                 return nodes
@@ -438,8 +493,9 @@ class QdrantClientStore(NodeStore):
     def count(self) -> int:
         m = self._m
         self._count()
-        return self.client.count(self.collection, count_filter=m.Filter(
-            must=[m.FieldCondition(key="level", range=m.Range(gte=0))]), exact=True).count
+        with self._engine_lock:
+            return self.client.count(self.collection, count_filter=m.Filter(
+                must=[m.FieldCondition(key="level", range=m.Range(gte=0))]), exact=True).count
 
     def close(self) -> None:
         try:
@@ -467,6 +523,8 @@ def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[
         sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
         hits = []
         for point in responses[main_index].points:
+            if not point.payload or "doc_id" not in point.payload:
+                continue  # the bookkeeping point is never a node
             pid = str(point.id)
             hits.append(RankedHit(
                 node=TreeNode.from_payload(pid, point.payload),
