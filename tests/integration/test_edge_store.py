@@ -1,0 +1,304 @@
+"""EdgeStore on the real Qdrant Edge engine: schema, writes, ranking, persistence, locking.
+
+Vectors here are deterministic (seeded) so every expectation can be computed independently with
+numpy; ``test_congruence.py`` compares the engine with qdrant-client on real embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+from drag_knee_retriever.edge_store import LOCK_FILE, EdgeStore
+from drag_knee_retriever.errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
+from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
+
+DIM = 16
+MODEL = "test/deterministic-16d"
+
+
+def _id(*parts: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "/".join(parts)))
+
+
+def make_records(seed: int = 7, docs: int = 4, leaves: int = 5) -> List[NodeRecord]:
+    """Small two-level trees: one root per document over ``leaves`` leaves, seeded vectors."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for d in range(docs):
+        doc_id = f"doc{d}"
+        root = _id(doc_id, "root")
+        leaf_ids = [_id(doc_id, "leaf", str(i)) for i in range(leaves)]
+        meta = {"lang": "ru" if d == 0 else "en", "reviewed": d % 2 == 1, "year": 2020 + d}
+        nodes = [TreeNode(id=root, doc_id=doc_id, level=0, is_leaf=False, span=Span(0, leaves - 1, 1, leaves),
+                          text=f"summary of {doc_id}", child_ids=tuple(leaf_ids), keywords=("k1", "k2"),
+                          title=f"Title {d}", path="r", metadata=meta, doc_hash=f"hash{d}")]
+        nodes += [TreeNode(id=lid, doc_id=doc_id, level=1, is_leaf=True, span=Span(i, i, i + 1, i + 1),
+                           text=f"leaf {i} of {doc_id}", parent_id=root, path=f"r.{i}", metadata=meta,
+                           doc_hash=f"hash{d}") for i, lid in enumerate(leaf_ids)]
+        for node in nodes:
+            dense = rng.standard_normal(DIM)
+            indices = sorted(set(rng.integers(0, 40, 6).tolist()))
+            records.append(NodeRecord(node, dense.tolist(), indices, rng.uniform(0.5, 2.0, len(indices)).tolist()))
+    return records
+
+
+QUERY = QueryVectors(
+    dense=tuple(np.random.default_rng(99).standard_normal(DIM).tolist()),
+    sparse_indices=(1, 5, 9, 13, 17, 21, 25, 29),
+    sparse_values=(1.0,) * 8,
+)
+
+
+def open_store(location, records=None, collection="nodes") -> EdgeStore:
+    store = EdgeStore(collection, location=str(location))
+    store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+    if records:
+        store.upsert(records)
+    return store
+
+
+@pytest.fixture(scope="module")
+def records() -> List[NodeRecord]:
+    return make_records()
+
+
+@pytest.fixture(scope="module")
+def store(records):
+    """A read-only in-memory store shared by the ranking tests."""
+    s = open_store(":memory:", records)
+    yield s
+    s.close()
+
+
+def cosine_order(records: List[NodeRecord], ids, query=QUERY) -> List[str]:
+    q = np.asarray(query.dense)
+    q = q / np.linalg.norm(q)
+    by_id = {r.node.id: r for r in records}
+    scored = [(float(np.dot(np.asarray(by_id[i].dense) / np.linalg.norm(by_id[i].dense), q)), i) for i in ids]
+    return [i for _, i in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+
+# -- writes and reads --------------------------------------------------------------------------------
+
+
+def test_upsert_retrieve_count_and_bookkeeping(store, records):
+    assert store.count() == len(records)  # the bookkeeping point is not counted
+    wanted = [records[0].node.id, records[3].node.id, _id("missing")]
+    got = {n.id: n for n in store.retrieve(wanted)}
+    assert set(got) == set(wanted[:2])
+    assert got[records[0].node.id] == records[0].node  # payload round trip is lossless
+    assert got[records[3].node.id] == records[3].node
+    info = store.collection_info()
+    assert info["model_id"] == MODEL and info["dense_size"] == DIM and info["engine"] == "edge"
+    assert info["schema_version"] == 1
+    assert store.describe().startswith("qdrant-edge 0.9.0")
+
+
+def test_scroll_nodes_by_level_filter_and_without_text(store, records):
+    roots = store.scroll_nodes(level=0)
+    assert sorted(n.doc_id for n in roots) == ["doc0", "doc1", "doc2", "doc3"]
+    ru = store.scroll_nodes(filters=parse_filters({"lang": "ru"}))
+    assert {n.doc_id for n in ru} == {"doc0"} and len(ru) == 6
+    reviewed_leaves = store.scroll_nodes(filters=parse_filters({"reviewed": True, "is_leaf": True}))
+    assert {n.doc_id for n in reviewed_leaves} == {"doc1", "doc3"} and all(n.is_leaf for n in reviewed_leaves)
+    bare = store.scroll_nodes(with_text=False)
+    assert len(bare) == len(records) and all(n.text == "" for n in bare)
+
+
+def test_every_call_is_one_request(store):
+    before = store.requests
+    requests = [RankRequest(limit=3, level=0), RankRequest(limit=5, leaves_only=True),
+                RankRequest(limit=4, candidate_ids=(_id("doc0", "root"),) + tuple(_id("doc0", "leaf", str(i)) for i in range(5)))]
+    results = store.rank(requests, QUERY, rrf_k=2, explain=True)
+    assert len(results) == 3 and store.requests == before + 1
+    store.retrieve([_id("doc1", "root")])
+    assert store.requests == before + 2
+
+
+# -- ranking -----------------------------------------------------------------------------------------
+
+
+def test_rank_restrictions(store, records):
+    cand = tuple(_id("doc2", "leaf", str(i)) for i in range(5)) + (_id("doc2", "root"), _id("doc3", "root"))
+    roots, leaves, restricted, ru, ids_and_filter = store.rank([
+        RankRequest(limit=10, level=0),
+        RankRequest(limit=50, leaves_only=True),
+        RankRequest(limit=50, candidate_ids=cand),
+        RankRequest(limit=50, filters=parse_filters({"lang": "ru"})),
+        RankRequest(limit=50, candidate_ids=cand, filters=parse_filters({"reviewed": True})),
+    ], QUERY, rrf_k=2, explain=True)
+    assert len(roots) == 4 and all(h.node.level == 0 for h in roots)
+    assert len(leaves) == 20 and all(h.node.is_leaf for h in leaves)
+    assert {h.node.id for h in restricted} == set(cand)
+    assert {h.node.doc_id for h in ru} == {"doc0"} and len(ru) == 6
+    assert {h.node.id for h in ids_and_filter} == {_id("doc3", "root")}
+    for hits in (roots, leaves, restricted, ru):
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_dense_side_is_exact_and_fused_scores_follow_rrf(store, records):
+    cand = tuple(r.node.id for r in records[:12])
+    (dense_only,) = store.rank([RankRequest(limit=12, candidate_ids=cand, only="dense")], QUERY, rrf_k=2, explain=False)
+    assert [h.node.id for h in dense_only] == cosine_order(records, cand)  # exact brute force order
+    k = 3
+    for weights in [(1.0, 1.0), (0.3, 0.7), (1.0, 0.0), (0.0, 1.0)]:
+        (hits,) = store.rank([RankRequest(limit=12, candidate_ids=cand, weights=weights)], QUERY, rrf_k=k, explain=True)
+        assert {h.node.id for h in hits} == set(cand)
+        for h in hits:
+            # qdrant-client's and Edge's weighted RRF: 1 / ((rank + 1) / w + k - 1), rank 0-based, 0 if w = 0.
+            expected = sum(
+                1.0 / ((rank + 1) / w + k - 1)
+                for rank, w in ((h.dense_rank, weights[0]), (h.sparse_rank, weights[1]))
+                if rank is not None and w > 0
+            )
+            assert h.score == pytest.approx(expected, rel=1e-5)
+        ordered = [(-round(h.score, 6), h.node.id) for h in hits]
+        assert ordered == sorted(ordered)  # ties broken by node id
+
+
+def test_unrestricted_ranking_never_returns_the_bookkeeping_point(store, records):
+    # The bookkeeping point's vector is (1, 0, ..., 0): the query most similar to it.
+    query = QueryVectors(dense=(1.0,) + (0.0,) * (DIM - 1), sparse_indices=(1,), sparse_values=(1.0,))
+    dense_all, fused_all = store.rank([RankRequest(limit=100, only="dense"), RankRequest(limit=100)],
+                                      query, rrf_k=2, explain=True)
+    assert len(dense_all) == len(fused_all) == len(records)
+    assert all(h.dense_rank is not None for h in fused_all)  # ranks count nodes only
+
+
+def test_rank_rejects_rrf_k_zero(store):
+    with pytest.raises(InvalidQueryError, match="rrf_k"):
+        store.rank([RankRequest(limit=3, level=0)], QUERY, rrf_k=0, explain=False)
+
+
+def test_empty_candidate_set_and_no_requests(store):
+    assert store.rank([], QUERY, rrf_k=2, explain=True) == []
+    assert store.rank([RankRequest(limit=5, candidate_ids=())], QUERY, rrf_k=2, explain=True) == [[]]
+
+
+# -- deletes, persistence, locking ----------------------------------------------------------------
+
+
+def test_delete_with_except_hash(tmp_path, records):
+    store = open_store(tmp_path, records)
+    try:
+        store.delete_nodes("doc1", except_hash="hash1")  # same hash: the current tree stays
+        assert store.count() == len(records)
+        store.delete_nodes("doc1", except_hash="older-hash")
+        assert {n.doc_id for n in store.scroll_nodes()} == {"doc0", "doc2", "doc3"}
+        store.delete_nodes("doc2")
+        assert store.count() == len(records) - 12
+        assert store.retrieve([_id("doc2", "root")]) == []
+    finally:
+        store.close()
+    reopened = open_store(tmp_path)  # close() vacuumed the deleted points; the rest is intact
+    try:
+        assert reopened.count() == len(records) - 12
+    finally:
+        reopened.close()
+
+
+CHILD = textwrap.dedent("""
+    import json, sys
+    from drag_knee_retriever.edge_store import EdgeStore
+    from drag_knee_retriever.errors import StoreLockedError
+    from drag_knee_retriever.store import QueryVectors, RankRequest
+    folder, mode = sys.argv[1], sys.argv[2]
+    try:
+        store = EdgeStore("nodes", location=folder)
+    except StoreLockedError as exc:
+        print(json.dumps({"locked": str(exc)}))
+        sys.exit(0)
+    store.open_collection(dense_size=16, model_id=%r, sparse_model="Qdrant/bm25")
+    query = QueryVectors(**json.loads(sys.argv[3]))
+    hits = store.rank([RankRequest(limit=30, leaves_only=True), RankRequest(limit=10, level=0)], query, rrf_k=2, explain=True)
+    print(json.dumps({"count": store.count(), "ranked": [[[h.node.id, h.score] for h in r] for r in hits]}))
+    store.close()
+""" % MODEL)
+
+
+def run_child(folder: Path, mode: str = "read") -> Dict:
+    query = json.dumps({"dense": list(QUERY.dense), "sparse_indices": list(QUERY.sparse_indices),
+                        "sparse_values": list(QUERY.sparse_values)})
+    out = subprocess.run([sys.executable, "-c", CHILD, str(folder), mode, query],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_persistence_across_processes_and_lock(tmp_path, records):
+    store = open_store(tmp_path, records)
+    expected = [[[h.node.id, h.score] for h in r] for r in store.rank(
+        [RankRequest(limit=30, leaves_only=True), RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=True)]
+    assert (tmp_path / "nodes" / LOCK_FILE).exists()
+
+    # While this process holds the folder, another process gets a clear error, and so does a
+    # second store in this process.
+    locked = run_child(tmp_path)
+    assert "locked" in locked and "open in another process" in locked["locked"]
+    assert f"pid {os.getpid()}" in locked["locked"] and "url=" in locked["locked"]
+    with pytest.raises(StoreLockedError):
+        EdgeStore("nodes", location=str(tmp_path))
+    store.close()
+
+    reopened = run_child(tmp_path)
+    assert reopened["count"] == len(records)
+    assert reopened["ranked"] == expected  # same nodes, same scores, same order
+
+
+def test_model_mismatch_is_detected_on_reopen(tmp_path, records):
+    open_store(tmp_path, records[:3]).close()
+    for model, size in (("other/model", DIM), (MODEL, DIM * 2)):
+        store = EdgeStore("nodes", location=str(tmp_path))
+        try:
+            with pytest.raises(ModelMismatchError, match="was built with model"):
+                store.open_collection(dense_size=size, model_id=model, sparse_model="Qdrant/bm25")
+        finally:
+            store.close()
+    same = open_store(tmp_path)
+    assert same.count() == 3
+    same.close()
+
+
+def test_memory_store_removes_its_folder_and_closed_store_errors(records):
+    store = open_store(":memory:", records[:2])
+    folder = store.path
+    assert folder.is_dir()
+    store.close()
+    store.close()  # twice is harmless
+    assert not folder.exists()
+    with pytest.raises(StoreError, match="closed"):
+        store.count()
+
+
+def test_a_local_mode_folder_is_not_mistaken_for_an_empty_edge_index(tmp_path):
+    from drag_knee_retriever.store import QdrantClientStore
+
+    local = QdrantClientStore("nodes", location=str(tmp_path))
+    local.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+    local.close()
+    with pytest.raises(StoreError, match="engine='local'"):
+        EdgeStore("nodes", location=str(tmp_path))
+
+
+def test_bad_collection_names_and_unopened_store(tmp_path):
+    with pytest.raises(ConfigError):
+        EdgeStore("a/b", location=str(tmp_path))
+    fresh = EdgeStore("fresh", location=str(tmp_path))
+    try:
+        with pytest.raises(StoreError, match="open_collection"):
+            fresh.count()
+        assert fresh.collection_info()["engine"] == "edge"
+    finally:
+        fresh.close()
