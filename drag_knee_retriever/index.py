@@ -286,7 +286,10 @@ class DragKneeIndex:
         span_texts: Dict[str, str] = {}
         if cfg.inner_sparse == "span":
             for node in nodes:  # children first, so a parent joins its children's span texts
-                span_texts[node.id] = node.text if node.is_leaf else "\n".join(span_texts[c] for c in node.child_ids)
+                if node.is_leaf:
+                    span_texts[node.id] = _titled(node.title, node.text)
+                else:
+                    span_texts[node.id] = _titled(node.title, "\n".join(span_texts[c] for c in node.child_ids))
         sparse = self.encoder.encode_sparse([
             self._sparse_text(n, span_texts[n.id] if (not n.is_leaf and span_texts) else t)
             for n, t in zip(nodes, dense_texts)
@@ -302,9 +305,12 @@ class DragKneeIndex:
         mode = self.build_config.leaf_text
         if mode == "description" and node.description:
             return node.description
+        # A leaf is indexed with its section heading in front (headings are titles, not leaf text,
+        # and often hold the very words a question uses); the text returned stays the leaf's own.
+        text = _titled(node.title, node.text)
         if mode == "own+description" and node.description:
-            return f"{node.text}\n\n{node.description}"
-        return node.text
+            return f"{text}\n\n{node.description}"
+        return text
 
     def _sparse_text(self, node: TreeNode, dense_text: str) -> str:
         mode = self.build_config.sparse_text
@@ -555,6 +561,10 @@ class _PhaseTimer:
     def __exit__(self, *exc: object) -> None:
         spent = time.perf_counter() - self.started
         self.report.phase_seconds[self.phase] = self.report.phase_seconds.get(self.phase, 0.0) + spent
+
+
+def _titled(title: Optional[str], text: str) -> str:
+    return f"{title}\n{text}" if title else text
 
 
 def _validate_documents(documents: Iterable[Document]) -> List[Document]:
