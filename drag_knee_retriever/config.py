@@ -46,8 +46,10 @@ class SearchConfig:
     - ``method``: ``"fixed"`` (beam of ``beam_width``), ``"knee"`` (every ranked list cut at its
       knee), ``"sensitive_knee"`` (knee with ``sensitivity``), ``"branch"`` (each parent against its
       own children).
-    - ``rrf_k``: Reciprocal Rank Fusion constant; a fused score is ``w / (rrf_k + rank)`` summed
-      over the dense and sparse rankings with rank counted from 0 (Qdrant's convention).
+    - ``rrf_k``: Reciprocal Rank Fusion constant (>= 1). Qdrant fuses in the engine: a side with
+      weight ``w`` adds ``1 / ((rank + 1) / w + rrf_k - 1)`` with rank counted from 0, which is
+      ``1 / (rrf_k + rank)`` at ``w = 1`` (Qdrant's convention; LangChain's EnsembleRetriever uses
+      ``1 / (60 + rank)`` with rank from 1). A side with weight 0 adds nothing.
     - ``fusion_weights``: optional per-level ``(dense, sparse)`` weights, level 0 = roots; the last
       pair is reused for deeper levels. ``None`` weighs both sides equally everywhere.
     - ``order``: results by ``"score"`` or by ``"document"`` position.
@@ -83,8 +85,8 @@ class SearchConfig:
                 f"sensitivity must be in (0, 1] (1.0 is the plain knee, smaller keeps more), "
                 f"got {self.sensitivity!r}."
             )
-        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int) or self.rrf_k < 0:
-            raise ConfigError(f"rrf_k must be an integer >= 0, got {self.rrf_k!r}.")
+        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int) or self.rrf_k < 1:
+            raise ConfigError(f"rrf_k must be an integer >= 1, got {self.rrf_k!r}.")
         if self.order not in ("score", "document"):
             raise ConfigError(f"order must be 'score' or 'document', got {self.order!r}.")
         if not isinstance(self.max_depth, int) or self.max_depth < 1:
