@@ -74,10 +74,11 @@ def quality(index, questions):
 
 def run_side(side: str, papers: int, engine: str, questions_limit: int) -> dict:
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
-    from drag_knee_retriever import DragKneeIndex
+    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig
 
     docs, questions = load(papers)
-    index = DragKneeIndex(engine=engine, collection=f"bench_{side}")
+    max_tokens = int(os.environ["DRAG_KNEE_MAX_TOKENS"]) if os.environ.get("DRAG_KNEE_MAX_TOKENS") else None
+    index = DragKneeIndex(engine=engine, collection=f"bench_{side}", embedding=EmbeddingConfig(max_tokens=max_tokens))
     started = time.perf_counter()
     if side == "ours":
         report = index.add_documents(docs)

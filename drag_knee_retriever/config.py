@@ -14,7 +14,7 @@ ResultOrder = Literal["score", "document"]
 InnerVectorSource = Literal["summary", "centroid", "both"]
 BM25Language = Literal["english", "russian"]
 LeafTextSource = Literal["own", "description", "own+description"]
-SparseTextSource = Literal["text+keywords", "keywords", "text"]
+SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -133,8 +133,11 @@ class BuildConfig:
       centroid of its children's vectors (no encoding cost), or the mean of both.
     - ``leaf_text``: what a leaf's dense vector encodes: its own text, the summariser's
       description of it (an LLM summariser's page description), or both joined.
-    - ``sparse_text``: what every node's BM25 vector encodes: its dense text plus its keywords (the
-      method's original choice), the keywords alone, or the dense text alone.
+    - ``sparse_text``: what every node's BM25 vector encodes: its text plus its keywords (the
+      method's original choice: LLM-written keywords add synonyms and abbreviations), the keywords
+      alone, or the text alone. ``"auto"`` (default) is text + keywords with an LLM summariser and
+      the text alone with the extractive one, whose keywords are words of the text already (adding
+      them only double-counts: measured, README "Speed").
     - ``inner_sparse``: an inner node's BM25 text: ``"span"``, the text of every leaf beneath it
       (plus its keywords), or ``"description"``, its summary as ``sparse_text`` says. With
       ``"span"`` BM25's length normalisation lets a specific child outrank its parent, and a parent
@@ -150,7 +153,7 @@ class BuildConfig:
     inner_vectors: InnerVectorSource = "both"
     use_markdown_sections: bool = True
     leaf_text: LeafTextSource = "own"
-    sparse_text: SparseTextSource = "text+keywords"
+    sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
 
     def __post_init__(self) -> None:
@@ -172,9 +175,9 @@ class BuildConfig:
             raise ConfigError(
                 f"leaf_text must be 'own', 'description' or 'own+description', got {self.leaf_text!r}."
             )
-        if self.sparse_text not in ("text+keywords", "keywords", "text"):
+        if self.sparse_text not in ("auto", "text+keywords", "keywords", "text"):
             raise ConfigError(
-                f"sparse_text must be 'text+keywords', 'keywords' or 'text', got {self.sparse_text!r}."
+                f"sparse_text must be 'auto', 'text+keywords', 'keywords' or 'text', got {self.sparse_text!r}."
             )
         if self.inner_sparse not in ("span", "description"):
             raise ConfigError(f"inner_sparse must be 'span' or 'description', got {self.inner_sparse!r}.")
@@ -200,9 +203,10 @@ class EmbeddingConfig:
     batch_size: int = 4
     max_batch_chars: int = 8_000
     threads: Optional[int] = None
-    # Tokens the dense model reads per text. all-MiniLM-L6-v2 was trained for and is used by
-    # sentence-transformers at 256; fastembed would read 512 (slower, no better). None: model default.
-    max_tokens: Optional[int] = 256
+    # Tokens the dense model reads per text; None keeps the model's own limit (512 for MiniLM in
+    # fastembed). 256 (sentence-transformers' setting for all-MiniLM-L6-v2) ingests ~18% faster on
+    # long paragraphs but measured 1 of 133 COVID-QA questions lost at flat top-5 (README, Speed).
+    max_tokens: Optional[int] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model_name, str) or not self.model_name.strip():

@@ -314,6 +314,8 @@ class DragKneeIndex:
 
     def _sparse_text(self, node: TreeNode, dense_text: str) -> str:
         mode = self.build_config.sparse_text
+        if mode == "auto":
+            mode = "text" if isinstance(self.summarizer, ExtractiveSummarizer) else "text+keywords"
         keywords = " ".join(node.keywords)
         if mode == "keywords" and keywords:
             return keywords
