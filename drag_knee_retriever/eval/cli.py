@@ -1,0 +1,110 @@
+"""``drag-knee eval``: run the evaluation harness from the command line.
+
+``app`` is a one-command typer app; the main ``drag-knee`` CLI forwards ``drag-knee eval ...`` to
+it, and ``python -m drag_knee_retriever.eval ...`` runs it directly. Needs the ``cli`` extra
+(typer, rich); the plot needs the ``plot`` extra (matplotlib).
+
+    drag-knee eval --dataset covidqa --out runs/covidqa --limit-docs 20
+    drag-knee eval --dataset hotpotqa --out runs/hotpot --json | jq .headline
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+try:
+    import typer
+    from typing import Annotated
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "`drag-knee eval` needs the cli extra: pip install 'drag-knee-retriever[cli]' "
+        f"(missing: {_exc.name})."
+    ) from None
+
+from ..errors import DragKneeError
+from .datasets import DatasetError
+
+log = logging.getLogger(__name__)
+
+
+class DatasetName(str, enum.Enum):
+    covidqa = "covidqa"
+    xquad_en = "xquad-en"
+    xquad_ru = "xquad-ru"
+    hotpotqa = "hotpotqa"
+
+
+app = typer.Typer(add_completion=False, help="Evaluate DRAG with KNEE against flat and hierarchical baselines.")
+
+
+@app.command("eval")
+def eval_command(
+    dataset: Annotated[DatasetName, typer.Option("--dataset", "-d", help="Which dataset to evaluate on.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for table.md, summary.json, questions.jsonl and the plot.")],
+    limit_docs: Annotated[Optional[int], typer.Option("--limit-docs", min=1, help="Keep the first N documents.")] = None,
+    limit_questions: Annotated[Optional[int], typer.Option("--limit-questions", min=1, help="Keep N questions, evenly spread over those on kept documents.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object (summary + headline) to stdout.")] = False,
+    methods: Annotated[Optional[List[str]], typer.Option("--method", "-m", help="Only methods matching this glob (repeatable), e.g. 'flat_hybrid_*'.")] = None,
+    build: Annotated[Optional[str], typer.Option("--build", help="BuildConfig of the main index as key=value,... e.g. 'inner_vectors=summary,branching=4'.")] = None,
+    build_variants: Annotated[Optional[List[str]], typer.Option("--build-variant", help="Extra index for DRAG/collapsed methods (repeatable), e.g. 'inner_vectors=centroid'.")] = None,
+    automerging_k: Annotated[Optional[List[int]], typer.Option("--automerging-k", help="AutoMergingRetriever similarity_top_k (repeatable; default 6).")] = None,
+    traces: Annotated[int, typer.Option("--traces", min=0, help="Save DRAG traces of the first N questions to traces.jsonl.")] = 0,
+    datasets_dir: Annotated[Optional[Path], typer.Option("--datasets", help="Datasets folder (default: $DRAG_KNEE_DATASETS or ../shared/datasets).")] = None,
+    model_path: Annotated[Optional[str], typer.Option("--model-path", help="fastembed-ready dense model folder.")] = None,
+    embedding_cache: Annotated[Optional[Path], typer.Option("--embedding-cache", help="Keep passage vectors in this folder between runs (same model => same vectors).")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Store engine: auto, edge or local.")] = "auto",
+    prototypes: Annotated[bool, typer.Option("--prototypes/--no-prototypes", help="Also run the proto_* prototypes of core changes.")] = True,
+    plot: Annotated[bool, typer.Option("--plot/--no-plot", help="Write recall_vs_tokens.png (needs matplotlib).")] = True,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Evaluate every retriever on one dataset; write the table, raw JSON and a recall-vs-tokens plot."""
+    from .runner import parse_build_variant, progress_log, run_eval
+
+    if not quiet and not sys.stderr.isatty() and not progress_log.handlers:
+        # Without a terminal there are no bars: progress goes to stderr as log lines.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        progress_log.addHandler(handler)
+        progress_log.setLevel(logging.INFO)
+        progress_log.propagate = False
+    try:
+        base_build = parse_build_variant(build).build if build else None
+        variants = [parse_build_variant(v) for v in (build_variants or [])]
+        report = run_eval(
+            dataset.value, out, limit_docs=limit_docs, limit_questions=limit_questions, methods=methods or None,
+            datasets_root=datasets_dir, build=base_build, build_variants=variants,
+            automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
+            embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot,
+        )
+    except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:
+        typer.echo(f"drag-knee eval: {exc}", err=True)
+        raise typer.Exit(1)
+    if json_output:
+        payload = report.to_json_dict()
+        typer.echo(json.dumps({k: payload[k] for k in ("dataset", "summary", "headline", "files", "meta")},
+                              ensure_ascii=False))
+        return
+    from .report import headline_markdown
+
+    typer.echo(f"{report.dataset}: {report.meta['dataset']['questions']} questions, "
+               f"{report.meta['dataset']['leaves']} leaves, {report.meta['seconds']} s")
+    typer.echo(headline_markdown(report.headline))
+    typer.echo(f"table: {report.files.get('table')}  plot: {report.files.get('plot', '-')}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of ``python -m drag_knee_retriever.eval``."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="drag-knee eval: %(levelname)s: %(message)s")
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv if argv is not None else sys.argv[1:], prog_name="python -m drag_knee_retriever.eval",
+                     standalone_mode=True)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0

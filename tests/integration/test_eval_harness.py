@@ -1,0 +1,107 @@
+"""The evaluation harness end to end on a tiny real subset: 3 COVID-QA papers, 10 questions.
+
+Real model (offline MiniLM), real Qdrant, real LlamaIndex AutoMergingRetriever, real matplotlib.
+One run through the `drag-knee eval` typer app, shared by the tests of this module.
+"""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("typer")
+
+from conftest import TEST_ENGINE  # noqa: E402
+from drag_knee_retriever.eval.datasets import DatasetError, datasets_root  # noqa: E402
+
+try:
+    datasets_root()
+except DatasetError:  # pragma: no cover
+    pytest.skip("shared datasets folder not found (set DRAG_KNEE_DATASETS)", allow_module_level=True)
+
+REQUIRED_METRICS = {"recall", "token_precision", "tokens", "latency_ms"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, model_path):
+    from typer.testing import CliRunner
+
+    from drag_knee_retriever.eval.cli import app
+
+    out = tmp_path_factory.mktemp("eval") / "covid3"
+    result = CliRunner().invoke(app, [
+        "--dataset", "covidqa", "--out", str(out), "--limit-docs", "3", "--limit-questions", "10",
+        "--json", "--quiet", "--traces", "2", "--engine", TEST_ENGINE, "--model-path", model_path,
+    ])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return out, json.loads(result.stdout)
+
+
+def test_json_has_summary_and_headline(run):
+    _, payload = run
+    summary = payload["summary"]
+    for name in ("flat_dense_k1", "flat_bm25_k10", "flat_hybrid_k3", "flat_hybrid_knee", "collapsed_k5",
+                 "drag_fixed_w1", "drag_fixed_w3", "drag_fixed_w5", "drag_knee", "drag_sensitive_0.5",
+                 "drag_sensitive_0.85", "drag_branch", "drag_knee_fusion", "automerging_k6"):
+        assert name in summary, name
+        assert REQUIRED_METRICS <= set(summary[name]), name
+        assert 0.0 <= summary[name]["recall"] <= 1.0
+        assert summary[name]["latency_ms"] > 0
+    headline = payload["headline"]
+    assert isinstance(headline["knee_recall_gain_at_equal_tokens"], float)
+    assert headline["knee_recall"] == summary["drag_knee"]["recall"]
+    assert headline["knee_recall_per_1k_tokens"] > 0 and headline["automerging_recall_per_1k_tokens"] > 0
+
+
+def test_metrics_are_consistent_with_their_definitions(run):
+    _, payload = run
+    summary = payload["summary"]
+    # Flat top-k returns exactly k leaves (the 3 papers hold far more than 10 leaves).
+    for k in (1, 2, 3, 5, 10):
+        assert summary[f"flat_hybrid_k{k}"]["results"] == k
+    # A longer top-k never loses evidence.
+    recalls = [summary[f"flat_hybrid_k{k}"]["recall"] for k in (1, 2, 3, 5, 10)]
+    assert recalls == sorted(recalls)
+    # On its own curve, flat hybrid's gain at equal tokens is zero.
+    assert abs(summary["flat_hybrid_k3"]["recall_gain_at_equal_tokens"]) < 1e-9
+
+
+def test_every_question_encoded_once_for_all_methods(run):
+    _, payload = run
+    assert payload["meta"]["dataset"]["questions"] == 10
+    assert payload["meta"]["query_encodings"] == 10
+
+
+def test_files_written(run):
+    out, payload = run
+    for name in ("table.md", "summary.json", "questions.jsonl.gz", "recall_vs_tokens.png", "traces.jsonl.gz"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert (out / "recall_vs_tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (out / "table.md").read_text()
+    assert "knee_recall_gain_at_equal_tokens" in table and "| **drag_knee** |" in table
+    rows = [json.loads(line) for line in gzip.open(out / "questions.jsonl.gz", "rt").read().splitlines()][1:]
+    assert len(rows) == 10
+    assert set(rows[0]["methods"]) == set(payload["summary"])
+    first = rows[0]["methods"]["drag_knee"]
+    assert {"metrics", "returned"} <= set(first)
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["headline"]["knee_recall_gain_at_equal_tokens"] == payload["headline"]["knee_recall_gain_at_equal_tokens"]
+
+
+def test_python_dash_m_entry_point_answers_help():
+    done = subprocess.run([sys.executable, "-m", "drag_knee_retriever.eval", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--dataset" in done.stdout and "--limit-docs" in done.stdout
+
+
+def test_bad_dataset_name_is_a_clear_usage_error():
+    from typer.testing import CliRunner
+
+    from drag_knee_retriever.eval.cli import app
+
+    result = CliRunner().invoke(app, ["--dataset", "squad", "--out", "x"])
+    assert result.exit_code == 2
+    assert "squad" in result.output
