@@ -45,6 +45,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -77,6 +78,8 @@ log = logging.getLogger(__name__)
 EDGE_PACKAGE = "qdrant-edge-py"
 EDGE_VERSION = "0.9.0"  # pinned in pyproject.toml; the API of this beta package drifts between releases
 LOCK_FILE = "drag_knee.lock"
+_MEMORY_PREFIX = "drag-knee-edge-"  # folders of ":memory:" stores (in /dev/shm or TMPDIR)
+_ORPHAN_AGE_S = 60.0
 _MIN_SHM_FREE = 2 << 30  # bytes of /dev/shm that must be free to hold a ":memory:" index there
 _SHARD_MARKER = "edge_config.json"  # written by EdgeShard.create; its presence means "load, not create"
 
@@ -176,6 +179,45 @@ def _memory_dir() -> Optional[str]:
     return None  # the system temporary folder (TMPDIR)
 
 
+def _sweep_orphans(parent: str) -> None:
+    """Delete the folders of ":memory:" stores whose process died without closing them.
+
+    A store removes its folder on close() and at interpreter exit, but a killed process cannot,
+    and on /dev/shm the files would hold RAM until reboot. A folder is an orphan when it is older
+    than a minute (so a store being created right now is never touched) and no lock inside it is
+    held: a live store holds its flock for as long as it is open.
+    """
+    if fcntl is None:  # pragma: no cover - Windows: no way to tell a live store from a dead one
+        return
+    now = time.time()
+    try:
+        candidates = [p for p in Path(parent).glob(_MEMORY_PREFIX + "*") if p.is_dir()]
+    except OSError:
+        return
+    for folder in candidates:
+        try:
+            if now - folder.stat().st_mtime < _ORPHAN_AGE_S or any(_is_held(lock) for lock in folder.glob("*/" + LOCK_FILE)):
+                continue
+        except OSError:
+            continue
+        log.info("removing %s, left behind by a process that did not close its in-memory index", folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_held(lock: Path) -> bool:
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor also drops the probe's own lock
+    return False
+
+
 def _uuid_ranks(points: Sequence[Any]) -> Dict[Any, int]:
     return {p.id: rank for rank, p in enumerate(points)}
 
@@ -215,7 +257,9 @@ class EdgeStore(NodeStore):
         self.in_memory = location in (None, ":memory:")
         self._temp_dir: Optional[str] = None
         if self.in_memory:
-            self._temp_dir = tempfile.mkdtemp(prefix="drag-knee-edge-", dir=_memory_dir())
+            base_dir = _memory_dir()
+            _sweep_orphans(base_dir or tempfile.gettempdir())
+            self._temp_dir = tempfile.mkdtemp(prefix=_MEMORY_PREFIX, dir=base_dir)
             base = Path(self._temp_dir)
         else:
             base = Path(os.fspath(location)).expanduser()
@@ -351,7 +395,7 @@ class EdgeStore(NodeStore):
         is_root = qe.FieldCondition(key="level", match=_match_value(qe, 0))
         with _engine_errors(f"delete the nodes of document {doc_id!r}"):
             # The index clears every document before writing it, new ones included: a count on
-            # the doc_id index (microseconds) spares those the deletes and the flush to disk.
+            # the doc_id index spares those the two deletes and the flush to disk.
             self._count()
             if not self.shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must=[of_doc], must_not=must_not))):
                 return

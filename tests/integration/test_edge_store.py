@@ -292,6 +292,25 @@ def test_a_local_mode_folder_is_not_mistaken_for_an_empty_edge_index(tmp_path):
         EdgeStore("nodes", location=str(tmp_path))
 
 
+def test_memory_folders_of_dead_processes_are_swept(records):
+    # A process that dies without closing its in-memory store leaves its folder behind.
+    code = ("import os\nfrom drag_knee_retriever.edge_store import EdgeStore\n"
+            "s = EdgeStore('orphan')\nprint(s.path.parent)\nos._exit(0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    orphan = Path(out.stdout.strip().splitlines()[-1])
+    assert orphan.is_dir(), out.stderr
+    live = open_store(":memory:", records[:2])
+    try:
+        old = os.stat(orphan).st_mtime - 3600
+        for folder in (orphan, live.path.parent):  # both look old; only the dead one is unlocked
+            os.utime(folder, (old, old))
+        EdgeStore("another").close()
+        assert not orphan.exists()
+        assert live.path.is_dir() and live.count() == 2
+    finally:
+        live.close()
+
+
 def test_bad_collection_names_and_unopened_store(tmp_path):
     with pytest.raises(ConfigError):
         EdgeStore("a/b", location=str(tmp_path))
