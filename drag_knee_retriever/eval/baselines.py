@@ -517,9 +517,12 @@ def _minmax(scores: Mapping[str, float], nodes: Mapping[str, Any]) -> Dict[str, 
 
 
 def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: float,
-                     weights: Tuple[float, float] = (1.0, 1.0)) -> List[Any]:
+                     weights: Tuple[float, float] = (1.0, 1.0), merge_ratio: Optional[float] = None) -> List[Any]:
     """Replace every inner node by its own leaves ranked for the query and cut at the knee
-    (one extra round trip for all of them); leaves stay as they are, in result order."""
+    (one extra round trip for all of them); leaves stay as they are, in result order.
+
+    With ``merge_ratio`` an inner node stays whole when more than that share of its leaves
+    survive the knee (AutoMerging's rule: the evidence is spread over the node)."""
     from ..builder import leaf_id
     from ..store import RankRequest
 
@@ -539,6 +542,9 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
         else:
             leaves = ranked[h.node.id]
             chosen, _ = knee_cut(leaves, [x.score for x in leaves], sensitivity=sensitivity) if leaves else ([], 0)
+            span = h.node.span.last_leaf - h.node.span.first_leaf + 1
+            if merge_ratio is not None and chosen and len(chosen) / span > merge_ratio:
+                chosen = [h]
         for leaf in chosen:
             if leaf.node.id not in seen:
                 seen.add(leaf.node.id)
@@ -561,6 +567,7 @@ def prototype_variants() -> List[Tuple[str, Dict[str, Any]]]:
     return [
         ("proto_knee_rrf", {"fusion": "rrf", "method": "knee", "refine": False}),
         ("proto_knee_rrf_refine", {"fusion": "rrf", "method": "knee", "refine": True}),
+        ("proto_knee_rrf_refine_merge", {"fusion": "rrf", "method": "knee", "refine": True, "merge_ratio": 0.5}),
         ("proto_knee_minmax", {"fusion": "minmax", "method": "knee", "refine": False}),
         ("proto_knee_minmax_refine", {"fusion": "minmax", "method": "knee", "refine": True}),
         ("proto_sensitive_0.85_minmax_refine", {"fusion": "minmax", "method": "sensitive_knee",
@@ -591,7 +598,8 @@ def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "defa
             hits = walk(ranker, settings, (), trace)
             if options.get("refine"):
                 hits = refine_to_leaves(hits, ranker, settings.effective_sensitivity,
-                                        settings.weights_for_level(settings.max_depth))
+                                        settings.weights_for_level(settings.max_depth),
+                                        merge_ratio=options.get("merge_ratio"))
             _fetch_span_texts(index.store, hits)  # as index.search does: the context is part of the cost
             latency = (time.perf_counter() - start) * 1000.0
             scored = [ScoredNode(node=h.node, score=h.score, rank=i, text="") for i, h in enumerate(hits)]

@@ -280,7 +280,8 @@ OVERVIEW_METHODS: Tuple[str, ...] = (
     "drag_branch", "drag_knee_fusion", "drag_knee_rrf60",
     "drag_knee[inner_vectors=summary]", "drag_knee[inner_vectors=centroid]", "drag_knee[branching=5]",
     "drag_knee[inner_sparse=description]",
-    "proto_knee_rrf_refine", "proto_knee_minmax", "proto_knee_minmax_refine", "proto_knee_minmax_refine_maxp",
+    "proto_knee_rrf_refine", "proto_knee_rrf_refine_merge", "proto_knee_minmax", "proto_knee_minmax_refine",
+    "proto_knee_minmax_refine_maxp",
     "proto_route_rrf", "proto_route_minmax", "proto_flat_minmax_knee",
 )
 
