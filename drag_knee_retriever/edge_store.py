@@ -309,15 +309,7 @@ class EdgeStore(NodeStore):
         qe = self._qe
         self._count()
         if self._shard is not None:
-            info = self.collection_info()
-            if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
-                raise ModelMismatchError(
-                    f"Collection {self.collection!r} was built with model {info['model_id']!r} "
-                    f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
-                    "Open it with the same model, or choose another collection name."
-                )
-            if not info.get("model_id"):
-                self._write_meta(dense_size, model_id, sparse_model)
+            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dense_size, distance=qe.Distance.Cosine)},

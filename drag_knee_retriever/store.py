@@ -214,6 +214,22 @@ class NodeStore(abc.ABC):
     def describe(self) -> str:
         return self.engine
 
+    def _check_existing_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        """An existing collection must have been built with this model; an old one gets recorded."""
+        info = self.collection_info()
+        if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
+            raise ModelMismatchError(
+                f"Collection {getattr(self, 'collection', '?')!r} was built with model {info['model_id']!r} "
+                f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
+                "Open it with the same model, or choose another collection name."
+            )
+        if not info.get("model_id"):
+            self._write_meta(dense_size, model_id, sparse_model)
+
+    @abc.abstractmethod
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+        """Record which model built the collection (a bookkeeping point no search can see)."""
+
     # Async variants: an in-process engine answers in microseconds, so a worker thread is enough;
     # a store that talks to a server overrides these with its native async client.
 
@@ -307,15 +323,7 @@ class QdrantClientStore(NodeStore):
     def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
         m = self._m
         if exists:
-            info = self.collection_info()
-            if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
-                raise ModelMismatchError(
-                    f"Collection {self.collection!r} was built with model {info['model_id']!r} "
-                    f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
-                    "Open it with the same model, or choose another collection name."
-                )
-            if not info.get("model_id"):
-                self._write_meta(dense_size, model_id, sparse_model)
+            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
         self.client.create_collection(
             self.collection,
