@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # The exact commands behind benchmarks/RESULTS.md. Run from the repository root:
-#   bash benchmarks/run_eval.sh            # all datasets
-#   bash benchmarks/run_eval.sh covidqa    # one of: covidqa xquad-en xquad-ru hotpotqa
+#   bash benchmarks/run_eval.sh               # all datasets
+#   bash benchmarks/run_eval.sh covidqa       # one of: covidqa xquad-en xquad-ru hotpotqa
+#   SNAPSHOT=1 bash benchmarks/run_eval.sh    # pin the package to HEAD (+ the working tree's eval/)
+#                                             # for the whole batch, while others keep committing
 # Needs the offline model (DRAG_KNEE_MODEL_PATH or the `offline` extra), llama-index-core (AutoMerging
-# baseline) and matplotlib (plots). Passage vectors are cached between runs in $EVAL_CACHE (same
-# model => same vectors); delete it to measure cold ingestion.
+# baseline) and matplotlib (plots). Passage vectors are cached between runs in $EVAL_CACHE, one file
+# per encoder fingerprint (same model and token limit => same vectors); delete it to time cold ingestion.
 set -euo pipefail
-PY=${PY:-.venv/bin/python}
-OUT=${OUT:-benchmarks/results}
+REPO=$(pwd)
+PY=${PY:-$REPO/.venv/bin/python}
+OUT=${OUT:-$REPO/benchmarks/results}
 EVAL_CACHE=${EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drag-knee-retriever/eval-cache}
-export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-../shared/models/all-MiniLM-L6-v2-onnx-int8}
-# Build variants: every DRAG and collapsed-tree method is also run on indexes built these ways.
+export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
+RUN_DIR=$REPO
+if [[ -n ${SNAPSHOT:-} ]]; then
+  RUN_DIR=$(mktemp -d /tmp/drag-knee-snapshot.XXXXXX)
+  git archive HEAD drag_knee_retriever | tar -x -C "$RUN_DIR"
+  cp -r drag_knee_retriever/eval/. "$RUN_DIR/drag_knee_retriever/eval/"
+  rm -rf "$RUN_DIR/drag_knee_retriever/eval/__pycache__"
+  export DRAG_KNEE_CODE_COMMIT=$(git rev-parse HEAD)
+  export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever/eval | cut -c4- | tr '\n' ' ')
+  export PYTHONPATH=$RUN_DIR   # run from $RUN_DIR so the snapshot, not the checkout, is imported
+fi
+# Build variants: every DRAG, prototype and collapsed-tree method is also run on indexes built these ways.
 VARIANTS=(--build-variant inner_vectors=summary --build-variant inner_vectors=centroid --build-variant branching=5
           --build-variant inner_sparse=description)
 COMMON=(--embedding-cache "$EVAL_CACHE" --traces 40 --automerging-k 2 --automerging-k 6 --automerging-k 12)
@@ -19,8 +32,8 @@ which=${1:-all}
 run() {  # name, then extra arguments
   local name=$1; shift
   if [[ $which == all || $which == "$name" ]]; then
-    "$PY" -m drag_knee_retriever.eval --dataset "$name" --out "$OUT/$name" "${COMMON[@]}" "${VARIANTS[@]}" "$@" \
-      --json > "$OUT/$name.json"
+    (cd "$RUN_DIR" && "$PY" -m drag_knee_retriever.eval --dataset "$name" --out "$OUT/$name" "${COMMON[@]}" \
+      "${VARIANTS[@]}" "$@" --json > "$OUT/$name.json")
   fi
 }
 
@@ -30,4 +43,4 @@ run xquad-ru --limit-questions 400          # same questions, Russian text and R
 run hotpotqa                                # all 994 documents (4137 sentences), all 100 questions
 
 # One page with every dataset's headline, compact table and plot.
-"$PY" -c "from pathlib import Path; from drag_knee_retriever.eval.report import write_overview; print(write_overview(Path('$OUT')))"
+(cd "$RUN_DIR" && "$PY" -c "from pathlib import Path; from drag_knee_retriever.eval.report import write_overview; print(write_overview(Path('$OUT')))")

@@ -733,6 +733,7 @@ def demo(
             out.rule(f"query {number}: {escape(text)}")
             result = idx.search(text, method=method.value)
             print_results(result)
+            _print_walk_only(idx, text, result)
             if trace:
                 out.print()
                 out.print(trace_tree(result.trace))
@@ -741,6 +742,26 @@ def demo(
         "Next: [bold]drag-knee ingest ~/your/docs[/] then [bold]drag-knee search \"your question\" --trace[/] "
         "(see drag-knee --help)."
     )
+
+
+def _print_walk_only(idx: Any, text: str, result: Any) -> None:
+    """Show what the walk itself chose when the focus step changed it (the demo's second query:
+    the walk keeps the whole document, the focus picks the paragraph that answers)."""
+    from dataclasses import replace
+
+    settings = idx.search_config.with_overrides(method=result.method)
+    if not settings.focuses:
+        return
+    walk_only = idx.search(text, config=replace(settings, focus_pool=None))
+    if [h.node.id for h in walk_only.nodes] == [h.node.id for h in result.nodes]:
+        return
+    chosen = ", ".join(
+        f"{h.node.doc_id} {h.node.span}" + ("" if h.node.is_leaf else " (whole span)") for h in walk_only.nodes
+    )
+    note = (f"the walk chose {chosen}; the focus step kept the leaves above "
+            "(SearchConfig(focus_pool=None) returns the walk's choice)")
+    for piece in textwrap.wrap(note, width=max(40, (out.width or 80) - 3)):
+        out.print(Text("   " + piece, "dim"))
 
 
 # -- eval (provided by drag_knee_retriever.eval.cli) -------------------------------------------

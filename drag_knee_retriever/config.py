@@ -55,6 +55,17 @@ class SearchConfig:
     - ``order``: results by ``"score"`` or by ``"document"`` position.
     - ``explain``: record each candidate's dense and sparse rank in the trace (sent in the same
       round trip as the fused ranking; switch off to save the two side requests).
+    - ``focus_pool``: the knee methods end with a *focus* step (one more round trip): the leaves
+      under the nodes the walk chose are ranked together, the best ``focus_pool`` of them are cut
+      at their knee, and those leaves are the result. ``None`` skips it and returns the walk's
+      nodes as they are (an inner node then always brings its whole span). ``fixed`` and
+      ``branch`` never focus.
+    - ``region_sensitivity``: with a focus step, the walk's own cuts use this sensitivity (or
+      ``sensitivity`` if smaller): the focus cuts again at the leaves, so the walk keeps more
+      regions than a walk that has the last word (measured: ``benchmarks/RESULTS.md``).
+    - ``merge_ratio``: a node the walk chose is returned whole (its whole span) when more than
+      this share of its leaves survive the focus cut: the evidence is spread over it, and the
+      model reads the passage in one piece. ``None``: always return leaves.
     """
 
     method: SearchMethod = "knee"
@@ -66,6 +77,9 @@ class SearchConfig:
     order: ResultOrder = "score"
     max_depth: int = 64
     explain: bool = True
+    focus_pool: Optional[int] = 10
+    region_sensitivity: float = 0.85
+    merge_ratio: Optional[float] = 0.5
 
     def __post_init__(self) -> None:
         if self.method not in SEARCH_METHODS:
@@ -91,6 +105,22 @@ class SearchConfig:
             raise ConfigError(f"order must be 'score' or 'document', got {self.order!r}.")
         if not isinstance(self.max_depth, int) or self.max_depth < 1:
             raise ConfigError(f"max_depth must be an integer >= 1, got {self.max_depth!r}.")
+        if self.focus_pool is not None and (
+            isinstance(self.focus_pool, bool) or not isinstance(self.focus_pool, int) or self.focus_pool < 1
+        ):
+            raise ConfigError(
+                f"focus_pool must be an integer >= 1 (leaves ranked in the focus step) or None to skip "
+                f"the focus step, got {self.focus_pool!r}."
+            )
+        for name in ("region_sensitivity", "merge_ratio"):
+            value = getattr(self, name)
+            if name == "merge_ratio" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 < float(value) <= 1.0):
+                raise ConfigError(
+                    f"{name} must be in (0, 1]{' or None' if name == 'merge_ratio' else ''}, got {value!r}."
+                )
+            object.__setattr__(self, name, float(value))
         if self.fusion_weights is not None:
             if isinstance(self.fusion_weights, (str, bytes)) or not isinstance(
                 self.fusion_weights, Sequence
@@ -107,6 +137,18 @@ class SearchConfig:
     def effective_sensitivity(self) -> float:
         """The sensitivity the knee uses: 1.0 for ``"knee"``, ``sensitivity`` otherwise."""
         return 1.0 if self.method == "knee" else self.sensitivity
+
+    @property
+    def focuses(self) -> bool:
+        """Whether the walk ends with a focus step (knee methods with a ``focus_pool``)."""
+        return self.focus_pool is not None and self.method in ("knee", "sensitive_knee")
+
+    @property
+    def walk_sensitivity(self) -> float:
+        """The sensitivity of the walk's own knee cuts (roots and beam steps)."""
+        if self.focuses:
+            return min(self.region_sensitivity, self.effective_sensitivity)
+        return self.effective_sensitivity
 
     def weights_for_level(self, level: int) -> Tuple[float, float]:
         """The (dense, sparse) weights of a tree level (0 = roots)."""

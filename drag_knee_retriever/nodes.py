@@ -272,7 +272,7 @@ class TraceStep:
     """One ranking request of the walk: which candidates, how they ranked, the knee and the cut."""
 
     step: int
-    kind: str  # "roots", "beam", "branch"
+    kind: str  # "roots", "beam", "branch", "focus"
     level: int
     candidates: List[TraceCandidate] = field(default_factory=list)
     knee_index: Optional[int] = None
@@ -312,7 +312,7 @@ class Trace:
                 head += f" knee@{step.knee_index}"
             lines.append(head + f" kept {step.kept_count}/{len(step.candidates)}")
             for c in step.candidates:
-                mark = {"kept": "+", "suppressed": "x", "cut": "-"}.get(c.outcome, "?")
+                mark = {"kept": "+", "suppressed": "x", "cut": "-", "merged": "^"}.get(c.outcome, "?")
                 extra = f" by {c.suppressed_by[:8]}" if c.suppressed_by else ""
                 ranks = f" d#{c.dense_rank} s#{c.sparse_rank}" if c.dense_rank is not None or c.sparse_rank is not None else ""
                 lines.append(

@@ -29,9 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 log = logging.getLogger(__name__)
 
-_OUTCOME_STYLE = {"kept": "green", "suppressed": "red", "cut": "grey50"}
-_OUTCOME_MARK = {"kept": "✔", "suppressed": "✘", "cut": "·"}
-_OUTCOME_COLOUR = {"kept": "#2e9e44", "suppressed": "#d1352b", "cut": "#9a9a9a"}
+_OUTCOME_STYLE = {"kept": "green", "suppressed": "red", "cut": "grey50", "merged": "cyan"}
+_OUTCOME_MARK = {"kept": "✔", "suppressed": "✘", "cut": "·", "merged": "↑"}
+_OUTCOME_COLOUR = {"kept": "#2e9e44", "suppressed": "#d1352b", "cut": "#9a9a9a", "merged": "#2a8fbd"}
 _BAR_WIDTH = 10
 
 
@@ -149,6 +149,9 @@ def trace_tree(trace: Trace, *, max_candidates: int = 12) -> "Tree":
             if c.outcome == "suppressed":
                 by = names.get(c.suppressed_by or "", (c.suppressed_by or "?")[:8])
                 line.append(f"  suppressed by {by}", "red")
+            elif c.outcome == "merged":
+                into = names.get(c.suppressed_by or "", (c.suppressed_by or "?")[:8])
+                line.append(f"  kept inside {into} (most of its leaves made the cut)", style)
             elif c.outcome == "cut":
                 line.append("  cut", style)
             else:
@@ -193,7 +196,7 @@ def _draw_knee(ax: Any, scores: List[float], outcomes: List[str], keep: int, tit
         ax.set_axis_off()
         return
     ax.plot(positions, scores, color="#4a4a4a", linewidth=1.2, zorder=1)
-    for outcome in ("kept", "suppressed", "cut"):
+    for outcome in ("kept", "merged", "suppressed", "cut"):
         xs = [p for p, o in zip(positions, outcomes) if o == outcome]
         ys = [s for s, o in zip(scores, outcomes) if o == outcome]
         if xs:

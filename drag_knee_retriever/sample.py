@@ -10,8 +10,8 @@ Five short documents on distinct topics, so that the example queries have clear 
 file I/O); :func:`write_sample_files` writes them to a folder as real ``.md``, ``.txt`` and
 ``.pdf`` files (the PDFs made by :func:`text_pdf_bytes`, a tiny dependency-free PDF writer), to try
 the loaders and ``drag-knee ingest`` on. The first example query asks for one specific page; the
-second asks a broad question that a whole document answers, so the two traces show both ways the
-walk can stop.
+second asks a broad question, so the two traces show both ways the walk can stop (at a page, or
+at a whole document whose root beats its sections) and what the focus step then keeps.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ EXAMPLE_QUERIES: Tuple[str, str] = (
     "What does a beekeeper do through the year?",
 )
 """Two example queries: a narrow one (one page of the lighthouse manual answers it: the walk
-descends to that page) and a broad one (the whole beekeeping document answers it: its root beats
-its sections and stays whole). Both say "keeper", which BM25 alone cannot tell apart."""
+descends to that page) and a broad one (the walk keeps the whole beekeeping document: its root
+beats its sections; the focus step then keeps the overview paragraph, ¶0). Both say "keeper",
+which BM25 alone cannot tell apart."""
 
 _BEEKEEPING = """# A Beekeeper's Year
 

@@ -13,6 +13,14 @@ children (the broader unit answers better, so it stays whole); a child is kept a
 parent (the finer unit answers better). ``fixed`` keeps at most ``beam_width``. Stop when the beam
 no longer changes or has no inner node left.
 
+Focus (knee methods, ``SearchConfig.focus_pool``): the walk's nodes are regions; the leaves under
+them are ranked together in one more round trip, the best ``focus_pool`` are cut at their knee, and
+those leaves are the result, except that a region most of whose leaves survive
+(``merge_ratio``) is returned whole. Why: the walk reliably finds the right documents and
+sections, but a knee over the few candidates of one beam step decides badly between a parent and
+its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
+generously (``region_sensitivity``) and the leaves compete once, directly.
+
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
 parent wins it is a result, where children outrank it those children descend (leaves are results).
@@ -23,6 +31,7 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
+from .builder import leaf_id
 from .config import SearchConfig
 from .knee import knee_index
 from .nodes import Trace, TraceCandidate, TraceStep
@@ -51,7 +60,10 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps
         return []
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
-    return (yield from _beam(config, filters, trace, roots))
+    regions = yield from _beam(config, filters, trace, roots)
+    if config.focuses:
+        return (yield from _focus(config, filters, trace, regions))
+    return regions
 
 
 def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
@@ -80,7 +92,7 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     """How many ranked hits survive before suppression, and the knee position if a knee was used."""
     if config.method == "fixed":
         return len(hits), None
-    keep = knee_index([h.score for h in hits], config.effective_sensitivity) if hits else 0
+    keep = knee_index([h.score for h in hits], config.walk_sensitivity) if hits else 0
     return keep, keep
 
 
@@ -153,6 +165,60 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     else:
         log.warning("search stopped at max_depth=%d; the tree may be malformed", config.max_depth)
     return beam
+
+
+def _span_leaf_ids(hit: RankedHit) -> Tuple[str, ...]:
+    node = hit.node
+    if node.is_leaf:
+        return (node.id,)
+    return tuple(leaf_id(node.doc_id, i) for i in range(node.span.first_leaf, node.span.last_leaf + 1))
+
+
+def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
+    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+    assert config.focus_pool is not None
+    leaves_of = {hit.node.id: _span_leaf_ids(hit) for hit in regions}
+    candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
+    weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
+    limit = min(config.focus_pool, len(candidate_ids))
+    hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+    step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
+                     weights=weights)
+    trace.steps.append(step)
+    if not hits:
+        # No leaf under the regions matched (a filter that parents pass and leaves do not): the
+        # walk's nodes are the best answer there is.
+        return regions
+    keep = knee_index([h.score for h in hits], config.effective_sensitivity)
+    step.knee_index = keep
+    survivors = {h.node.id for h in hits[:keep]}
+    merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
+    if config.merge_ratio is not None:
+        for region in regions:
+            leaves = leaves_of[region.node.id]
+            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > config.merge_ratio:
+                merged_into.update((i, region.node.id) for i in leaves)
+    by_id = {region.node.id: region for region in regions}
+    results: List[RankedHit] = []
+    placed: Set[str] = set()
+    for position, hit in enumerate(hits):
+        candidate = _candidate(hit, position)
+        step.candidates.append(candidate)
+        if position >= keep:
+            candidate.outcome = "cut"
+            continue
+        region_id = merged_into.get(hit.node.id)
+        if region_id is None:
+            results.append(hit)
+            continue
+        candidate.outcome = "merged"
+        candidate.suppressed_by = region_id
+        if region_id not in placed:
+            # The region takes the place and the score of its best surviving leaf.
+            placed.add(region_id)
+            results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
+    step.kept_count = len(results)
+    return results
 
 
 def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> Steps:

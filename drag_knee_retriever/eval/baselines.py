@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..knee import knee_cut
@@ -202,7 +202,20 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_fusion", {"method": "knee", "fusion_weights": [tuple(p) for p in fusion_schedule]}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
+        # The knee walk without its focus step (the default before the focus step existed): every
+        # node the walk keeps is returned, an inner node with its whole span.
+        ("drag_knee_walk_only", {"config": "walk_only"}),
+        # Focus without merging: always leaves, never a whole span.
+        ("drag_knee_no_merge", {"config": "no_merge"}),
     ]
+
+
+# SearchConfig changes named by drag_variants' {"config": name} (applied to the index's config).
+_CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
+    "rrf60": {"method": "knee", "rrf_k": 60},
+    "walk_only": {"method": "knee", "focus_pool": None},
+    "no_merge": {"method": "knee", "merge_ratio": None},
+}
 
 
 def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
@@ -211,10 +224,9 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
     suffix = "" if label == "default" else f"[{label}]"
     methods = []
     for name, kwargs in variants if variants is not None else drag_variants():
-        if kwargs.get("config") == "rrf60":
-            from dataclasses import replace
-
-            kwargs = {"config": replace(index.search_config, method="knee", rrf_k=60)}
+        if isinstance(kwargs.get("config"), str):
+            changes = _CONFIG_VARIANTS[kwargs["config"]]
+            kwargs = {"config": replace(index.search_config, **changes)}
 
         def run(text: str, qv: Any, kwargs=kwargs) -> Retrieval:
             start = time.perf_counter()
@@ -227,7 +239,9 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         family = "drag" + suffix
         params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items() if k != "config"}
         if "config" in kwargs:
-            params.update({"method": kwargs["config"].method, "rrf_k": kwargs["config"].rrf_k})
+            config = kwargs["config"]
+            params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
+                           "merge_ratio": config.merge_ratio})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods
@@ -587,8 +601,11 @@ def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "defa
     suffix = "" if label == "default" else f"[{label}]"
     methods = []
     for name, options in variants if variants is not None else prototype_variants():
-        settings = index.search_config.with_overrides(method=options["method"],
-                                                      sensitivity=options.get("sensitivity"))
+        # The prototypes refine the walk's own nodes (they predate the focus step, which they
+        # led to), so they run the walk without it.
+        settings = replace(index.search_config.with_overrides(method=options["method"],
+                                                              sensitivity=options.get("sensitivity")),
+                           focus_pool=None)
 
         def run(text: str, qv: Any, options=options, settings=settings) -> Retrieval:
             start = time.perf_counter()
@@ -666,4 +683,42 @@ def routed_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int = 20,
 
         methods.append(Method(f"proto_route_{fusion}", "drag_proto", {"fusion": fusion, "pool": pool}, run,
                               adaptive=True))
+    return methods
+
+
+def per_document_methods(index: Any, leaf_tokens: LeafTokens, *, refine: Sequence[bool] = (False, True)) -> List[Method]:
+    """Prototype "documents stay once chosen": the roots are ranked and cut at the knee as usual,
+    then the knee walk runs inside each chosen document separately (a ``doc_id`` filter), so a
+    beam step can no longer drop a whole document that the root step kept (multi-document
+    questions need both). Optionally each returned inner node is refined to its knee leaves.
+    One walk per chosen document (sequential here; the core could batch them per level)."""
+    from ..nodes import Trace
+    from ..store import RankRequest, parse_filters
+    from ..traversal import walk
+
+    methods = []
+    for do_refine in refine:
+        def run(text: str, qv: Any, do_refine=do_refine) -> Retrieval:
+            start = time.perf_counter()
+            settings = replace(index.search_config.with_overrides(method="knee"), focus_pool=None)
+            ranker = FusionRanker(index.store, qv, "rrf", settings.rrf_k)
+            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=settings.weights_for_level(0))])[0]
+            if roots:
+                roots, _ = knee_cut(roots, [h.score for h in roots], sensitivity=settings.effective_sensitivity)
+            hits: List[Any] = []
+            trace = Trace(query=text, method="knee")
+            for root in roots:
+                found = walk(ranker, settings, parse_filters({"doc_id": root.node.doc_id}), trace)
+                if do_refine:
+                    found = refine_to_leaves(found, ranker, settings.effective_sensitivity,
+                                             settings.weights_for_level(settings.max_depth))
+                hits.extend(found)
+            _fetch_span_texts(index.store, hits)
+            latency = (time.perf_counter() - start) * 1000.0
+            scored = [ScoredNode(node=h.node, score=h.score, rank=i, text="") for i, h in enumerate(hits)]
+            found_hits, returned = hits_from_scored(scored, leaf_tokens)
+            return Retrieval(found_hits, latency, returned, trace)
+
+        name = "proto_knee_perdoc" + ("_refine" if do_refine else "")
+        methods.append(Method(name, "drag_proto", {"per_document": True, "refine": do_refine}, run, adaptive=True))
     return methods

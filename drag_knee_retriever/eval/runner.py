@@ -37,6 +37,7 @@ from .baselines import (
     flat_methods,
     leaf_token_table,
     llama_index_available,
+    per_document_methods,
     prototype_methods,
     routed_methods,
 )
@@ -438,6 +439,7 @@ def run_eval(
                 default_methods += prototype_methods(index, leaf_tokens)
                 default_methods += flat_fusion_knee_methods(index, leaf_tokens)
                 default_methods += routed_methods(index, leaf_tokens)
+                default_methods += per_document_methods(index, leaf_tokens)
             if any(_wanted(f"automerging_k{k}", methods) for k in automerging_top_ks):
                 if llama_index_available():
                     bar.stage("AutoMerging: parse + embed", 1)
@@ -490,6 +492,7 @@ def run_eval(
 
     summary = {name: mean_metrics(values) for name, values in rows.items()}
     headline = compute_headline(summary, method_info)
+    headline.update(bootstrap_headline_gain(rows, method_info))
     for name, gain in headline.get("gains_at_equal_tokens", {}).items():
         summary[name]["recall_gain_at_equal_tokens"] = gain
     meta["seconds"] = round(time.perf_counter() - started, 1)
@@ -603,17 +606,57 @@ def compute_headline(summary: Mapping[str, Mapping[str, float]],
     return headline
 
 
+def bootstrap_headline_gain(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str, Mapping[str, Any]],
+                            *, resamples: int = 2000, seed: int = 0) -> Dict[str, Any]:
+    """A 95% interval for ``knee_recall_gain_at_equal_tokens`` by the paired bootstrap.
+
+    The questions are resampled with replacement (the same sample for every method, so the pairing
+    of DRAG knee and the flat sweep on each question is kept); on each sample the flat hybrid curve
+    is rebuilt from its means and the knee's gain at its mean tokens is recomputed. The 2.5th and
+    97.5th percentiles of those gains are the interval; if it contains 0, the sign of the gain is
+    not established by these questions.
+    """
+    import numpy as np
+
+    curve = [n for n, info in method_info.items() if info.get("curve") == REFERENCE_CURVE and rows.get(n)]
+    knee = rows.get(HEADLINE_METHOD)
+    if not curve or not knee:
+        return {}
+    size = len(knee)
+    if size < 2 or any(len(rows[n]) != size for n in curve):
+        return {}
+    recall = {n: np.array([float(r.recall) for r in rows[n]]) for n in curve + [HEADLINE_METHOD]}
+    tokens = {n: np.array([float(r.tokens) for r in rows[n]]) for n in curve + [HEADLINE_METHOD]}
+    rng = np.random.default_rng(seed)
+    gains = []
+    for _ in range(resamples):
+        sample = rng.integers(0, size, size)
+        points = [(tokens[n][sample].mean(), recall[n][sample].mean()) for n in curve]
+        at, _extra = interpolate_curve(points, tokens[HEADLINE_METHOD][sample].mean())
+        gains.append(recall[HEADLINE_METHOD][sample].mean() - at)
+    low, high = np.percentile(gains, [2.5, 97.5])
+    return {"knee_recall_gain_ci95": [float(low), float(high)], "knee_recall_gain_bootstrap_resamples": resamples}
+
+
 def _per_1k(means: Mapping[str, float]) -> Optional[float]:
     return 1000.0 * means["recall"] / means["tokens"] if means.get("tokens") else None
 
 
 def code_version() -> Dict[str, Any]:
     """The git commit of the package and the files changed since (read-only git; empty outside a
-    checkout), so a results page can say which code produced it."""
+    checkout), so a results page can say which code produced it. A pinned snapshot names its
+    commit in ``DRAG_KNEE_CODE_COMMIT`` (and its changed files in ``DRAG_KNEE_CODE_CHANGED``)."""
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
     info: Dict[str, Any] = {}
+    if os.environ.get("DRAG_KNEE_CODE_COMMIT"):
+        # A pinned copy of the package (benchmarks/run_eval.sh with SNAPSHOT=1) is no checkout:
+        # the script says which commit it copied and what it added.
+        info["commit"] = os.environ["DRAG_KNEE_CODE_COMMIT"]
+        info["changed_files"] = [f for f in os.environ.get("DRAG_KNEE_CODE_CHANGED", "").split() if f]
+        info["snapshot"] = str(root)
+        return info
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         status = subprocess.run(["git", "status", "--porcelain", "--", "drag_knee_retriever"], cwd=root,

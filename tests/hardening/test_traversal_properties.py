@@ -23,6 +23,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from drag_knee_retriever import knee_cut, knee_index
+from drag_knee_retriever.builder import leaf_id
 from drag_knee_retriever.config import SearchConfig
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.nodes import Span, Trace, TreeNode
@@ -59,6 +60,9 @@ def forests(draw, max_docs: int = 4, max_depth: int = 4):
             if leaf:
                 ordinal = counter[0]
                 counter[0] += 1
+                # Leaf ids follow from the ordinal, as the builder makes them: the focus step finds
+                # the leaves under a node from its span.
+                node_id = leaf_id(doc_id, ordinal)
                 node = TreeNode(id=node_id, doc_id=doc_id, level=level, is_leaf=True, span=Span(ordinal, ordinal),
                                 text=path, parent_id=parent, path=path, metadata=meta)
             else:
@@ -162,8 +166,9 @@ def test_every_method_terminates_and_returns_an_antichain_inside_the_filter(fore
     COUNTS["forests"] += 1
     COUNTS["walks"] += 1
     inner = sum(1 for n in forest.values() if not n.is_leaf)
-    # Beam: every step after the roots expands at least one new inner node; branch: one per level.
-    assert ranker.calls <= 1 + min(inner, config.max_depth)
+    # Beam: every step after the roots expands at least one new inner node; branch: one per level;
+    # the knee methods' focus step is one more.
+    assert ranker.calls <= 1 + min(inner, config.max_depth) + (1 if config.focuses else 0)
     ids = [h.node.id for h in hits]
     assert len(ids) == len(set(ids)), "a node returned twice"
     for hit in hits:
@@ -175,6 +180,17 @@ def test_every_method_terminates_and_returns_an_antichain_inside_the_filter(fore
             assert node_matches(forest[c.node_id], spec), f"trace candidate {c.node_id} outside the filter"
     if config.method == "fixed":
         assert len(hits) <= config.beam_width
+    focus = [step for step in trace.steps if step.kind == "focus"]
+    if focus and focus[0].candidates:
+        # After a focus step: leaves it kept, or a node whose leaves it mostly kept (merged).
+        kept = {c.node_id for c in focus[0].candidates if c.outcome in ("kept", "merged")}
+        for hit in hits:
+            if hit.node.is_leaf:
+                assert hit.node.id in kept
+            else:
+                merged = [c for c in focus[0].candidates if c.suppressed_by == hit.node.id]
+                span = hit.node.span.last_leaf - hit.node.span.first_leaf + 1
+                assert merged and len(merged) / span > config.merge_ratio
     if any(n.level == 0 and node_matches(n, spec) for n in forest.values()):
         assert hits, "some root matches the filter, yet nothing was returned"
     else:
@@ -187,7 +203,7 @@ def test_malformed_trees_still_terminate_with_existing_matching_nodes(forest, co
     forest = malform(forest, data)
     hits, trace, ranker, spec = _walk(forest, config, flt, None, seed)
     COUNTS["malformed_walks"] += 1
-    assert ranker.calls <= 1 + config.max_depth  # the depth guard
+    assert ranker.calls <= 1 + config.max_depth + (1 if config.focuses else 0)  # the depth guard (+ focus)
     ids = [h.node.id for h in hits]
     assert len(ids) == len(set(ids))
     for hit in hits:
@@ -204,8 +220,9 @@ def test_a_cycle_back_to_the_root_is_not_walked_again():
     # Children always outrank parents, so the walk keeps descending as long as it is allowed to.
     scores = {"l": 1.0, "m": 0.5, "r": 0.1}
     for method in METHODS:
-        hits, _, ranker, _ = _walk(forest, SearchConfig(method=method), None, scores, 0)
-        assert [h.node.id for h in hits] == ["l"] and ranker.calls <= 3
+        config = SearchConfig(method=method)
+        hits, _, ranker, _ = _walk(forest, config, None, scores, 0)
+        assert [h.node.id for h in hits] == ["l"] and ranker.calls <= 3 + (1 if config.focuses else 0)
 
 
 def test_the_depth_guard_stops_a_chain_deeper_than_max_depth_and_says_so(caplog):
@@ -216,8 +233,9 @@ def test_the_depth_guard_stops_a_chain_deeper_than_max_depth_and_says_so(caplog)
     scores = {n.id: float(n.level) for n in chain}  # deeper is better: the walk wants to go all the way
     for method in METHODS:
         caplog.clear()
-        hits, _, ranker, _ = _walk(forest, SearchConfig(method=method, max_depth=3), None, scores, 0)
-        assert ranker.calls <= 4 and len(hits) == 1
+        config = SearchConfig(method=method, max_depth=3)
+        hits, _, ranker, _ = _walk(forest, config, None, scores, 0)
+        assert ranker.calls <= 4 + (1 if config.focuses else 0) and len(hits) == 1
         assert "max_depth=3" in caplog.text
 
 

@@ -200,7 +200,8 @@ def test_demo_runs_offline_on_the_built_in_sample(workdir):
     assert "query 1: What should a keeper do when fog rolls in?" in out
     assert "1. lighthouse-manual.pdf  p.2" in out  # the narrow question: one page
     assert "query 2: What does a beekeeper do through the year?" in out
-    assert "1. beekeeping.md" in out and "(whole span)" in out  # the broad one: the whole document
+    # The broad one: the walk keeps the whole document, the focus step the paragraph that answers.
+    assert "1. beekeeping.md" in out and "the walk chose beekeeping.md ¶0-6" in out and "(whole span)" in out
     assert out.count("step 0 · roots") == 2  # both traces drawn
     assert not (workdir / "xdg-data" / "drag-knee-retriever").exists()  # nothing written to disk
 

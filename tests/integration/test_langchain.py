@@ -284,16 +284,15 @@ def _chain(retriever: DragKneeRetriever, answer: str) -> Any:
 
 
 def test_lcel_chain_with_fake_chat_model(retriever: DragKneeRetriever) -> None:
-    answer = "Varroa mites and neonicotinoid pesticides."
+    answer = "Varroa mites."
     recorder = _PromptRecorder()
-    out = _chain(retriever, answer).invoke(
-        "What kills honeybee colonies?", config={"callbacks": [recorder]}
-    )
+    question = "Which mites spread deformed wing virus through honeybee colonies?"
+    out = _chain(retriever, answer).invoke(question, config={"callbacks": [recorder]})
     assert out == answer
     system = recorder.prompts[0]
     assert "[reports/bees.pdf p" in system  # our document, cited with its pages
     assert "Varroa mites feed on developing bees" in system
-    assert recorder.prompts[1] == "What kills honeybee colonies?"
+    assert recorder.prompts[1] == question
 
 
 async def test_lcel_chain_async_with_fake_chat_model(retriever: DragKneeRetriever) -> None:

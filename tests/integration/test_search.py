@@ -70,6 +70,30 @@ def test_one_encoding_and_one_round_trip_per_level(covid_index, covid_corpus, me
     assert result.trace.requests == counter.calls + context_fetch
 
 
+def test_knee_focus_ranks_the_leaves_under_the_walk_regions(covid_index, covid_corpus):
+    """The knee's last step ranks the leaves under the nodes the walk kept, in one request, and
+    returns those at the knee (or a region most of whose leaves survive): real model, real store."""
+    from dataclasses import replace
+
+    _, questions = covid_corpus
+    walk_only = replace(covid_index.search_config, focus_pool=None, method="sensitive_knee", sensitivity=0.85)
+    focused_tokens = walk_tokens = 0
+    for question, _doc in questions[:8]:
+        result = covid_index.search(question, method="knee")
+        focus = result.trace.steps[-1]
+        assert focus.kind == "focus" and focus.candidates and all(c.is_leaf for c in focus.candidates)
+        assert len(focus.candidates) <= covid_index.search_config.focus_pool
+        regions = covid_index.search(question, config=walk_only).nodes  # the walk at the region sensitivity
+        covered = {leaf_id(r.doc_id, i) for r in regions for i in range(r.span.first_leaf, r.span.last_leaf + 1)}
+        assert {c.node_id for c in focus.candidates} <= covered
+        kept = {c.node_id for c in focus.candidates if c.outcome == "kept"}
+        for hit in result.nodes:
+            assert hit.node.id in kept or (not hit.node.is_leaf and hit.node.id in {r.node.id for r in regions})
+        focused_tokens += sum(len(h.text.split()) for h in result.nodes)
+        walk_tokens += sum(len(h.text.split()) for h in regions)
+    assert focused_tokens < walk_tokens  # the point of the step: less context than the regions
+
+
 def test_fixed_width_bounds_the_beam(covid_index, covid_corpus):
     question = covid_corpus[1][0][0]
     for width in (1, 2, 3):

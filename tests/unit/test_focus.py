@@ -1,0 +1,150 @@
+"""The focus step of the knee methods (traversal._focus) on hand-made trees, without Qdrant.
+
+The ranker is an in-memory stand-in that honours candidate ids, level, limit and filters and
+ranks by a fixed score per node (ties by id, as the stores do), so every expectation below can be
+worked out by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Sequence
+
+import pytest
+
+from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.config import SearchConfig
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.nodes import Span, Trace, TreeNode
+from drag_knee_retriever.store import RankedHit, RankRequest, node_matches, parse_filters
+from drag_knee_retriever.traversal import walk
+
+
+def document(doc_id: str, leaves: int, meta: Dict[str, str] | None = None) -> Dict[str, TreeNode]:
+    """A root over ``leaves`` leaves (ids from the ordinals, as the builder makes them)."""
+    root_id = f"{doc_id}:r"
+    kids = [TreeNode(id=leaf_id(doc_id, i), doc_id=doc_id, level=1, is_leaf=True, span=Span(i, i), text=f"{doc_id} {i}",
+                     parent_id=root_id, metadata=dict(meta or {}, kind="leaf")) for i in range(leaves)]
+    root = TreeNode(id=root_id, doc_id=doc_id, level=0, is_leaf=False, span=Span(0, leaves - 1), text=doc_id,
+                    child_ids=tuple(k.id for k in kids), metadata=dict(meta or {}, kind="root"))
+    return {n.id: n for n in [root, *kids]}
+
+
+class Ranker:
+    def __init__(self, forest: Dict[str, TreeNode], scores: Dict[str, float]):
+        self.forest, self.scores = forest, scores
+        self.requests: List[RankRequest] = []
+
+    def __call__(self, requests: Sequence[RankRequest]) -> List[List[RankedHit]]:
+        out = []
+        for r in requests:
+            self.requests.append(r)
+            pool = self.forest.values() if r.candidate_ids is None else [self.forest[i] for i in r.candidate_ids if i in self.forest]
+            pool = [n for n in pool if (r.level is None or n.level == r.level) and node_matches(n, r.filters)]
+            hits = sorted((RankedHit(node=n, score=self.scores.get(n.id, 0.0)) for n in pool), key=lambda h: (-h.score, h.node.id))
+            out.append(hits[: r.limit])
+        return out
+
+
+def run(forest, scores, config, filters=None):
+    ranker = Ranker(forest, scores)
+    trace = Trace(query="q", method=config.method)
+    hits = walk(ranker, config, parse_filters(filters), trace)
+    return hits, trace, ranker
+
+
+@pytest.fixture
+def bees() -> Dict[str, TreeNode]:
+    return document("bees", 6)
+
+
+def parent_wins(doc: str, leaf_scores: Sequence[float]) -> Dict[str, float]:
+    """The root outranks every leaf, so the walk keeps the whole document; the leaves' own
+    scores decide the focus."""
+    scores = {f"{doc}:r": 10.0}
+    scores.update({leaf_id(doc, i): s for i, s in enumerate(leaf_scores)})
+    return scores
+
+
+def test_focus_replaces_a_whole_document_by_the_leaves_at_its_knee(bees):
+    hits, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02]), SearchConfig())
+    assert [h.node.id for h in hits] == [leaf_id("bees", 0), leaf_id("bees", 1)]
+    focus = trace.steps[-1]
+    assert focus.kind == "focus" and focus.knee_index == 2 and focus.kept_count == 2
+    assert [c.outcome for c in focus.candidates] == ["kept", "kept", "cut", "cut", "cut", "cut"]
+    # One request for the focus: the walk's region's leaves, as candidates.
+    assert ranker.requests[-1].candidate_ids == tuple(leaf_id("bees", i) for i in range(6))
+
+
+def test_without_focus_the_walk_returns_the_whole_document(bees):
+    config = SearchConfig(focus_pool=None)
+    hits, trace, _ = run(bees, parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02]), config)
+    assert [h.node.id for h in hits] == ["bees:r"]
+    assert all(step.kind != "focus" for step in trace.steps)
+
+
+def test_a_region_whose_leaves_mostly_survive_comes_back_whole(bees):
+    # Flat leaf scores then a drop: the knee keeps 4 of 6 (> 0.5), so the document is merged.
+    scores = parent_wins("bees", [1.0, 0.98, 0.97, 0.96, 0.1, 0.05])
+    hits, trace, _ = run(bees, scores, SearchConfig())
+    assert [h.node.id for h in hits] == ["bees:r"]
+    assert hits[0].score == 1.0  # the score of its best leaf
+    focus = trace.steps[-1]
+    assert [c.outcome for c in focus.candidates] == ["merged"] * 4 + ["cut"] * 2
+    assert {c.suppressed_by for c in focus.candidates[:4]} == {"bees:r"}
+    # With merging off, the same survivors come back as leaves.
+    hits, _, _ = run(bees, scores, SearchConfig(merge_ratio=None))
+    assert [h.node.id for h in hits] == [leaf_id("bees", i) for i in range(4)]
+
+
+def test_focus_pool_limits_the_leaves_ranked(bees):
+    _, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]), SearchConfig(focus_pool=3))
+    assert ranker.requests[-1].limit == 3 and len(trace.steps[-1].candidates) == 3
+
+
+def test_leaves_of_two_documents_compete_in_one_list():
+    forest = {**document("a", 3), **document("b", 3)}
+    scores = {"a:r": 10.0, "b:r": 9.9}
+    scores.update({leaf_id("a", 0): 0.2, leaf_id("a", 1): 0.9, leaf_id("a", 2): 0.1,
+                   leaf_id("b", 0): 0.1, leaf_id("b", 1): 0.1, leaf_id("b", 2): 1.0})
+    hits, _, ranker = run(forest, scores, SearchConfig())
+    assert [h.node.id for h in hits] == [leaf_id("b", 2), leaf_id("a", 1)]
+    assert len([r for r in ranker.requests if r.candidate_ids and leaf_id("b", 2) in r.candidate_ids]) >= 1
+
+
+def test_fixed_and_branch_never_focus(bees):
+    scores = parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02])
+    for method in ("fixed", "branch"):
+        config = SearchConfig(method=method)
+        assert not config.focuses
+        hits, trace, _ = run(bees, scores, config)
+        assert [h.node.id for h in hits] == ["bees:r"]
+        assert all(step.kind != "focus" for step in trace.steps)
+
+
+def test_a_filter_that_no_leaf_passes_keeps_the_walk_nodes():
+    forest = document("d", 4)
+    # Only the root passes the filter: the focus ranks nothing, so the walk's node stands.
+    hits, trace, _ = run(forest, parent_wins("d", [1, 1, 1, 1]), SearchConfig(), filters={"kind": "root"})
+    assert [h.node.id for h in hits] == ["d:r"]
+    assert trace.steps[-1].kind == "focus" and trace.steps[-1].candidates == []
+
+
+def test_the_walk_cuts_at_the_region_sensitivity_when_it_focuses():
+    assert SearchConfig().walk_sensitivity == 0.85
+    assert SearchConfig(focus_pool=None).walk_sensitivity == 1.0
+    assert SearchConfig(method="sensitive_knee", sensitivity=0.5).walk_sensitivity == 0.5
+    assert SearchConfig(method="sensitive_knee", sensitivity=0.95, region_sensitivity=0.9).walk_sensitivity == 0.9
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("focus_pool", 0, "focus_pool must be an integer >= 1"),
+    ("focus_pool", 2.5, "focus_pool must be an integer >= 1"),
+    ("focus_pool", True, "focus_pool must be an integer >= 1"),
+    ("region_sensitivity", 0.0, "region_sensitivity must be in (0, 1]"),
+    ("region_sensitivity", None, "region_sensitivity must be in (0, 1]"),
+    ("merge_ratio", 1.5, "merge_ratio must be in (0, 1] or None"),
+    ("merge_ratio", "half", "merge_ratio must be in (0, 1] or None"),
+])
+def test_bad_focus_settings_are_refused_when_built(field, value, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        SearchConfig(**{field: value})
