@@ -90,6 +90,9 @@ def formulas_markdown() -> str:
                  "top-k recall interpolated linearly, at the method's mean tokens, on the curve through "
                  "(0 tokens, 0 recall) and the flat hybrid points k=1, 2, 3, 5, 10, 20, 50. `*`: the method "
                  "uses more tokens than flat k=50; compared with k=50's recall (flat extension, favours the method).")
+    lines.append("- 95% interval of the knee gain: paired bootstrap over questions (2,000 resamples; each "
+                 "resample recomputes the flat hybrid curve and the knee's recall and tokens on the same "
+                 "questions). An interval containing 0 means these questions do not establish the sign.")
     return "\n".join(lines)
 
 

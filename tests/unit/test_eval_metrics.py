@@ -160,3 +160,31 @@ def test_chunk_cutting_a_gold_leaf_covers_it_only_with_the_answer():
     assert question_metrics([whole], {("a", 1)}, answer_spans=spans).recall == 1.0
     # Without an evidence range any returned part counts.
     assert question_metrics([cut], {("a", 1)}).recall == 1.0
+
+
+def _rows(pairs):
+    from drag_knee_retriever.eval.metrics import QuestionMetrics
+
+    return [QuestionMetrics(recall=r, leaf_precision=0.0, token_precision=0.0, f1=0.0, all_gold=r, mrr=0.0,
+                            results=1, tokens=t, gold_tokens=0, latency_ms=0.0) for r, t in pairs]
+
+
+def test_bootstrap_interval_of_the_headline_gain():
+    """A knee equal to the flat k=2 point on every question has gain 0 on every resample; one that
+    finds one more gold leaf in four at the same tokens has a gain whose interval excludes 0."""
+    from drag_knee_retriever.eval.runner import bootstrap_headline_gain
+
+    info = {"flat_hybrid_k1": {"curve": "flat_hybrid"}, "flat_hybrid_k2": {"curve": "flat_hybrid"},
+            "drag_knee": {"family": "drag"}}
+    k1 = _rows([(0.0, 100), (1.0, 100), (0.0, 100), (1.0, 100)] * 10)
+    k2 = _rows([(1.0, 200), (1.0, 200), (0.0, 200), (1.0, 200)] * 10)
+    same = bootstrap_headline_gain({"flat_hybrid_k1": k1, "flat_hybrid_k2": k2, "drag_knee": k2}, info,
+                                   resamples=200)
+    low, high = same["knee_recall_gain_ci95"]
+    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(0.0, abs=1e-12)
+    better = _rows([(1.0, 200)] * 40)
+    low, high = bootstrap_headline_gain({"flat_hybrid_k1": k1, "flat_hybrid_k2": k2, "drag_knee": better}, info,
+                                        resamples=200)["knee_recall_gain_ci95"]
+    assert 0.0 < low <= 0.25 <= high
+    # Nothing to compare: no interval, no error.
+    assert bootstrap_headline_gain({"drag_knee": better}, info) == {}
