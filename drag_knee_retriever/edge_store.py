@@ -33,6 +33,12 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
   ``w = 1``), including a weight of 0 (that side contributes 0 and its points still appear with
   score 0). ``k = 0`` is rejected by qdrant-client and gives infinite scores in Edge, so this store
   rejects it too.
+- **The walk's rankings read no payload.** Loading and converting a payload costs Edge ~10 us per
+  hit, and a knee walk ranks ~100 candidates in 5 round trips: a store that created its shard keeps
+  every node's structure in a :class:`_NodeCache` (exact: it sees every write), light rankings ask
+  for ids and scores only, and with explain on they ask for the two side rankings only and fuse
+  them here (:func:`_fuse`, the engine's float32 RRF bit for bit) instead of scanning both sides
+  twice. Measured at 10k nodes (``benchmarks/engine.py``): the knee search 10.3 -> ~5 ms.
 - **One process per folder.** Edge's own WAL lock makes a second ``load`` fail with an opaque
   "WouldBlock"; we hold an ``fcntl.flock`` on ``<folder>/<collection>/drag_knee.lock`` while open
   and raise :class:`StoreLockedError` naming the holder's pid.
@@ -41,14 +47,19 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import operator
 import os
+import re
 import shutil
 import tempfile
+import threading
 import time
+import uuid
 import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -61,11 +72,14 @@ from .store import (
     SPARSE,
     FilterSpec,
     NodeRecord,
+    WALK_FIELDS,
     NodeStore,
     QueryVectors,
     RankedHit,
     RankRequest,
     _stable_order,
+    fetch_limit,
+    light_node,
 )
 
 try:  # POSIX advisory locks; elsewhere Edge's own WAL lock is the only guard.
@@ -218,8 +232,150 @@ def _is_held(lock: Path) -> bool:
     return False
 
 
-def _uuid_ranks(points: Sequence[Any]) -> Dict[Any, int]:
-    return {p.id: rank for rank, p in enumerate(points)}
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+class _NodeCache:
+    """The walk's view of every stored node: light nodes (:data:`WALK_FIELDS`) by point id.
+
+    Why: Edge spends ~10 us per hit loading and converting a payload, and a knee walk ranks
+    ~100 candidates; with this map its rankings ask for ids and scores only (measured at 10k
+    nodes: the knee search 12 -> 7 ms). It is exact, not a guess, because an Edge folder has
+    one writer, this store (the folder lock), and every write updates the map:
+
+    - upsert puts the new nodes here *before* the engine write and delete removes them *after*
+      the engine delete, so at every moment each node the engine can return is in the map (a
+      concurrent search may see a newer structure than the scores it ranked; the index's final
+      liveness check drops such hits, as it drops any hit of a document that changed mid-search);
+    - a failed write drops the map (``complete`` turns False): the engine's state is then unknown,
+      and rankings go back to asking the engine for the walk's payload fields.
+
+    Only a store that created its shard keeps a complete map: an index loaded from a folder
+    starts without one (reading every node at open time would slow down one-off searches), and so
+    does one above ``capacity`` nodes (~500 bytes each). Reads take no lock (one dict lookup);
+    writers serialise on ``_lock``.
+    """
+
+    def __init__(self, capacity: int, complete: bool) -> None:
+        self.capacity = capacity
+        self.complete = complete and capacity > 0
+        self._nodes: Dict[str, TreeNode] = {}  # by the id's canonical form (see _point_ids)
+        self._by_doc: Dict[str, Set[str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, point_id: str) -> Optional[TreeNode]:
+        return self._nodes.get(point_id)
+
+    def put(self, nodes: Sequence[Tuple[str, Dict[str, Any]]]) -> None:
+        """Record (id, payload) pairs about to be written."""
+        if not self.complete:
+            return
+        with self._lock:
+            if len(self._nodes) + len(nodes) > self.capacity:
+                log.info("the node map of this Edge index is full (%d nodes); rankings read payloads instead",
+                         self.capacity)
+                self._drop()
+                return
+            nodes_by_id, by_doc = self._nodes, self._by_doc
+            for node_id, payload in nodes:
+                # The id as the engine returns it (canonical form), as a payload ranking gives it;
+                # the builder's ids already are (parsing 10k of them would cost 30 ms per ingest).
+                key = node_id
+                if not (isinstance(node_id, str) and _CANONICAL_UUID.fullmatch(node_id)):
+                    try:
+                        key = str(uuid.UUID(node_id))
+                    except (TypeError, ValueError, AttributeError):  # the engine will say what is wrong
+                        self._drop()
+                        return
+                nodes_by_id[key] = light_node(key, payload)
+                by_doc.setdefault(payload["doc_id"], set()).add(key)
+
+    def remove(self, doc_id: str, except_hash: Optional[str]) -> None:
+        """Forget a document's nodes (those whose version differs from ``except_hash``, if given)."""
+        with self._lock:
+            keys = self._by_doc.get(doc_id, set())
+            for key in list(keys):
+                node = self._nodes.get(key)
+                if node is None or except_hash is None or node.doc_hash != except_hash:
+                    self._nodes.pop(key, None)
+                    keys.discard(key)
+            if not keys:
+                self._by_doc.pop(doc_id, None)
+
+    def drop(self) -> None:
+        """Give the map up: after a failed write (or at close) the engine's state is not known here."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        self.complete = False
+        self._nodes = {}
+        self._by_doc = {}
+
+
+_REPR_HEAD = 'ScoredPoint(id="'
+_REPR_END = len(_REPR_HEAD) + 36
+
+
+def _point_ids(points: Sequence[Any]) -> List[str]:
+    """The ids of ranked points *returned without payload*, as strings (``str(point.id)``).
+
+    Why not ``str(point.id)``: the binding builds a ``uuid.UUID`` in Python on every ``.id``,
+    formatting it costs more, and a UUID-keyed dict calls Python-level ``__hash__`` and ``__eq__``
+    on every lookup. The binding's ``repr`` is built in Rust and starts with the canonical id,
+    ``ScoredPoint(id="<36 chars>", ...``: slicing it is ~35% cheaper per id, and a knee walk with
+    explain reads ~500 ids. If any repr has another shape (an integer id, a changed binding), the
+    whole list falls back to ``str(point.id)``; the tests check that both agree. Only for points
+    without payload: their repr stays short.
+    """
+    texts = list(map(repr, points))
+    # C-level slicing (itemgetter): a Python-level check per id would cost what the repr saves.
+    if set(map(_HEAD, texts)) <= {_REPR_HEAD} and set(map(_QUOTE, texts)) <= {'"'}:
+        return list(map(_ID, texts))
+    return [str(p.id) for p in points]
+
+
+_HEAD = operator.itemgetter(slice(0, len(_REPR_HEAD)))
+_ID = operator.itemgetter(slice(len(_REPR_HEAD), _REPR_END))
+_QUOTE = operator.itemgetter(slice(_REPR_END, _REPR_END + 1))
+
+
+@functools.lru_cache(maxsize=512)
+def _rrf_terms(length: int, k: int, weight: float) -> Tuple[float, ...]:
+    """Each position's RRF term as Qdrant computes it, in float32 (the engine's arithmetic).
+
+    ``1 / ((position + 1) / w + k - 1)`` with 0-based positions, every operation rounded to
+    float32, and 0 for a weight <= 0 (``position_score`` in Qdrant's reciprocal_rank_fusion.rs).
+    """
+    w = np.float32(weight)
+    if w <= 0:
+        return (0.0,) * length
+    positions = np.arange(1, length + 1, dtype=np.float32)
+    return tuple((np.float32(1.0) / (positions / w + np.float32(k) - np.float32(1.0))).astype(np.float64).tolist())
+
+
+def _fuse(dense_ids: Sequence[str], sparse_ids: Sequence[str], k: int,
+          weights: Tuple[float, float]) -> List[Tuple[str, float]]:
+    """RRF of two side rankings, bit for bit as Edge's ``Fusion.Rrf`` computes it, best first.
+
+    Why here: with explain on, the walk needs both side rankings anyway; fusing them in Python
+    spares the engine a third request that would scan both sides again (measured: explain then
+    costs ~1 ms less per knee search at 10k nodes). The engine sums a point's terms in float32,
+    dense first: a float64 sum of two float32 values rounded once to float32 is that same number.
+    Ties are ordered by id (as ``_stable_order`` does), where the engine's order is arbitrary.
+    """
+    scores = dict(zip(dense_ids, _rrf_terms(len(dense_ids), k, float(weights[0]))))
+    both: List[str] = []
+    for pid, term in zip(sparse_ids, _rrf_terms(len(sparse_ids), k, float(weights[1]))):
+        if pid in scores:
+            both.append(pid)
+            scores[pid] += term
+        else:
+            scores[pid] = term
+    if both:
+        rounded = np.asarray([scores[pid] for pid in both], dtype=np.float64).astype(np.float32).astype(np.float64)
+        scores.update(zip(both, rounded.tolist()))
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _cleanup(lock: _FolderLock, temp_dir: Optional[str]) -> None:
@@ -240,7 +396,8 @@ class EdgeStore(NodeStore):
 
     engine = "edge"
 
-    def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256) -> None:
+    def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
+                 node_map_capacity: int = 200_000) -> None:
         super().__init__()
         if not isinstance(collection, str) or not collection.strip() or collection in (".", "..") or any(
             sep in collection for sep in ("/", "\\", "\0")
@@ -251,6 +408,8 @@ class EdgeStore(NodeStore):
             )
         if not isinstance(upsert_batch_size, int) or upsert_batch_size < 1:
             raise ConfigError(f"upsert_batch_size must be an integer >= 1, got {upsert_batch_size!r}.")
+        if isinstance(node_map_capacity, bool) or not isinstance(node_map_capacity, int) or node_map_capacity < 0:
+            raise ConfigError(f"node_map_capacity must be an integer >= 0 (0: no node map), got {node_map_capacity!r}.")
         self._qe = _import_edge()
         self.collection = collection
         self.upsert_batch_size = upsert_batch_size
@@ -275,6 +434,11 @@ class EdgeStore(NodeStore):
         self.location = ":memory:" if self.in_memory else str(base)
         self.path = base / collection
         self._shard: Any = None
+        self._last_query: Optional[Tuple[QueryVectors, Any, Any]] = None
+        self._exact = self._qe.SearchParams(exact=True)
+        self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
+        # Complete only once this store creates the shard (open_collection); see _NodeCache.
+        self._node_map = _NodeCache(node_map_capacity, complete=False)
         self._deleted = False
         self._closed = False
         self._lock = _FolderLock(self.path / LOCK_FILE)
@@ -321,6 +485,8 @@ class EdgeStore(NodeStore):
         )
         with _engine_errors(f"create the index in {str(self.path)!r}"):
             self._shard = qe.EdgeShard.create(str(self.path), config)
+            # An empty shard made here: this store sees every write from now on.
+            self._node_map = _NodeCache(self._node_map.capacity, complete=True)
             for field, schema in _PAYLOAD_INDEXES:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
         self._write_meta(dense_size, model_id, sparse_model)
@@ -358,34 +524,46 @@ class EdgeStore(NodeStore):
         shard = self.shard
         for start in range(0, len(records), self.upsert_batch_size):
             chunk = records[start : start + self.upsert_batch_size]
+            payloads = [(r.node.id, r.node.to_payload()) for r in chunk]
             # numpy's tolist() converts a whole vector in C: 5x faster than float() per element.
             points = [
                 qe.Point(
-                    r.node.id,
+                    node_id,
                     {
                         DENSE: np.asarray(r.dense, dtype=np.float64).tolist(),
                         SPARSE: qe.SparseVector(np.asarray(r.sparse_indices, dtype=np.int64).tolist(),
                                                 np.asarray(r.sparse_values, dtype=np.float64).tolist()),
                     },
-                    r.node.to_payload(),
+                    payload,
                 )
-                for r in chunk
+                for r, (node_id, payload) in zip(chunk, payloads)
             ]
+            self._node_map.put(payloads)  # before the engine write: see _NodeCache
             self._count()
-            with _engine_errors(f"write {len(points)} nodes (vector size or payload rejected?)"):
+            with self._dropping_node_map_on_error(), \
+                    _engine_errors(f"write {len(points)} nodes (vector size or payload rejected?)"):
                 shard.update(qe.UpdateOperation.upsert_points(points))
         if records:
             # Durable on return, like qdrant-client's wait=True (a WAL replays it anyway, but a
             # flush also bounds the time a reopen spends replaying).
-            with _engine_errors("flush written nodes to disk"):
+            with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk"):
                 shard.flush()
+
+    @contextlib.contextmanager
+    def _dropping_node_map_on_error(self) -> Iterator[None]:
+        """A write that fails leaves the engine in an unknown state: stop trusting the node map."""
+        try:
+            yield
+        except BaseException:
+            self._node_map.drop()
+            raise
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         qe = self._qe
         must_not = [qe.FieldCondition(key="doc_hash", match=_match_value(qe, except_hash))] if except_hash else None
         of_doc = qe.FieldCondition(key="doc_id", match=_match_value(qe, doc_id))
         is_root = qe.FieldCondition(key="level", match=_match_value(qe, 0))
-        with _engine_errors(f"delete the nodes of document {doc_id!r}"):
+        with self._dropping_node_map_on_error(), _engine_errors(f"delete the nodes of document {doc_id!r}"):
             # The index clears every document before writing it, new ones included: a count on
             # the doc_id index spares those the two deletes and the flush to disk.
             self._count()
@@ -397,6 +575,7 @@ class EdgeStore(NodeStore):
                 self._count()
                 self.shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=must, must_not=must_not)))
             self.shard.flush()
+        self._node_map.remove(doc_id, except_hash)  # after the engine delete: see _NodeCache
         self._deleted = True
 
     # -- reads ---------------------------------------------------------------------------------
@@ -435,7 +614,8 @@ class EdgeStore(NodeStore):
                 out.append(qe.FieldCondition(key=field, match=qe.MatchAny(list(values))))
         return out
 
-    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+             light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
@@ -443,66 +623,120 @@ class EdgeStore(NodeStore):
                 f"rrf_k must be an integer >= 1 (k = 0 makes the top rank's score infinite), got {rrf_k!r}."
             )
         qe = self._qe
-        dense_q = np.asarray(query.dense, dtype=np.float64).tolist()
-        sparse_q = qe.SparseVector(np.asarray(query.sparse_indices, dtype=np.int64).tolist(),
-                                   np.asarray(query.sparse_values, dtype=np.float64).tolist())
-        exact = qe.SearchParams(exact=True)
-
-        def dense(flt: Any, limit: int) -> Dict[str, Any]:
-            # exact=True: a no-op while indexing is off, and a guarantee if a folder ever holds an
-            # HNSW graph (e.g. optimised by another tool): rankings stay those of brute force.
-            return dict(query=qe.Query.Nearest(dense_q, using=DENSE), filter=flt, limit=limit, params=exact)
-
-        def sparse(flt: Any, limit: int) -> Dict[str, Any]:
-            # The sparse inverted index is exact; exact=True would force a slower full scan.
-            return dict(query=qe.Query.Nearest(sparse_q, using=SPARSE), filter=flt, limit=limit)
+        dense_q, sparse_q = self._query(query)
+        exact = self._exact
+        # A light ranking takes its nodes from the node map when that is complete (no payload at
+        # all), else asks for the walk's fields only (Edge then skips text, keywords, metadata).
+        node_map = self._node_map if light and self._node_map.complete else None
+        with_payload: Any = False if node_map is not None else self._walk_payload if light else True
+        make_node = light_node if light else TreeNode.from_payload
 
         batch: List[Any] = []
-        layout: List[Tuple[int, Optional[int], Optional[int]]] = []
+        plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
         for request in requests:
             flt = self._filter(request)
             side_limit = request.limit if request.candidate_ids is not None else max(request.limit, 100)
-            main_index = len(batch)
+            limit = fetch_limit(request, light)
+            main_index = dense_index = sparse_index = None
+            # exact=True on dense requests: a no-op while indexing is off, and a guarantee if a folder
+            # ever holds an HNSW graph (e.g. optimised by another tool): rankings stay those of brute
+            # force. The sparse inverted index is exact; exact=True there would force a slower scan.
             if request.only == "dense":
-                batch.append(qe.QueryRequest(with_payload=True, **dense(flt, request.limit)))
+                main_index = len(batch)
+                batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=limit, params=exact,
+                                             with_payload=with_payload))
             elif request.only == "sparse":
-                batch.append(qe.QueryRequest(with_payload=True, **sparse(flt, request.limit)))
+                main_index = len(batch)
+                batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=limit, with_payload=with_payload))
             else:
-                batch.append(qe.QueryRequest(
-                    prefetches=[qe.Prefetch(**dense(flt, side_limit)), qe.Prefetch(**sparse(flt, side_limit))],
-                    query=qe.Fusion.Rrf(k=rrf_k, weights=[float(w) for w in request.weights]),
-                    filter=flt, limit=request.limit, with_payload=True,
-                ))
-            dense_index = sparse_index = None
-            if explain and request.only is None:
-                dense_index = len(batch)
-                batch.append(qe.QueryRequest(with_payload=False, **dense(flt, side_limit)))
-                sparse_index = len(batch)
-                batch.append(qe.QueryRequest(with_payload=False, **sparse(flt, side_limit)))
-            layout.append((main_index, dense_index, sparse_index))
+                # With explain and the node map, the two side rankings are all we ask for and the
+                # fusion is done here (_fuse: bit for bit the engine's); otherwise the engine fuses.
+                if not (explain and node_map is not None):
+                    main_index = len(batch)
+                    batch.append(qe.QueryRequest(
+                        prefetches=[qe.Prefetch(query=dense_q, filter=flt, limit=side_limit, params=exact),
+                                    qe.Prefetch(query=sparse_q, filter=flt, limit=side_limit)],
+                        query=qe.Fusion.Rrf(k=rrf_k, weights=[float(w) for w in request.weights]),
+                        filter=flt, limit=limit, with_payload=with_payload,
+                    ))
+                if explain:
+                    dense_index = len(batch)
+                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=side_limit, params=exact,
+                                                 with_payload=False))
+                    sparse_index = len(batch)
+                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=side_limit, with_payload=False))
+            plans.append((request, main_index, dense_index, sparse_index))
         self._count()
         with _engine_errors(f"rank {len(requests)} candidate sets"):
             responses = self.shard.query_batch(qe.QueryBatchRequest(batch))
+
         results: List[List[RankedHit]] = []
-        for main_index, dense_index, sparse_index in layout:
-            # Edge returns ids as uuid.UUID; side ranks are keyed by those objects (hashing a UUID
-            # is cheap, formatting one as str is not), and only the returned hits are formatted.
-            dense_ranks = _uuid_ranks(responses[dense_index]) if dense_index is not None else {}
-            sparse_ranks = _uuid_ranks(responses[sparse_index]) if sparse_index is not None else {}
+        for request, main_index, dense_index, sparse_index in plans:
+            # Side rankings come without payload: their ids are read cheaply (see _point_ids).
+            dense_ids = _point_ids(responses[dense_index]) if dense_index is not None else None
+            sparse_ids = _point_ids(responses[sparse_index]) if sparse_index is not None else None
+            dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if dense_ids is not None else None
+            sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if sparse_ids is not None else None
+            if main_index is None:  # fused here, from the side rankings
+                assert node_map is not None and dense_ids is not None and sparse_ids is not None
+                scored = _fuse(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
+                payloads: List[Any] = [None] * len(scored)
+            else:
+                points = responses[main_index]
+                ids = _point_ids(points) if node_map is not None else [str(p.id) for p in points]
+                scored = [(pid, float(p.score)) for pid, p in zip(ids, points)]
+                payloads = [None] * len(points) if node_map is not None else [p.payload for p in points]
             hits = []
-            for point in responses[main_index]:
-                payload = point.payload
-                if not payload or "doc_id" not in payload:
-                    continue  # the bookkeeping point is never a node
-                pid = point.id  # the binding builds a new UUID object on every access
+            for (pid, score), payload in zip(scored, payloads):
+                if node_map is not None:
+                    node = node_map.get(pid)
+                    if node is None:
+                        # Not a node (the bookkeeping point, which no ranking filter lets through),
+                        # or the map was dropped during this call: read it from the engine.
+                        node = self._fetch_light(pid)
+                        if node is None:
+                            continue
+                else:
+                    if not payload or "doc_id" not in payload:
+                        continue  # the bookkeeping point is never a node
+                    node = make_node(pid, payload)
                 hits.append(RankedHit(
-                    node=TreeNode.from_payload(str(pid), payload),
-                    score=float(point.score),
-                    dense_rank=dense_ranks.get(pid) if dense_ranks else None,
-                    sparse_rank=sparse_ranks.get(pid) if sparse_ranks else None,
+                    node=node,
+                    score=score,
+                    dense_rank=dense_ranks.get(pid) if dense_ranks is not None else None,
+                    sparse_rank=sparse_ranks.get(pid) if sparse_ranks is not None else None,
                 ))
-            results.append(_stable_order(hits))
+            results.append(_stable_order(hits)[: request.limit])  # over-fetched: cut here, ties by id
         return results
+
+    def _fetch_light(self, point_id: str) -> Optional[TreeNode]:
+        """A ranked point the node map does not hold, read from the engine (None: not a node)."""
+        log.debug("point %s not in the node map; reading its payload", point_id)
+        self._count()
+        with _engine_errors("fetch a ranked node"):
+            records = self.shard.retrieve([point_id], with_payload=self._walk_payload, with_vector=False)
+        for record in records:
+            if record.payload and "doc_id" in record.payload:
+                return light_node(str(record.id), record.payload)
+        return None
+
+    def _query(self, query: QueryVectors) -> Tuple[Any, Any]:
+        """The engine's dense and sparse query objects for ``query``, built once per search.
+
+        A walk sends the same query in every round trip; converting 384 floats to the engine's
+        types each time cost ~40 us per request. The last query's objects are kept (one tuple,
+        replaced atomically, so concurrent searches at worst rebuild them).
+        """
+        cached = self._last_query
+        if cached is not None and cached[0] is query:
+            return cached[1], cached[2]
+        qe = self._qe
+        dense_q = qe.Query.Nearest(np.asarray(query.dense, dtype=np.float64).tolist(), using=DENSE)
+        sparse_q = qe.Query.Nearest(qe.SparseVector(np.asarray(query.sparse_indices, dtype=np.int64).tolist(),
+                                                    np.asarray(query.sparse_values, dtype=np.float64).tolist()),
+                                    using=SPARSE)
+        self._last_query = (query, dense_q, sparse_q)
+        return dense_q, sparse_q
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         qe = self._qe
@@ -538,6 +772,7 @@ class EdgeStore(NodeStore):
         if self._closed:
             return
         self._closed = True
+        self._node_map.drop()
         shard, self._shard = self._shard, None
         try:
             if shard is not None:

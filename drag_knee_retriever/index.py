@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -24,13 +25,17 @@ from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidDocumentError, InvalidQueryError, ModelMismatchError
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
-from .store import NodeRecord, NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
+from .store import NodeRecord, NodeStore, QdrantClientStore, QueryVectors, RankedHit, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
 from .traversal import awalk, walk
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
+# A search derives the ids of its result's leaves and roots (uuid5 hashes, ~3 us each) twice, and
+# the same documents come back query after query: ids are pure functions of (doc id, position).
+_leaf_id = functools.lru_cache(maxsize=1 << 16)(leaf_id)
+_node_id = functools.lru_cache(maxsize=1 << 12)(node_id)
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
 _INGEST_CHUNK_DOCS = 64
@@ -413,13 +418,16 @@ class DragKneeIndex:
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
 
+        # The walk reads only the nodes' structure (light rankings); the final fetch brings the
+        # chosen nodes whole, with their spans' text, and checks that they are still live.
         def rank(requests: Sequence[RankRequest]):
-            return self.store.rank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain)
+            return self.store.rank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain,
+                                   light=True)
 
         hits = walk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        fetched = self.store.retrieve(self._context_ids([h.node for h in hits]))
-        return self._result(plan, *self._live_with_text(hits, fetched))
+        fetched = self.store.retrieve(self._context_ids([h.node for h in hits], with_nodes=True))
+        return self._result(plan, *self._live_with_text(hits, fetched, refresh=True))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
@@ -433,12 +441,13 @@ class DragKneeIndex:
         plan.mark("encode")
 
         async def rank(requests: Sequence[RankRequest]):
-            return await self.store.arank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain)
+            return await self.store.arank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain,
+                                          light=True)
 
         hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        fetched = await self.store.aretrieve(self._context_ids([h.node for h in hits]))
-        return self._result(plan, *self._live_with_text(hits, fetched))
+        fetched = await self.store.aretrieve(self._context_ids([h.node for h in hits], with_nodes=True))
+        return self._result(plan, *self._live_with_text(hits, fetched, refresh=True))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
               max_roots: Optional[int] = None, sensitivity: Optional[float] = None,
@@ -497,22 +506,30 @@ class DragKneeIndex:
     @staticmethod
     def _span_leaf_ids(nodes: Sequence[TreeNode]) -> Dict[str, List[str]]:
         """For each inner node, the ids of the leaves it covers (leaf ids follow from the ordinals)."""
-        return {n.id: [leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
+        return {n.id: [_leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
                 for n in nodes if not n.is_leaf}
 
-    def _context_ids(self, nodes: Sequence[TreeNode]) -> List[str]:
-        """One fetch for a result: the leaves under its inner nodes and the root of every document."""
+    def _context_ids(self, nodes: Sequence[TreeNode], *, with_nodes: bool = False) -> List[str]:
+        """One fetch for a result: the leaves under its inner nodes and the root of every document.
+
+        ``with_nodes``: the result's own nodes too (a light walk holds them without their text).
+        """
         ids = {i for leaf_ids in self._span_leaf_ids(nodes).values() for i in leaf_ids}
+        if with_nodes:
+            ids.update(n.id for n in nodes)
         for doc_id in {n.doc_id for n in nodes}:
-            ids.update((node_id(doc_id, "r"), leaf_id(doc_id, 0)))  # the root, whichever it is
+            ids.update((_node_id(doc_id, "r"), _leaf_id(doc_id, 0)))  # the root, whichever it is
         return sorted(ids)
 
-    def _live_with_text(self, hits: Sequence[Any], fetched: Sequence[TreeNode]) -> Tuple[List[Any], Dict[str, str]]:
+    def _live_with_text(self, hits: Sequence[Any], fetched: Sequence[TreeNode], *,
+                        refresh: bool = False) -> Tuple[List[Any], Dict[str, str]]:
         """Keep the hits whose document still has the same committed tree, with their span text.
 
         A writer may replace or delete a document while a search walks it: a hit is kept only if its
         document's root (fetched now) carries the hit's version and every leaf of its span does too,
-        so every result is consistent with the state at this final read.
+        so every result is consistent with the state at this final read. ``refresh``: the hits' own
+        nodes were fetched too (a light walk): each must carry the hit's version as well, and the
+        fetched, whole node replaces the walk's light one.
         """
         by_id = {n.id: n for n in fetched}
         live = {(n.doc_id, n.doc_hash) for n in fetched if n.level == 0}
@@ -521,11 +538,15 @@ class DragKneeIndex:
         for hit in hits:
             node = hit.node
             leaf_ids = wanted.get(node.id, ())
-            if (node.doc_id, node.doc_hash) not in live or any(
+            whole = by_id.get(node.id) if refresh else node
+            if whole is None or whole.doc_hash != node.doc_hash or (node.doc_id, node.doc_hash) not in live or any(
                 i not in by_id or by_id[i].doc_hash != node.doc_hash for i in leaf_ids
             ):
                 log.debug("dropped %s of %s: its document changed during the search", node.id, node.doc_id)
                 continue
+            if whole is not node:
+                hit = RankedHit(node=whole, score=hit.score, dense_rank=hit.dense_rank, sparse_rank=hit.sparse_rank)
+                node = whole
             kept.append(hit)
             texts[node.id] = node.text if node.is_leaf else "\n\n".join(by_id[i].text for i in leaf_ids)
         return kept, texts

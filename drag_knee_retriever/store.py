@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
-from .nodes import TreeNode, check_unicode
+from .nodes import Span, TreeNode, check_unicode
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,12 @@ _META_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-me
 # Payload fields a filter may name directly; any other key is looked up in the document metadata.
 TOP_LEVEL_FIELDS = ("doc_id", "level", "is_leaf")
 FilterSpec = Tuple[Tuple[str, Tuple[Any, ...]], ...]
+# What a walk reads of a ranked node: its place in the tree, its span and its version. A "light"
+# ranking (``rank(..., light=True)``) returns only these; the text, keywords, metadata and
+# descriptions (most of a payload's bytes, and most of the engine's cost per hit) are fetched
+# once, for the chosen nodes only, by ``retrieve``.
+WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_leaf", "last_leaf",
+               "first_page", "last_page", "doc_hash")
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,41 @@ class RankedHit:
     score: float
     dense_rank: Optional[int] = None
     sparse_rank: Optional[int] = None
+
+
+# A light ranking asks the engine for this many hits beyond its limit and cuts here, by
+# (score, id): engines order equal scores arbitrarily (Edge's differs from one shard instance to
+# the next), so a limit cutting through a tie would make the walk itself nondeterministic.
+TIE_MARGIN = 16
+
+
+def fetch_limit(request: "RankRequest", light: bool) -> int:
+    """How many hits to ask the engine for: the limit, plus :data:`TIE_MARGIN` for a light ranking.
+
+    Only light rankings (the walk's) over-fetch: their hits carry no payload to speak of, while
+    a full ranking (flat search) would read the extra hits' whole payloads.
+    """
+    if not light:
+        return request.limit
+    more = request.limit + TIE_MARGIN
+    if request.candidate_ids is not None:
+        more = min(more, len(request.candidate_ids))
+    return max(request.limit, more)
+
+
+def light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
+    """A node from a payload holding only :data:`WALK_FIELDS`: text, keywords, metadata empty."""
+    return TreeNode(
+        id=node_id,
+        doc_id=payload["doc_id"],
+        level=int(payload["level"]),
+        is_leaf=bool(payload["is_leaf"]),
+        span=Span(int(payload["first_leaf"]), int(payload["last_leaf"]), payload.get("first_page"), payload.get("last_page")),
+        text="",
+        parent_id=payload.get("parent_id"),
+        child_ids=tuple(payload.get("child_ids") or ()),
+        doc_hash=payload.get("doc_hash", ""),
+    )
 
 
 def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
@@ -192,8 +233,13 @@ class NodeStore(abc.ABC):
         """Fetch nodes by id (missing ids are skipped), in one request."""
 
     @abc.abstractmethod
-    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
-        """Run several hybrid rankings in one round trip; one hit list per request, best first."""
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+             light: bool = False) -> List[List[RankedHit]]:
+        """Run several hybrid rankings in one round trip; one hit list per request, best first.
+
+        ``explain``: fill each hit's dense and sparse rank. ``light``: the hits' nodes carry only
+        :data:`WALK_FIELDS` (see there); rankings and scores are the same either way.
+        """
 
     @abc.abstractmethod
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
@@ -233,9 +279,10 @@ class NodeStore(abc.ABC):
     # Async variants: an in-process engine answers in microseconds, so a worker thread is enough;
     # a store that talks to a server overrides these with its native async client.
 
-    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+                    light: bool = False) -> List[List[RankedHit]]:
         """:meth:`rank` without blocking the event loop."""
-        return await asyncio.to_thread(self.rank, requests, query, rrf_k=rrf_k, explain=explain)
+        return await asyncio.to_thread(self.rank, requests, query, rrf_k=rrf_k, explain=explain, light=light)
 
     async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
         """:meth:`retrieve` without blocking the event loop."""
@@ -430,39 +477,45 @@ class QdrantClientStore(NodeStore):
                 out.append(m.FieldCondition(key=field, match=m.MatchAny(any=list(values))))
         return out
 
-    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+             light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
-        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain)
+        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         self._count()
         with self._engine_lock:
             responses = self.client.query_batch_points(self.collection, batch)
-        return _parse_batch(responses, layout)
+        return _parse_batch(responses, layout, light)
 
-    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool) -> List[List[RankedHit]]:
+    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+                    light: bool = False) -> List[List[RankedHit]]:
         if self.async_client is None:
-            return await super().arank(requests, query, rrf_k=rrf_k, explain=explain)
+            return await super().arank(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         if not requests:
             return []
-        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain)
+        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         self._count()
-        return _parse_batch(await self.async_client.query_batch_points(self.collection, batch), layout)
+        return _parse_batch(await self.async_client.query_batch_points(self.collection, batch), layout, light)
 
-    def _batch(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool):
+    def _batch(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool, light: bool):
         """The query_batch_points requests of one round trip, and where each answer sits in it."""
         m = self._m
+        with_payload: Any = list(WALK_FIELDS) if light else True
         dense_q = list(query.dense)
         sparse_q = m.SparseVector(indices=list(query.sparse_indices), values=list(query.sparse_values))
         batch: List[Any] = []
-        layout: List[Tuple[int, Optional[int], Optional[int]]] = []
+        layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
         for request in requests:
             flt = self._filter(request)
             side_limit = request.limit if request.candidate_ids is not None else max(request.limit, 100)
+            limit = fetch_limit(request, light)
             main_index = len(batch)
             if request.only == "dense":
-                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=request.limit, with_payload=True))
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=limit,
+                                            with_payload=with_payload))
             elif request.only == "sparse":
-                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=request.limit, with_payload=True))
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=limit,
+                                            with_payload=with_payload))
             else:
                 batch.append(m.QueryRequest(
                     prefetch=[
@@ -470,7 +523,7 @@ class QdrantClientStore(NodeStore):
                         m.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=side_limit),
                     ],
                     query=m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(request.weights))),
-                    filter=flt, limit=request.limit, with_payload=True,
+                    filter=flt, limit=limit, with_payload=with_payload,
                 ))
             dense_index = sparse_index = None
             if explain and request.only is None:
@@ -478,7 +531,7 @@ class QdrantClientStore(NodeStore):
                 batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=side_limit, with_payload=False))
                 sparse_index = len(batch)
                 batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=side_limit, with_payload=False))
-            layout.append((main_index, dense_index, sparse_index))
+            layout.append((main_index, dense_index, sparse_index, request.limit))
         return batch, layout
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
@@ -524,9 +577,11 @@ def _nodes(points: Iterable[Any]) -> List[TreeNode]:
     return [TreeNode.from_payload(p.id, p.payload) for p in points if p.payload and "doc_id" in p.payload]
 
 
-def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int]]]) -> List[List[RankedHit]]:
+def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int], int]],
+                 light: bool = False) -> List[List[RankedHit]]:
+    make_node = light_node if light else TreeNode.from_payload
     results: List[List[RankedHit]] = []
-    for main_index, dense_index, sparse_index in layout:
+    for main_index, dense_index, sparse_index, limit in layout:
         dense_ranks = _ranks(responses[dense_index].points) if dense_index is not None else {}
         sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
         hits = []
@@ -535,12 +590,12 @@ def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[
                 continue  # the bookkeeping point is never a node
             pid = str(point.id)
             hits.append(RankedHit(
-                node=TreeNode.from_payload(pid, point.payload),
+                node=make_node(pid, point.payload),
                 score=float(point.score),
                 dense_rank=dense_ranks.get(pid),
                 sparse_rank=sparse_ranks.get(pid),
             ))
-        results.append(_stable_order(hits))
+        results.append(_stable_order(hits)[:limit])  # over-fetched by fetch_limit: cut here, ties by id
     return results
 
 

@@ -298,11 +298,12 @@ def test_search_results_agree_for_every_method(pair, queries, method):
         for options in ({}, {"fusion_weights": SCHEDULE}, {"beam_width": 2, "sensitivity": 0.5}):
             runs += 1
             forked += not assert_same_search(edge, local, query, options, method)
-    # Every fork was checked above to start at a tie. Two kinds remain with the stores as they
-    # are: equal RRF sums that Edge (float32) and local mode (float64) round apart, incl. a tie cut
-    # by the engine's own limit; and ties in the dense/BM25 side rankings. They must stay rare.
+    # Every fork was checked above to start at a tie. A limit never cuts a tie where an engine
+    # chooses (the walk's rankings over-fetch and cut by score, then id: store.fetch_limit), so
+    # two kinds remain: equal RRF sums that Edge (float32) and local mode (float64) round apart,
+    # and ties in the dense/BM25 side rankings. Measured: 1 of 96 searches (all methods).
     print(f"{method}: {runs - forked} of {runs} searches identical, {forked} forked on ties")
-    assert forked <= runs // 4, f"{forked} of {runs} searches forked on ties"
+    assert forked <= 2, f"{forked} of {runs} searches forked on ties"
 
 
 def test_flat_search_agrees(pair, queries):

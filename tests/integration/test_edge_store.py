@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List
 
@@ -321,3 +322,206 @@ def test_bad_collection_names_and_unopened_store(tmp_path):
         assert fresh.collection_info()["engine"] == "edge"
     finally:
         fresh.close()
+
+
+# -- light rankings and the node map ------------------------------------------------------------------
+
+WALK_REQUESTS = [
+    RankRequest(limit=10, level=0),
+    RankRequest(limit=50, leaves_only=True),
+    RankRequest(limit=8, candidate_ids=tuple(_id("doc2", "leaf", str(i)) for i in range(5)) + (_id("doc2", "root"),)),
+    RankRequest(limit=50, filters=parse_filters({"lang": "ru"})),
+    RankRequest(limit=3, only="dense"),
+]
+
+
+def _walk_view(results):
+    """What a walk reads of a ranking: ids, scores, side ranks and the structural fields."""
+    return [[(h.node.id, h.score, h.dense_rank, h.sparse_rank, h.node.doc_id, h.node.level, h.node.is_leaf,
+              h.node.span, h.node.parent_id, h.node.child_ids, h.node.doc_hash) for h in hits] for hits in results]
+
+
+def _assert_light_equals_full(store, query=QUERY):
+    for explain in (True, False):
+        full = store.rank(WALK_REQUESTS, query, rrf_k=2, explain=explain)
+        light = store.rank(WALK_REQUESTS, query, rrf_k=2, explain=explain, light=True)
+        assert _walk_view(light) == _walk_view(full)
+        assert all(h.node.text == "" and h.node.metadata == {} for hits in light for h in hits)
+
+
+def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, records):
+    store = open_store(tmp_path, records)
+    try:
+        assert store._node_map.complete  # created here: every node is known
+        before = store.requests
+        _assert_light_equals_full(store)
+        assert store.requests == before + 4  # still one round trip per rank call
+    finally:
+        store.close()
+    reopened = open_store(tmp_path)  # loaded from a folder: no node map, payload fields instead
+    try:
+        assert not reopened._node_map.complete
+        _assert_light_equals_full(reopened)
+    finally:
+        reopened.close()
+
+
+def test_the_node_map_follows_replaces_and_deletes(records):
+    store = open_store(":memory:", records)
+    try:
+        # doc1 replaced by a new version with fewer leaves, doc2 deleted.
+        new_root = _id("doc1", "root")
+        kept = [r for r in records if r.node.doc_id == "doc1"][:3]
+        replaced = [NodeRecord(TreeNode(**{**r.node.__dict__, "doc_hash": "hash1-v2",
+                                           "child_ids": tuple(k.node.id for k in kept[1:]) if r.node.id == new_root
+                                           else r.node.child_ids}), r.dense, r.sparse_indices, r.sparse_values)
+                    for r in kept]
+        store.delete_nodes("doc1", except_hash="hash1-v2")
+        store.upsert(replaced)
+        store.delete_nodes("doc2")
+        assert store._node_map.complete
+        _assert_light_equals_full(store)
+        (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
+        assert {h.node.doc_id: h.node.doc_hash for h in roots} == {"doc0": "hash0", "doc1": "hash1-v2", "doc3": "hash3"}
+        assert len(store._node_map._nodes) == store.count()
+    finally:
+        store.close()
+
+
+class _FailingUpdates:
+    """The shard, except that its next ``update`` raises (a disk full, a killed write)."""
+
+    def __init__(self, shard):
+        self._shard = shard
+
+    def __getattr__(self, name):
+        return getattr(self._shard, name)
+
+    def update(self, operation):
+        raise OSError("simulated write failure")
+
+
+def test_a_failed_write_drops_the_node_map_and_rankings_stay_right(records):
+    store = open_store(":memory:", records)
+    try:
+        shard = store._shard
+        store._shard = _FailingUpdates(shard)
+        changed = [NodeRecord(TreeNode(**{**records[0].node.__dict__, "doc_hash": "never-written"}),
+                              records[0].dense, records[0].sparse_indices, records[0].sparse_values)]
+        with pytest.raises(StoreError, match="simulated write failure"):
+            store.upsert(changed)
+        store._shard = shard
+        assert not store._node_map.complete  # the map would claim a version the engine never got
+        _assert_light_equals_full(store)
+    finally:
+        store.close()
+
+
+def test_a_full_node_map_gives_way_to_payload_rankings(tmp_path, records):
+    store = EdgeStore("nodes", location=":memory:", node_map_capacity=len(records) - 1)
+    try:
+        store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+        store.upsert(records)
+        assert not store._node_map.complete and not store._node_map._nodes
+        _assert_light_equals_full(store)
+    finally:
+        store.close()
+    with pytest.raises(ConfigError, match="node_map_capacity"):
+        EdgeStore("nodes", location=str(tmp_path), node_map_capacity=-1)
+
+
+def test_fusion_here_equals_the_engines_bit_for_bit(store, records):
+    """_fuse (explain on, node map complete) against Edge's own Fusion.Rrf on the same requests."""
+    from drag_knee_retriever.edge_store import _fuse, _point_ids
+
+    qe, shard = store._qe, store.shard
+    rng = np.random.default_rng(5)
+    boundary_ties = 0
+    for trial in range(60):
+        terms = tuple(range(trial % 7, 40, 5))
+        query = QueryVectors(dense=tuple(rng.standard_normal(DIM).tolist()), sparse_indices=terms,
+                             sparse_values=(1.0,) * len(terms))
+        k = int(rng.choice([1, 2, 3, 60]))
+        weights = [(1.0, 1.0), (0.3, 0.7), (1.0, 0.0), (0.0, 1.0), (2.0, 0.5)][trial % 5]
+        limit, side = int(rng.choice([3, 8, 24])), int(rng.choice([8, 24]))
+        dense_q, sparse_q = store._query(query)
+        flt = qe.Filter(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))])
+        fused, dense, sparse = shard.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(prefetches=[qe.Prefetch(query=dense_q, filter=flt, limit=side, params=store._exact),
+                                        qe.Prefetch(query=sparse_q, filter=flt, limit=side)],
+                            query=qe.Fusion.Rrf(k=k, weights=list(weights)), filter=flt, limit=limit, with_payload=False),
+            qe.QueryRequest(query=dense_q, filter=flt, limit=side, params=store._exact, with_payload=False),
+            qe.QueryRequest(query=sparse_q, filter=flt, limit=side, with_payload=False)]))
+        engine = sorted(((str(p.id), p.score) for p in fused), key=lambda item: (-item[1], item[0]))
+        here = _fuse(_point_ids(dense), _point_ids(sparse), k, weights)[:limit]
+        assert _point_ids(fused) == [str(p.id) for p in fused]
+        if here != engine:
+            # Only where the limit cuts through equal scores: the engine keeps an arbitrary one.
+            assert [s for _, s in here] == [s for _, s in engine]
+            assert dict(here)[here[-1][0]] == engine[-1][1]
+            boundary_ties += 1
+    assert boundary_ties < 10
+
+
+def test_search_results_are_the_same_with_and_without_the_node_map(make_index, covid_corpus, tmp_path):
+    """The node map and the fusion here are shortcuts: every search result and trace stays the same."""
+    docs, questions = covid_corpus
+    with_map = make_index(collection="node_map_on", engine="edge")
+    with_map.add_documents(docs[:2])
+    without = make_index(collection="node_map_off", engine="edge", encoder=with_map.encoder,
+                         store=EdgeStore("node_map_off", location=":memory:", node_map_capacity=0))
+    without.add_documents(docs[:2])
+    assert with_map.store._node_map.complete and not without.store._node_map.complete
+    for question, _ in questions[:4]:
+        vectors = with_map.encoder.encode_query(question)
+        for method in ("knee", "sensitive_knee", "fixed", "branch"):
+            for explain in (True, False):
+                a = with_map.search(question, method=method, query_vectors=vectors, config=replace(
+                    with_map.search_config, explain=explain))
+                b = without.search(question, method=method, query_vectors=vectors, config=replace(
+                    without.search_config, explain=explain))
+                assert [(n.node, n.score, n.text) for n in a.nodes] == [(n.node, n.score, n.text) for n in b.nodes]
+                strip = lambda t: [[(c.node_id, c.fused_score, c.dense_rank, c.sparse_rank, c.outcome) for c in s.candidates]
+                                   for s in t.steps]
+                assert strip(a.trace) == strip(b.trace)
+                assert a.trace.requests == b.trace.requests
+                # The walk's light nodes were replaced by whole ones (text, metadata) at the final fetch.
+                assert [n.node for n in a.nodes] == with_map.store.retrieve([n.node.id for n in a.nodes])
+
+
+def test_point_ids_read_from_the_repr_or_fall_back(store):
+    from drag_knee_retriever.edge_store import _point_ids
+
+    qe = store._qe
+    points = store.shard.query(qe.QueryRequest(query=store._query(QUERY)[0], limit=12, with_payload=False))
+    assert len(points) == 12 and _point_ids(points) == [str(p.id) for p in points]
+
+    class IntIdPoint:  # an integer id (or any other repr): every id comes from .id
+        def __init__(self, pid):
+            self.id = pid
+
+        def __repr__(self):
+            return f"ScoredPoint(id={self.id}, version=0, score=1.0)"
+
+    assert _point_ids([IntIdPoint(7), points[0]]) == ["7", str(points[0].id)]
+    assert _point_ids([]) == []
+
+
+def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, records):
+    """A limit through equal fused scores keeps the smallest ids (engines order ties arbitrarily)."""
+    from drag_knee_retriever.store import TIE_MARGIN, fetch_limit
+
+    cand = tuple(r.node.id for r in records[:12])
+    request = RankRequest(limit=4, candidate_ids=cand)
+    assert fetch_limit(request, light=True) == 12 and fetch_limit(request, light=False) == 4
+    assert fetch_limit(RankRequest(limit=5, level=0), light=True) == 5 + TIE_MARGIN
+    # Weight 0 on both sides: every fused point (the union of each side's top 4) scores 0, one
+    # big tie: the cut keeps the smallest ids of that union.
+    tie = RankRequest(limit=4, candidate_ids=cand, weights=(0.0, 0.0))
+    sides = store.rank([RankRequest(limit=4, candidate_ids=cand, only=side) for side in ("dense", "sparse")],
+                       QUERY, rrf_k=2, explain=False)
+    union = {h.node.id for hits in sides for h in hits}
+    assert len(union) > 4
+    for explain in (True, False):
+        (hits,) = store.rank([tie], QUERY, rrf_k=2, explain=explain, light=True)
+        assert [h.node.id for h in hits] == sorted(union)[:4] and {h.score for h in hits} == {0.0}

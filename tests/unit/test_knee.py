@@ -89,3 +89,38 @@ def test_property_non_empty_prefix_without_splitting_ties(scores, s):
 @given(descending)
 def test_property_sensitivity_is_monotone(scores):
     assert knee_index(scores, 0.3) >= knee_index(scores, 0.7) >= knee_index(scores, 1.0)
+
+
+# The walk cuts short lists in plain Python (knee._knee_index_short); numpy is the reference.
+from drag_knee_retriever.knee import _PURE_MAX, _knee_index_numpy, _knee_index_short  # noqa: E402
+
+short_lists = st.one_of(
+    st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), min_size=0, max_size=70),
+    st.lists(st.sampled_from([0.0, 0.2, 0.2, 0.5, 0.5, 0.8, 1.0, 1.0 + 1e-13]), min_size=0, max_size=50),
+    st.lists(st.floats(-1e307, 1e307), min_size=1, max_size=40),
+    st.lists(st.integers(-5, 5), min_size=0, max_size=20),
+    # Scores shaped like RRF fusion: sums of 1 / (k + rank).
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), min_size=0, max_size=60).map(
+        lambda pairs: [1 / (2 + a) + 1 / (2 + b) for a, b in pairs]),
+).map(lambda xs: sorted(xs, reverse=True))
+
+
+@settings(max_examples=600, deadline=None)
+@given(short_lists, st.one_of(st.just(1.0), st.floats(min_value=0.01, max_value=1.0)))
+def test_property_the_short_path_equals_numpy(scores, s):
+    fast = _knee_index_short(scores, s)
+    assert fast is not None  # plain descending Python floats of a short list always take it
+    assert fast == _knee_index_numpy(scores, s)
+    assert knee_index(scores, s) == fast
+
+
+def test_the_short_path_hands_unusual_input_to_numpy():
+    import numpy as np
+
+    assert _knee_index_short([1.0] * (_PURE_MAX + 1), 1.0) is None
+    assert _knee_index_short(np.array([1.0, 0.5, 0.1]), 1.0) is None
+    assert _knee_index_short([np.float32(1.0), np.float32(0.5), np.float32(0.1)], 1.0) is None
+    assert _knee_index_short([0.1, 0.5, 0.9], 1.0) is None  # ascending: numpy raises the error
+    assert _knee_index_short([1.0, float("nan"), 0.2], 1.0) is None
+    assert _knee_index_short([1e308, 0.0, -1e308], 1.0) is None  # span beyond the float range
+    assert knee_index(np.array([1.0, 0.2, 0.1, 0.05, 0.0])) == knee_index([1.0, 0.2, 0.1, 0.05, 0.0]) == 1
