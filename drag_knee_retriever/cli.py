@@ -573,7 +573,9 @@ def search(
     idx = _open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
                       model_path=model_path, must_exist=True)
     try:
-        result = idx.search(query, **kwargs)
+        # The per-side (dense / BM25) ranks are shown only in a trace or JSON: ask for them then.
+        explained = idx.search_config.with_overrides(explain=True) if (trace or as_json) else None
+        result = idx.search(query, config=explained, **kwargs)
         if not result.nodes:
             # Only now look at the whole index: listing it on every search would cost a scan.
             _ensure_not_empty(idx, _where(index, url))
@@ -731,7 +733,7 @@ def demo(
         )
         for number, text in enumerate(query or EXAMPLE_QUERIES, start=1):
             out.rule(f"query {number}: {escape(text)}")
-            result = idx.search(text, method=method.value)
+            result = idx.search(text, method=method.value, config=idx.search_config.with_overrides(explain=trace))
             print_results(result)
             _print_walk_only(idx, text, result)
             if trace:

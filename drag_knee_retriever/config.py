@@ -53,8 +53,11 @@ class SearchConfig:
     - ``fusion_weights``: optional per-level ``(dense, sparse)`` weights, level 0 = roots; the last
       pair is reused for deeper levels. ``None`` weighs both sides equally everywhere.
     - ``order``: results by ``"score"`` or by ``"document"`` position.
-    - ``explain``: record each candidate's dense and sparse rank in the trace (sent in the same
-      round trip as the fused ranking; switch off to save the two side requests).
+    - ``explain``: also record each candidate's dense and BM25 rank in the trace (same round
+      trips; the fused ranking is then computed from the two sides). Off by default: the trace
+      always has the fused scores, the knee and every kept / suppressed / cut decision; the
+      per-side ranks are a diagnostic that costs about 10% of a search (``drag-knee search --trace``
+      and the demo switch it on).
     - ``focus_pool``: the knee methods end with a *focus* step (one more round trip): the leaves
       under the nodes the walk chose are ranked together, the best ``focus_pool`` of them are cut
       at their knee, and those leaves are the result. ``None`` skips it and returns the walk's
@@ -76,7 +79,7 @@ class SearchConfig:
     fusion_weights: Optional[Tuple[Tuple[float, float], ...]] = None
     order: ResultOrder = "score"
     max_depth: int = 64
-    explain: bool = True
+    explain: bool = False
     focus_pool: Optional[int] = 10
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5

@@ -146,10 +146,19 @@ def test_fusion_schedule_and_document_order(covid_index, covid_corpus):
 
 
 def test_trace_records_ranks_and_suppression(covid_index, covid_corpus):
-    result = covid_index.search(covid_corpus[1][0][0], method="sensitive_knee", sensitivity=0.5)
+    question = covid_corpus[1][0][0]
+    explained = covid_index.search_config.with_overrides(explain=True)
+    result = covid_index.search(question, method="sensitive_knee", sensitivity=0.5, config=explained)
     candidates = [c for s in result.trace.steps for c in s.candidates]
     assert any(c.dense_rank is not None for c in candidates)
-    assert all(c.outcome in ("kept", "suppressed", "cut") for c in candidates)
+    assert all(c.outcome in ("kept", "suppressed", "cut", "merged") for c in candidates)
+    # explain only adds the per-side ranks: same results, same fused scores, same decisions.
+    plain = covid_index.search(question, method="sensitive_knee", sensitivity=0.5)
+    assert [(h.node.id, h.score) for h in plain.nodes] == [(h.node.id, h.score) for h in result.nodes]
+    plain_candidates = [c for s in plain.trace.steps for c in s.candidates]
+    assert all(c.dense_rank is None and c.sparse_rank is None for c in plain_candidates)
+    assert [(c.node_id, c.fused_score, c.outcome) for c in plain_candidates] == [
+        (c.node_id, c.fused_score, c.outcome) for c in candidates]
     for c in candidates:
         if c.outcome == "suppressed":
             assert c.suppressed_by
