@@ -5,9 +5,11 @@
 
 For each index size (in nodes) and each engine it prints: upsert throughput, the latency of a flat
 hybrid top-10 query over the leaves (``index.flat_search``), and of one DRAG ``"knee"`` search
-(``index.search``, default SearchConfig: explain on, knee cuts), excluding and including query
-encoding, with the ratios knee/flat and local/edge. Then the peak memory of a 50k-node Edge index
-kept in a folder, measured in a fresh process (from /proc: Linux only; skip with --no-memory). The last line reads
+(``index.search``, default SearchConfig: explain off, knee cuts), excluding and including query
+encoding, with the ratios knee/flat and local/edge, and (Edge) the same knee search with
+``explain=True`` (the trace's dense and BM25 ranks, as ``--trace`` asks for). Then the peak
+memory of a 50k-node Edge index kept in a folder, measured in a fresh process (from /proc: Linux
+only; skip with --no-memory). The last line reads
 ``edge_knee_ms_10k=<x> knee_vs_flat_ratio_10k=<y> local_mode_knee_ms_10k=<z>``.
 
 The trees are real: synthetic page documents (31 pages each, the median COVID-QA paper) shaped by
@@ -182,7 +184,7 @@ def make_store(engine: str, location: str = ":memory:"):
     return QdrantClientStore("bench", location=location)
 
 
-def bench_engine(engine: str, records, queries, encoder, reps: int, explain_off: bool = True) -> Dict[str, float]:
+def bench_engine(engine: str, records, queries, encoder, reps: int, explained: bool = True) -> Dict[str, float]:
     """Upsert, then time flat hybrid top-10 and DRAG knee search, interleaved query by query."""
     from drag_knee_retriever import DragKneeIndex
 
@@ -195,8 +197,8 @@ def bench_engine(engine: str, records, queries, encoder, reps: int, explain_off:
         for text, vectors in queries[:2]:  # warm up
             index.flat_search(text, k=10, query_vectors=vectors)
             index.search(text, method="knee", query_vectors=vectors)
-        quiet = replace(index.search_config, explain=False)
-        flat, knee, knee_enc, knee_quiet, requests, returned = [], [], [], [], [], []
+        explain = replace(index.search_config, explain=True)
+        flat, knee, knee_enc, knee_explain, requests, returned = [], [], [], [], [], []
         # Searches without encoding first, interleaved so load drift hits them alike; the encoder
         # stays out of this loop (onnxruntime's worker threads keep spinning for a while after an
         # inference and would slow whatever runs next on a 2-core machine). Flat and knee take
@@ -211,10 +213,10 @@ def bench_engine(engine: str, records, queries, encoder, reps: int, explain_off:
                 else:
                     result = index.search(text, method="knee", query_vectors=vectors)
                     knee.append(time.perf_counter() - started)
-            if explain_off:
+            if explained:
                 started = time.perf_counter()
-                index.search(text, method="knee", query_vectors=vectors, config=quiet)
-                knee_quiet.append(time.perf_counter() - started)
+                index.search(text, method="knee", query_vectors=vectors, config=explain)
+                knee_explain.append(time.perf_counter() - started)
             requests.append(result.trace.requests)
             returned.append(len(result.nodes))
         for text, vectors in queries[:reps]:
@@ -227,7 +229,7 @@ def bench_engine(engine: str, records, queries, encoder, reps: int, explain_off:
             "flat_ms": median_ms(flat),
             "knee_ms": median_ms(knee),
             "knee_enc_ms": median_ms(knee_enc),
-            "knee_quiet_ms": median_ms(knee_quiet) if explain_off else float("nan"),
+            "knee_explain_ms": median_ms(knee_explain) if explained else float("nan"),
             "requests": statistics.mean(requests),
             "returned": statistics.mean(returned),
             "reps": len(flat),
@@ -355,7 +357,7 @@ def main() -> None:
           "see the module docstring\n")
 
     header = (f"{'nodes':>7} {'engine':<6} {'upsert/s':>10} {'flat ms':>9} {'knee ms':>9} {'knee+enc':>9} "
-              f"{'knee/flat':>9} {'knee -x':>8} {'req':>4} {'hits':>5} {'reps':>4}")
+              f"{'knee/flat':>9} {'knee +x':>8} {'req':>4} {'hits':>5} {'reps':>4}")
     print(header)
     print("-" * len(header))
     results: Dict[Tuple[int, str], Dict[str, float]] = {}
@@ -365,10 +367,10 @@ def main() -> None:
         engines = ["edge"] + (["local"] if size <= args.local_max else [])
         for engine in engines:
             reps = args.queries if engine == "edge" else local_reps_for(size, args.local_reps)
-            r = bench_engine(engine, records, queries, encoder, reps, explain_off=engine == "edge")
+            r = bench_engine(engine, records, queries, encoder, reps, explained=engine == "edge")
             results[(size, engine)] = r
             print(f"{len(records):>7} {engine:<6} {r['upsert_per_s']:>10,.0f} {r['flat_ms']:>9.2f} {r['knee_ms']:>9.2f} "
-                  f"{r['knee_enc_ms']:>9.2f} {r['knee_ms'] / r['flat_ms']:>9.2f} {_num(r['knee_quiet_ms']):>8} {r['requests']:>4.1f} "
+                  f"{r['knee_enc_ms']:>9.2f} {r['knee_ms'] / r['flat_ms']:>9.2f} {_num(r['knee_explain_ms']):>8} {r['requests']:>4.1f} "
                   f"{r['returned']:>5.1f} {r['reps']:>4}", flush=True)
         if "local" in engines:
             e, l = results[(size, "edge")], results[(size, "local")]
@@ -380,8 +382,8 @@ def main() -> None:
         del records
         gc.collect()
     print("\nflat = index.flat_search(k=10, hybrid, leaves); knee = index.search(method='knee'), default "
-          "SearchConfig (explain on), query vectors given; knee+enc = real query encoding + the same search; "
-          "knee -x = the same knee search with explain=False (no dense/BM25 side rankings in the trace); "
+          "SearchConfig (explain off), query vectors given; knee+enc = real query encoding + the same search; "
+          "knee +x = the same knee search with explain=True (dense and BM25 ranks in the trace, as --trace); "
           "req = store round trips per knee search (roots + one per level + context fetch); "
           "local-mode repetitions capped, see 'reps'.")
 

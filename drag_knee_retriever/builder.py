@@ -10,6 +10,7 @@ its document id and path, so re-ingesting the same document gives the same ids.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -25,11 +26,16 @@ _NAMESPACE = uuid.UUID("6f1c2f0e-3d2b-5a57-9a3c-6b1d7e0d4c11")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
+# Ids are pure functions of their arguments, and a search derives the same ones query after query
+# (the leaves under the walk's regions, the result's leaves and roots): a uuid5 hash costs ~3 us,
+# a cache hit ~0.1 us. ~64k leaf ids (a few MB) cover the hot documents of a large index.
+@functools.lru_cache(maxsize=1 << 16)
 def leaf_id(doc_id: str, ordinal: int) -> str:
     """The id of a document's leaf number ``ordinal`` (0-based)."""
     return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fleaf\x1f{ordinal}"))
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def node_id(doc_id: str, path: str) -> str:
     """The id of a document's inner node at ``path`` (e.g. ``"r.0.2"``)."""
     return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fnode\x1f{path}"))

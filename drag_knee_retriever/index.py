@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import threading
 import time
@@ -32,10 +31,6 @@ from .traversal import awalk, walk
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
-# A search derives the ids of its result's leaves and roots (uuid5 hashes, ~3 us each) twice, and
-# the same documents come back query after query: ids are pure functions of (doc id, position).
-_leaf_id = functools.lru_cache(maxsize=1 << 16)(leaf_id)
-_node_id = functools.lru_cache(maxsize=1 << 12)(node_id)
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
 _INGEST_CHUNK_DOCS = 64
@@ -506,7 +501,7 @@ class DragKneeIndex:
     @staticmethod
     def _span_leaf_ids(nodes: Sequence[TreeNode]) -> Dict[str, List[str]]:
         """For each inner node, the ids of the leaves it covers (leaf ids follow from the ordinals)."""
-        return {n.id: [_leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
+        return {n.id: [leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
                 for n in nodes if not n.is_leaf}
 
     def _context_ids(self, nodes: Sequence[TreeNode], *, with_nodes: bool = False) -> List[str]:
@@ -518,7 +513,7 @@ class DragKneeIndex:
         if with_nodes:
             ids.update(n.id for n in nodes)
         for doc_id in {n.doc_id for n in nodes}:
-            ids.update((_node_id(doc_id, "r"), _leaf_id(doc_id, 0)))  # the root, whichever it is
+            ids.update((node_id(doc_id, "r"), leaf_id(doc_id, 0)))  # the root, whichever it is
         return sorted(ids)
 
     def _live_with_text(self, hits: Sequence[Any], fetched: Sequence[TreeNode], *,

@@ -14,6 +14,7 @@ kept. Fewer than three points, or all scores equal: everything is kept.
 from __future__ import annotations
 
 import math
+import operator
 from typing import List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
@@ -27,6 +28,7 @@ _TOLERANCE = 1e-12
 # the same IEEE operations in the same order (identical results, ~10x faster).
 _PURE_MAX = 128
 _SQRT2 = math.sqrt(2.0)  # == np.sqrt(2.0): both are correctly rounded
+_PLAIN_NUMBERS = frozenset((float, int))  # not bool, numpy scalars, ...: those take the numpy path
 
 
 def _validate(scores: Sequence[float], sensitivity: float) -> np.ndarray:
@@ -101,20 +103,24 @@ def _knee_index_short(scores: Sequence[float], sensitivity: float) -> Optional[i
     other widths, nested lists, long lists, errors) goes to the numpy path, which also owns the
     error messages.
     """
+    # Checks and reductions run through C-level builtins (map, all, max): a generator expression
+    # per check cost more than the arithmetic for the walk's short lists.
     if not isinstance(scores, (list, tuple)) or len(scores) > _PURE_MAX:
         return None
-    if not all(type(x) is float or type(x) is int for x in scores):
+    if not set(map(type, scores)) <= _PLAIN_NUMBERS:
         return None
     if not (0.0 < float(sensitivity) <= 1.0):
         return None
-    values = [float(x) for x in scores]
+    values = list(map(float, scores))
     n = len(values)
-    if not all(math.isfinite(v) for v in values):
+    if not all(map(math.isfinite, values)):
         return None
     if n and not math.isfinite(values[0] - values[-1]):
         return None  # rare rescaling case: leave it to the numpy path
-    if n > 1:
-        top = max(1.0, max(abs(v) for v in values))
+    if n > 1 and not all(map(operator.ge, values, values[1:])):
+        # Not strictly non-increasing: the numpy path's tolerant check decides (an ordered list
+        # always passes it, so only this case needs it).
+        top = max(1.0, max(map(abs, values)))
         if any(b - a > _TOLERANCE * top for a, b in zip(values, values[1:])):
             return None  # not descending: the numpy path raises the error
     if n < 3 or values[0] - values[-1] <= _TOLERANCE * max(1.0, abs(values[0])):
@@ -125,11 +131,14 @@ def _knee_index_short(scores: Sequence[float], sensitivity: float) -> Optional[i
         return n  # knee_distances would be all zeros: a straight line has no knee
     steps = n - 1
     distances = [(1.0 - i / steps - (v - last) / span) / _SQRT2 for i, v in enumerate(values)]
-    largest = max(abs(d) for d in distances)
+    magnitudes = list(map(abs, distances))
+    largest = max(magnitudes)
     if largest <= _TOLERANCE:
         return n
     threshold = float(sensitivity) * largest - _TOLERANCE
-    point = max(i for i, d in enumerate(distances) if abs(d) >= threshold)
+    point = n - 1  # the last point at least `threshold` from the chord (the farthest one is)
+    while magnitudes[point] < threshold:
+        point -= 1
     keep = point if distances[point] > 0 else point + 1
     keep = max(1, keep)
     while keep < n and values[keep] >= values[keep - 1] - _TOLERANCE * max(1.0, abs(values[keep - 1])):

@@ -248,10 +248,12 @@ class ScoredNode:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceCandidate:
     """One candidate of one step: its ranks, fused score, and what happened to it."""
 
+    # slots: a search creates ~100 of these. The walk builds them positionally
+    # (traversal._candidate): keep the field order.
     node_id: str
     doc_id: str
     level: int

@@ -46,11 +46,10 @@ Steps = Generator[List[RankRequest], List[List[RankedHit]], List[RankedHit]]
 
 def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
     node = hit.node
-    return TraceCandidate(
-        node_id=node.id, doc_id=node.doc_id, level=node.level, is_leaf=node.is_leaf, label=str(node.span),
-        fused_score=hit.score, fused_rank=rank, dense_rank=hit.dense_rank, sparse_rank=hit.sparse_rank,
-        parent_id=node.parent_id,
-    )
+    # Positional, in TraceCandidate's field order: a search records ~100 candidates, and keyword
+    # arguments cost a dataclass __init__ three times as much (~1 us more per candidate).
+    return TraceCandidate(node.id, node.doc_id, node.level, node.is_leaf, str(node.span), hit.score, rank,
+                          hit.dense_rank, hit.sparse_rank, node.parent_id)
 
 
 def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:

@@ -525,3 +525,29 @@ def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, record
     for explain in (True, False):
         (hits,) = store.rank([tie], QUERY, rrf_k=2, explain=explain, light=True)
         assert [h.node.id for h in hits] == sorted(union)[:4] and {h.score for h in hits} == {0.0}
+
+
+def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
+    """Light rankings without explain read ids, scores and the node map only (edge_store._map_hits);
+    a point the map lacks sends the ranking down the general path, with the same hits."""
+    store = open_store(":memory:", records)
+    try:
+        expected = _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False))
+        assert _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)) == expected
+        # Forget one node the roots ranking returns: the map no longer knows it, the engine does.
+        (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
+        store._node_map._nodes.pop(roots[0].node.id)
+        assert _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)) == expected
+    finally:
+        store.close()
+
+
+def test_candidate_ids_as_uuid_objects_select_the_same_points(store, records):
+    """HasIdCondition gets UUID objects (cheaper for the binding); other ids fall back to the input."""
+    from drag_knee_retriever.edge_store import _id_set
+
+    cand = tuple(r.node.id for r in records[:7])
+    assert {str(u) for u in _id_set(cand)} == set(cand)
+    assert _id_set((3, 5)) == {3, 5} and _id_set(("not-a-uuid",)) == {"not-a-uuid"}
+    (hits,) = store.rank([RankRequest(limit=20, candidate_ids=cand)], QUERY, rrf_k=2, explain=False)
+    assert {h.node.id for h in hits} <= set(cand) and len(hits) == len(cand)

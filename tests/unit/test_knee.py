@@ -124,3 +124,19 @@ def test_the_short_path_hands_unusual_input_to_numpy():
     assert _knee_index_short([1.0, float("nan"), 0.2], 1.0) is None
     assert _knee_index_short([1e308, 0.0, -1e308], 1.0) is None  # span beyond the float range
     assert knee_index(np.array([1.0, 0.2, 0.1, 0.05, 0.0])) == knee_index([1.0, 0.2, 0.1, 0.05, 0.0]) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.booleans()), min_size=0, max_size=40),
+       st.one_of(st.just(1.0), st.floats(min_value=0.01, max_value=1.0)))
+def test_property_the_short_path_equals_numpy_within_the_order_tolerance(pairs, s):
+    """Lists that rise by less than the tolerance count as descending on both paths."""
+    scores = []
+    for value, bump in sorted(pairs, reverse=True):
+        scores.append(value + (4e-13 if bump and scores else 0.0))
+    fast = _knee_index_short(scores, s)
+    try:
+        reference = _knee_index_numpy(scores, s)
+    except Exception:
+        reference = None
+    assert fast is None or fast == reference
