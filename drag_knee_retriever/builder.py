@@ -35,6 +35,16 @@ def leaf_id(doc_id: str, ordinal: int) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fleaf\x1f{ordinal}"))
 
 
+def span_leaf_ids(node: TreeNode) -> Tuple[str, ...]:
+    """The ids of the leaves a node covers, in document order (a leaf: its own id).
+
+    Leaf ids follow from the document and the ordinal, so they are derived, never fetched.
+    """
+    if node.is_leaf:
+        return (node.id,)
+    return tuple(leaf_id(node.doc_id, i) for i in range(node.span.first_leaf, node.span.last_leaf + 1))
+
+
 @functools.lru_cache(maxsize=1 << 12)
 def node_id(doc_id: str, path: str) -> str:
     """The id of a document's inner node at ``path`` (e.g. ``"r.0.2"``)."""

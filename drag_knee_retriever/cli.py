@@ -29,21 +29,13 @@ import time
 import warnings
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Annotated, Any, Dict, List, Optional, Sequence, Tuple
 
-try:
-    import typer
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-    from rich.text import Text
-except ImportError as _exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "The drag-knee command needs the cli extra: pip install 'drag-knee-retriever[cli]' "
-        f"(missing: {_exc.name})."
-    ) from None
-
-from typing import Annotated
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 from .errors import DragKneeError
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
+from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id, span_leaf_ids
 from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidDocumentError, InvalidQueryError, ModelMismatchError
@@ -501,8 +501,7 @@ class DragKneeIndex:
     @staticmethod
     def _span_leaf_ids(nodes: Sequence[TreeNode]) -> Dict[str, List[str]]:
         """For each inner node, the ids of the leaves it covers (leaf ids follow from the ordinals)."""
-        return {n.id: [leaf_id(n.doc_id, i) for i in range(n.span.first_leaf, n.span.last_leaf + 1)]
-                for n in nodes if not n.is_leaf}
+        return {n.id: list(span_leaf_ids(n)) for n in nodes if not n.is_leaf}
 
     def _context_ids(self, nodes: Sequence[TreeNode], *, with_nodes: bool = False) -> List[str]:
         """One fetch for a result: the leaves under its inner nodes and the root of every document.

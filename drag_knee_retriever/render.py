@@ -40,8 +40,8 @@ def _import_rich() -> Any:
         import rich  # noqa: F401
     except ImportError:
         raise ImportError(
-            "Rendering a trace as a tree needs rich: pip install 'drag-knee-retriever[cli]' "
-            "(or use str(trace) for plain text)."
+            "Rendering a trace as a tree needs rich, a dependency of drag-knee-retriever: "
+            "pip install rich (or use str(trace) for plain text)."
         ) from None
     return rich
 

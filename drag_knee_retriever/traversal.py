@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
-from .builder import leaf_id
+from .builder import span_leaf_ids
 from .config import SearchConfig
 from .knee import knee_index
 from .nodes import Trace, TraceCandidate, TraceStep
@@ -166,17 +166,10 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
-def _span_leaf_ids(hit: RankedHit) -> Tuple[str, ...]:
-    node = hit.node
-    if node.is_leaf:
-        return (node.id,)
-    return tuple(leaf_id(node.doc_id, i) for i in range(node.span.first_leaf, node.span.last_leaf + 1))
-
-
 def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
     assert config.focus_pool is not None
-    leaves_of = {hit.node.id: _span_leaf_ids(hit) for hit in regions}
+    leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
     limit = min(config.focus_pool, len(candidate_ids))

@@ -537,7 +537,7 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
 
     With ``merge_ratio`` an inner node stays whole when more than that share of its leaves
     survive the knee (AutoMerging's rule: the evidence is spread over the node)."""
-    from ..builder import leaf_id
+    from ..builder import span_leaf_ids
     from ..store import RankRequest
 
     inner = [h for h in hits if not h.node.is_leaf]
@@ -545,7 +545,7 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
         return list(hits)
     requests = []
     for h in inner:
-        ids = tuple(leaf_id(h.node.doc_id, i) for i in range(h.node.span.first_leaf, h.node.span.last_leaf + 1))
+        ids = span_leaf_ids(h.node)
         requests.append(RankRequest(limit=len(ids), weights=weights, candidate_ids=ids))
     ranked = dict(zip((h.node.id for h in inner), ranker(requests)))
     out: List[Any] = []
@@ -568,10 +568,9 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
 
 def _fetch_span_texts(store: Any, hits: Sequence[Any]) -> None:
     """Fetch the leaves of the inner nodes returned (one request), like ``index.search``."""
-    from ..builder import leaf_id
+    from ..builder import span_leaf_ids
 
-    ids = sorted({leaf_id(h.node.doc_id, i) for h in hits if not h.node.is_leaf
-                  for i in range(h.node.span.first_leaf, h.node.span.last_leaf + 1)})
+    ids = sorted({i for h in hits if not h.node.is_leaf for i in span_leaf_ids(h.node)})
     if ids:
         store.retrieve(ids)
 

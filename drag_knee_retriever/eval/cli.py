@@ -15,16 +15,9 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
-try:
-    import typer
-    from typing import Annotated
-except ImportError as _exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "`drag-knee eval` needs the cli extra: pip install 'drag-knee-retriever[cli]' "
-        f"(missing: {_exc.name})."
-    ) from None
+import typer
 
 from ..errors import DragKneeError
 from .datasets import DatasetError
