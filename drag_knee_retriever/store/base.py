@@ -1,0 +1,219 @@
+"""The store interface every engine implements, its request and hit types, and what engines share.
+
+Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module, ``filters`` and
+``payload`` of the store package, never each other: what two engines would otherwise repeat
+(request planning, side limits, the bookkeeping point, folder layouts) lives here or there.
+
+Every method that talks to the engine counts one request in ``self.requests``: a search makes one
+round trip per tree level, so the count is what tests and benchmarks check.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..errors import ModelMismatchError
+from ..nodes import TreeNode
+
+DENSE = "dense"
+SPARSE = "bm25"
+SCHEMA_VERSION = 1
+FilterSpec = Tuple[Tuple[str, Tuple[Any, ...]], ...]
+
+# Fused rankings read at least this many hits per side (a candidate set reads its own size):
+# RRF over a short side list would score a node found only on the other side too high.
+MIN_SIDE_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query encoded once: dense vector and BM25 sparse vector (indices, values)."""
+
+    dense: Tuple[float, ...]
+    sparse_indices: Tuple[int, ...]
+    sparse_values: Tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """A node with its vectors, ready to upsert."""
+
+    node: TreeNode
+    dense: Sequence[float]
+    sparse_indices: Sequence[int]
+    sparse_values: Sequence[float]
+
+
+@dataclass(frozen=True)
+class RankRequest:
+    """Rank a candidate set by hybrid RRF.
+
+    ``candidate_ids`` restricts the ranking to those nodes (``None``: no restriction);
+    ``level`` / ``leaves_only`` restrict by tree position; ``filters`` by payload.
+    """
+
+    limit: int
+    weights: Tuple[float, float] = (1.0, 1.0)
+    candidate_ids: Optional[Tuple[str, ...]] = None
+    level: Optional[int] = None
+    leaves_only: bool = False
+    filters: FilterSpec = ()
+    # None: fuse both sides by RRF; "dense" / "sparse": one side only (for baselines).
+    only: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    """One ranked node: fused score, its rank on each side (0-based; None = not matched)."""
+
+    node: TreeNode
+    score: float
+    dense_rank: Optional[int] = None
+    sparse_rank: Optional[int] = None
+
+
+# A light ranking asks the engine for this many hits beyond its limit and cuts here, by
+# (score, id): engines order equal scores arbitrarily (Edge's differs from one shard instance to
+# the next), so a limit cutting through a tie would make the walk itself nondeterministic.
+TIE_MARGIN = 16
+
+
+def fetch_limit(request: RankRequest, light: bool) -> int:
+    """How many hits to ask the engine for: the limit, plus :data:`TIE_MARGIN` for a light ranking.
+
+    Only light rankings (the walk's) over-fetch: their hits carry no payload to speak of, while
+    a full ranking (flat search) would read the extra hits' whole payloads.
+    """
+    if not light:
+        return request.limit
+    more = request.limit + TIE_MARGIN
+    if request.candidate_ids is not None:
+        more = min(more, len(request.candidate_ids))
+    return max(request.limit, more)
+
+
+def side_limit(request: RankRequest) -> int:
+    """How many hits each side (dense, BM25) of a fused request ranks before the fusion."""
+    return request.limit if request.candidate_ids is not None else max(request.limit, MIN_SIDE_LIMIT)
+
+
+# -- folder layouts ------------------------------------------------------------------------------
+
+#: Qdrant Edge keeps a collection in ``<folder>/<collection>/``; ``EdgeShard.create`` writes this file.
+EDGE_MARKER = "edge_config.json"
+#: qdrant-client local mode keeps a collection in ``<folder>/collection/<collection>/storage.sqlite``.
+LOCAL_DIR = "collection"
+LOCAL_MARKER = "storage.sqlite"
+
+
+def detect_engine(folder: Union[str, os.PathLike], collection: str) -> Optional[str]:
+    """Which engine holds ``collection`` in ``folder``: ``"edge"``, ``"local"`` or None (none yet).
+
+    An Edge shard (its config file) wins; a local-mode collection (its SQLite file) comes next; a
+    bare ``<folder>/<collection>/`` (an Edge store opened but never given a collection) is Edge.
+    """
+    base = Path(os.fspath(folder)).expanduser()
+    if (base / collection / EDGE_MARKER).exists():
+        return "edge"
+    if (base / LOCAL_DIR / collection / LOCAL_MARKER).exists():
+        return "local"
+    if (base / collection).is_dir():
+        return "edge"
+    return None
+
+
+class NodeStore(abc.ABC):
+    """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory."""
+
+    engine: str = "abstract"
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self._count_lock = threading.Lock()
+
+    def _count(self, n: int = 1) -> None:
+        with self._count_lock:
+            self.requests += n
+
+    @abc.abstractmethod
+    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        """Create the collection, or check that an existing one was built with the same model."""
+
+    @abc.abstractmethod
+    def upsert(self, records: Sequence[NodeRecord]) -> None:
+        """Write nodes with their vectors (in batches)."""
+
+    @abc.abstractmethod
+    def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
+        """Delete a document's nodes (all, or those whose doc_hash differs from ``except_hash``).
+
+        The root goes first: it is the commit point of a tree (written last), so a delete cut short
+        leaves only rootless nodes, which no search walks to and the next ingest removes.
+        """
+
+    @abc.abstractmethod
+    def retrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        """Fetch nodes by id (missing ids are skipped), in one request."""
+
+    @abc.abstractmethod
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+             light: bool = False) -> List[List[RankedHit]]:
+        """Run several hybrid rankings in one round trip; one hit list per request, best first.
+
+        ``explain``: fill each hit's dense and sparse rank. ``light``: the hits' nodes carry only
+        :data:`~drag_knee_retriever.store.payload.WALK_FIELDS`; rankings and scores are the same either way.
+        """
+
+    @abc.abstractmethod
+    def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
+        """Every node matching the conditions (used for stats and listings, not for search)."""
+
+    @abc.abstractmethod
+    def count(self) -> int:
+        """Number of nodes stored (the collection's own bookkeeping excluded)."""
+
+    @abc.abstractmethod
+    def collection_info(self) -> Dict[str, Any]:
+        """What the collection records about itself: model, vector size, schema, engine."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the engine (and any folder lock)."""
+
+    def describe(self) -> str:
+        """A short human-readable name of the engine and where it keeps the index."""
+        return self.engine
+
+    def _check_existing_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        """An existing collection must have been built with this model; an old one gets recorded."""
+        info = self.collection_info()
+        if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
+            raise ModelMismatchError(
+                f"Collection {getattr(self, 'collection', '?')!r} was built with model {info['model_id']!r} "
+                f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
+                "Open it with the same model, or choose another collection name."
+            )
+        if not info.get("model_id"):
+            self._write_meta(dense_size, model_id, sparse_model)
+
+    @abc.abstractmethod
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+        """Record which model built the collection (a bookkeeping point no search can see)."""
+
+    # Async variants: an in-process engine answers in microseconds, so a worker thread is enough;
+    # a store that talks to a server overrides these with its native async client.
+
+    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+                    light: bool = False) -> List[List[RankedHit]]:
+        """:meth:`rank` without blocking the event loop."""
+        return await asyncio.to_thread(self.rank, requests, query, rrf_k=rrf_k, explain=explain, light=light)
+
+    async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        """:meth:`retrieve` without blocking the event loop."""
+        return await asyncio.to_thread(self.retrieve, ids)

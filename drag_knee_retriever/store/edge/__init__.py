@@ -1,0 +1,54 @@
+"""The embedded default store: Qdrant Edge (``qdrant-edge-py``), the Qdrant engine in process.
+
+Every ``qdrant_edge`` call of the library lives in this package (``engine.py`` calls the engine,
+``node_map.py`` / ``fast.py`` hold the fast path of the walk's rankings, ``lock.py`` the folder
+lock and in-memory folders), so an API change of the (beta) package touches one place. The
+semantics are those of :class:`~drag_knee_retriever.store.qdrant.QdrantClientStore`
+(same vector names, payload, bookkeeping point, fusion and tie-breaking), which the congruence tests
+check request by request.
+
+Decisions, each measured on the 2-core development machines (see ``benchmarks/engine.py``):
+
+- **Exact search, no HNSW.** Edge builds HNSW graphs only when ``optimize()`` runs over a segment
+  above ``indexing_threshold``. Measured on real MiniLM embeddings (COVID-QA paragraphs + HotpotQA
+  sentences: 9,406 leaves, 1,092 document roots as centroids, 1,480 real questions), default HNSW
+  (m=16, ef_construct=100) against exact search:
+
+  - root ranking (``level=0``, 1,092 roots): recall@10 1.000, because a filter that small is
+    below the planner's full-scan threshold (~6,600 384-d vectors) and is scanned exactly anyway;
+  - flat top-10 over the 9,406 leaves: recall@10 0.992, only 94.6% of questions got the exact top
+    10 and some got none of it (min 0.0); hnsw_ef=512 reaches 0.999 at 1.4 ms; m=32,
+    ef_construct=200 reaches 0.9987 at 1.2 ms, while the exact scan takes 2.0 ms;
+  - building the graph took 6.8 s for those 10.5k points (57 s for 50k random points) and raised
+    resident memory by ~70% at 50k (357 -> 603 MB).
+
+  Saving about a millisecond per flat query is not worth a wrong top 10 for one question in
+  twenty, seconds of optimisation after every ingest and the memory; candidate-set rankings (the
+  walk below the roots) are exact in any case. So indexing is off (``indexing_threshold=0``), every
+  request is an exact scan in Rust, and both engines agree. A flat scan over 50k nodes costs ~7 ms;
+  above ~100k nodes, move to a Qdrant server (``url=``), which indexes with HNSW.
+- **Booleans in filters.** qdrant-edge-py 0.9.0 converts ``MatchValue(True)`` to the integer 1 (a
+  Python bool is an int), so it matches no boolean payload; ``numpy.bool_`` reaches the engine as a
+  boolean. :func:`_match_value` does that conversion for every bool (``is_leaf`` and metadata).
+- **RRF.** Edge's ``Fusion.Rrf(k, weights)`` gives the scores of qdrant-client local mode exactly,
+  ``sum_i 1 / ((rank_i + 1) / w_i + k - 1)`` with 0-based ranks (= ``w / (k + rank)`` only when
+  ``w = 1``), including a weight of 0 (that side contributes 0 and its points still appear with
+  score 0). ``k = 0`` is rejected by qdrant-client and gives infinite scores in Edge, so this store
+  rejects it too.
+- **The walk's rankings read no payload.** Loading and converting a payload costs Edge ~10 us per
+  hit, and a knee walk ranks ~100 candidates in 5 round trips: a store that created its shard keeps
+  every node's structure in a :class:`_NodeCache` (exact: it sees every write), light rankings ask
+  for ids and scores only, and with explain on they ask for the two side rankings only and fuse
+  them here (:func:`_fuse`, the engine's float32 RRF bit for bit) instead of scanning both sides
+  twice; without explain (the default) only the hits that can survive a request's limit are
+  read (:func:`_map_hits`). Measured at 10k nodes (``benchmarks/engine.py``): the knee search
+  10.3 -> ~4.5 ms, ~1.1x a flat top-10 (explain on: ~1.15-1.2x).
+- **One process per folder.** Edge's own WAL lock makes a second ``load`` fail with an opaque
+  "WouldBlock"; we hold an ``fcntl.flock`` on ``<folder>/<collection>/drag_knee.lock`` while open
+  and raise :class:`StoreLockedError` naming the holder's pid.
+"""
+
+from .engine import EDGE_PACKAGE, EDGE_VERSION, EdgeStore
+from .lock import LOCK_FILE
+
+__all__ = ["EDGE_PACKAGE", "EDGE_VERSION", "EdgeStore", "LOCK_FILE"]

@@ -1,0 +1,316 @@
+"""The qdrant-client engine: local mode (``":memory:"`` or a folder) and servers / clusters (``url=``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ..errors import StoreError, StoreLockedError
+from ..nodes import TreeNode
+from . import filters as F
+from .base import DENSE, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
+from .base import FilterSpec
+from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# qdrant-client: local mode (":memory:" or a folder) and servers / clusters (url=)
+# ---------------------------------------------------------------------------------------------
+
+
+class QdrantClientStore(NodeStore):
+    """A store over qdrant-client: the same code for local mode and for a server or cluster."""
+
+    def __init__(
+        self,
+        collection: str,
+        *,
+        location: Optional[str] = ":memory:",
+        url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        upsert_batch_size: int = 256,
+        client: Any = None,
+        async_client: Any = None,
+    ) -> None:
+        super().__init__()
+        from qdrant_client import QdrantClient, models
+
+        self._m = models
+        self.collection = collection
+        self.upsert_batch_size = upsert_batch_size
+        self.engine = "server" if url else "local"
+        self._where = url or location
+        # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
+        # it runs under the GIL anyway, so serialising its calls costs no parallelism.
+        self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
+        # Servers also get qdrant-client's async client, so that asearch never blocks the event loop.
+        self.async_client: Any = async_client
+        if client is not None:
+            self.client = client
+        elif url:
+            from qdrant_client import AsyncQdrantClient
+
+            self.client = QdrantClient(url=url, api_key=api_key)
+            if self.async_client is None:
+                self.async_client = AsyncQdrantClient(url=url, api_key=api_key)
+        else:
+            try:
+                if location in (None, ":memory:"):
+                    self.client = QdrantClient(location=":memory:")
+                else:
+                    self.client = QdrantClient(path=str(location))
+            except RuntimeError as exc:
+                if "already accessed" in str(exc) or "lock" in str(exc).lower():
+                    raise StoreLockedError(
+                        f"The index folder {location!r} is open in another process. Close that process "
+                        "(or its DragKneeIndex), or use a Qdrant server (url=...) for shared access."
+                    ) from None
+                raise
+
+    def describe(self) -> str:
+        where = self._where if self.engine == "local" else "<server>"
+        return f"qdrant-client {self.engine} ({where})"
+
+    # -- schema --------------------------------------------------------------------------------
+
+    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        self._count()
+        try:
+            with self._engine_lock:
+                exists = self.client.collection_exists(self.collection)
+        except Exception as exc:
+            if self.engine != "server":
+                raise
+            # Never format the exception's request (headers carry the API key); name the URL only.
+            reason = getattr(exc, "reason_phrase", None) or type(exc).__name__
+            status = getattr(exc, "status_code", None)
+            raise StoreError(
+                f"Could not reach the Qdrant server at {self._where} ({status or ''} {reason}). Check that it "
+                "runs and the URL and port; for 401/403 check the API key (api_key= or QDRANT_API_KEY)."
+            ) from None
+        with self._engine_lock:
+            self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+
+    def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+        m = self._m
+        if exists:
+            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+            return
+        self.client.create_collection(
+            self.collection,
+            vectors_config={DENSE: m.VectorParams(size=dense_size, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+        )
+        if self.engine == "server":
+            for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
+                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD)):
+                self.client.create_payload_index(self.collection, field, field_schema=schema)
+        self._write_meta(dense_size, model_id, sparse_model)
+
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+        m = self._m
+        # The collection records which model built it in a bookkeeping point (see payload.meta_payload).
+        point = m.PointStruct(id=META_ID, vector={DENSE: meta_vector(dense_size)},
+                              payload=meta_payload(dense_size, model_id, sparse_model))
+        self.client.upsert(self.collection, [point])
+
+    def collection_info(self) -> Dict[str, Any]:
+        self._count()
+        with self._engine_lock:
+            found = self.client.retrieve(self.collection, [META_ID], with_payload=True)
+        return collection_info(found[0].payload if found else None, engine=self.engine, collection=self.collection)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def upsert(self, records: Sequence[NodeRecord]) -> None:
+        m = self._m
+        for start in range(0, len(records), self.upsert_batch_size):
+            chunk = records[start : start + self.upsert_batch_size]
+            points = [
+                m.PointStruct(
+                    id=r.node.id,
+                    vector={
+                        DENSE: [float(x) for x in r.dense],
+                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)), values=list(map(float, r.sparse_values))),
+                    },
+                    payload=node_payload(r.node),
+                )
+                for r in chunk
+            ]
+            self._count()
+            with self._engine_lock:
+                self.client.upsert(self.collection, points, wait=True)
+
+    def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
+        m = self._m
+        steps, excluded = F.delete_plan(doc_id, except_hash)
+        must_not = self._conditions(excluded) or None
+        # Local mode deletes point by point: the root first, so no cut leaves a root without children.
+        for step in steps:
+            self._count()
+            with self._engine_lock:
+                self.client.delete(self.collection, points_selector=m.FilterSelector(
+                    filter=m.Filter(must=self._conditions(step), must_not=must_not)), wait=True)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def retrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        if not ids:
+            return []
+        self._count()
+        with self._engine_lock:
+            points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False)
+        return _nodes(points)
+
+    async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
+        if self.async_client is None:
+            return await super().aretrieve(ids)
+        if not ids:
+            return []
+        self._count()
+        return _nodes(await self.async_client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False))
+
+    def _filter(self, request: RankRequest) -> Any:
+        must = self._conditions(F.request_conditions(request))
+        return self._m.Filter(must=must) if must else None
+
+    def _conditions(self, conditions: Sequence[F.Condition]) -> List[Any]:
+        """qdrant-client's filter conditions for engine-neutral ones (see filters.Condition)."""
+        m = self._m
+        out: List[Any] = []
+        for c in conditions:
+            if c.kind == F.IDS:
+                out.append(m.HasIdCondition(has_id=list(c.values)))
+            elif c.kind == F.NODES:
+                out.append(m.FieldCondition(key="level", range=m.Range(gte=0)))
+            elif len(c.values) == 1:
+                out.append(m.FieldCondition(key=c.field, match=m.MatchValue(value=c.values[0])))
+            else:
+                out.append(m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values))))
+        return out
+
+    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+             light: bool = False) -> List[List[RankedHit]]:
+        if not requests:
+            return []
+        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
+        self._count()
+        with self._engine_lock:
+            responses = self.client.query_batch_points(self.collection, batch)
+        return _parse_batch(responses, layout, light)
+
+    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+                    light: bool = False) -> List[List[RankedHit]]:
+        if self.async_client is None:
+            return await super().arank(requests, query, rrf_k=rrf_k, explain=explain, light=light)
+        if not requests:
+            return []
+        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
+        self._count()
+        return _parse_batch(await self.async_client.query_batch_points(self.collection, batch), layout, light)
+
+    def _batch(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool, light: bool):
+        """The query_batch_points requests of one round trip, and where each answer sits in it."""
+        m = self._m
+        with_payload: Any = list(WALK_FIELDS) if light else True
+        dense_q = list(query.dense)
+        sparse_q = m.SparseVector(indices=list(query.sparse_indices), values=list(query.sparse_values))
+        batch: List[Any] = []
+        layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
+        for request in requests:
+            flt = self._filter(request)
+            side = side_limit(request)
+            limit = fetch_limit(request, light)
+            main_index = len(batch)
+            if request.only == "dense":
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=limit,
+                                            with_payload=with_payload))
+            elif request.only == "sparse":
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=limit,
+                                            with_payload=with_payload))
+            else:
+                batch.append(m.QueryRequest(
+                    prefetch=[
+                        m.Prefetch(query=dense_q, using=DENSE, filter=flt, limit=side),
+                        m.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=side),
+                    ],
+                    query=m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(request.weights))),
+                    filter=flt, limit=limit, with_payload=with_payload,
+                ))
+            dense_index = sparse_index = None
+            if explain and request.only is None:
+                dense_index = len(batch)
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=side, with_payload=False))
+                sparse_index = len(batch)
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=side, with_payload=False))
+            layout.append((main_index, dense_index, sparse_index, request.limit))
+        return batch, layout
+
+    def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
+        m = self._m
+        must = self._conditions(F.scroll_conditions(filters, level))
+        nodes: List[TreeNode] = []
+        offset = None
+        while True:
+            self._count()
+            with self._engine_lock:
+                points, offset = self.client.scroll(self.collection, scroll_filter=m.Filter(must=must), limit=1024,
+                                                    offset=offset, with_payload=True, with_vectors=False)
+            nodes.extend(full_node(p.id, p.payload) for p in points)
+            if offset is None:
+                return nodes
+
+    def count(self) -> int:
+        m = self._m
+        self._count()
+        with self._engine_lock:
+            return self.client.count(self.collection, count_filter=m.Filter(
+                must=self._conditions(F.count_conditions())), exact=True).count
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # closing twice or at interpreter exit is harmless
+            log.debug("qdrant client close failed", exc_info=True)
+        if self.async_client is not None:
+            try:
+                asyncio.run(self.async_client.close())
+            except RuntimeError:  # called from inside a running loop: the loop's owner closes it
+                log.debug("async qdrant client left open (running event loop)", exc_info=True)
+            except Exception:
+                log.debug("async qdrant client close failed", exc_info=True)
+
+
+def _nodes(points: Iterable[Any]) -> List[TreeNode]:
+    return [full_node(p.id, p.payload) for p in points if is_node(p.payload)]
+
+
+def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int], int]],
+                 light: bool = False) -> List[List[RankedHit]]:
+    make_node = light_node if light else full_node
+    results: List[List[RankedHit]] = []
+    for main_index, dense_index, sparse_index, limit in layout:
+        dense_ranks = _ranks(responses[dense_index].points) if dense_index is not None else {}
+        sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
+        hits = []
+        for point in responses[main_index].points:
+            if not is_node(point.payload):
+                continue  # the bookkeeping point is never a node
+            pid = str(point.id)
+            hits.append(RankedHit(
+                node=make_node(pid, point.payload),
+                score=float(point.score),
+                dense_rank=dense_ranks.get(pid),
+                sparse_rank=sparse_ranks.get(pid),
+            ))
+        results.append(stable_order(hits)[:limit])  # over-fetched by fetch_limit: cut here, ties by id
+    return results
+
+
+def _ranks(points: Iterable[Any]) -> Dict[str, int]:
+    return {str(p.id): rank for rank, p in enumerate(points)}
