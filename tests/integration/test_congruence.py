@@ -320,3 +320,69 @@ def test_flat_search_agrees(pair, queries):
                 vectors = edge.encoder.encode_query(query)
                 request = RankRequest(limit=8, leaves_only=scope == "leaves")
                 assert_congruent(pair, request, vectors, e, l, where)
+
+
+# ---------------------------------------------------------------------------------------------
+# the pure-Python reference engine (store/memory.py) against both Qdrant engines
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def memory(make_index, covid_corpus, replay):
+    """The same three papers in the pure-Python reference engine."""
+    from drag_knee_retriever.store.memory import MemoryStore
+
+    docs, _ = covid_corpus
+    index = make_index(collection="congruence_memory", store=MemoryStore("congruence_memory"), encoder=replay)
+    index.add_documents(docs)
+    return index
+
+
+@pytest.mark.parametrize("other", ["edge", "local"])
+@pytest.mark.parametrize("rrf_k", [2, 60])
+def test_memory_engine_rankings_agree_with_the_qdrant_engines(pair, memory, queries, rrf_k, other):
+    """Every kind of request ranks the same in the reference engine, ties aside as between engines."""
+    engine = pair[0] if other == "edge" else pair[1]
+    duo = (memory, engine)
+    assert memory.store.count() == engine.store.count() > 0
+    for query in queries:
+        vectors = engine.encoder.encode_query(query)
+        named = store_requests(engine)
+        requests = [r for _, r in named]
+        before = memory.store.requests
+        m_results = memory.store.rank(requests, vectors, rrf_k=rrf_k, explain=True)
+        o_results = engine.store.rank(requests, vectors, rrf_k=rrf_k, explain=True)
+        assert memory.store.requests - before == 1  # one round trip, like the engines
+        for (name, request), m_hits, o_hits in zip(named, m_results, o_results):
+            where = f"memory vs {other}: {name} / {query!r} / k={rrf_k}"
+            if request.only is not None:
+                assert_same_order(m_hits, o_hits, where)
+                continue
+            assert_congruent(duo, request, vectors, m_hits, o_hits, where)
+        light = memory.store.rank(requests, vectors, rrf_k=rrf_k, explain=False, light=True)
+        for full, thin in zip(m_results, light):  # light rankings: same ids and scores, no text
+            assert [(h.node.id, h.score) for h in full] == [(h.node.id, h.score) for h in thin]
+
+
+@pytest.mark.parametrize("method", SEARCH_METHODS)
+def test_memory_engine_search_results_agree_with_local_mode(pair, memory, queries, method):
+    _, local = pair
+    forked = runs = 0
+    for query in queries:
+        for options in ({}, {"fusion_weights": SCHEDULE}):
+            runs += 1
+            forked += not assert_same_search(memory, local, query, options, method)
+    print(f"memory vs local, {method}: {runs - forked} of {runs} searches identical, {forked} forked on ties")
+    assert forked <= 2, f"{forked} of {runs} searches forked on ties"
+
+
+def test_memory_engine_listing_and_counts_agree(pair, memory):
+    _, local = pair
+    key = lambda nodes: sorted((n.id, n.doc_id, n.level, n.is_leaf, n.span, n.doc_hash, n.text) for n in nodes)
+    assert key(memory.store.scroll_nodes()) == key(local.store.scroll_nodes())
+    assert key(memory.store.scroll_nodes(level=0)) == key(local.store.scroll_nodes(level=0))
+    spec = parse_filters({"lang": "en"})
+    assert key(memory.store.scroll_nodes(filters=spec)) == key(local.store.scroll_nodes(filters=spec))
+    ids = [n.id for n in local.store.scroll_nodes(level=1)][:7]
+    assert sorted(memory.store.retrieve(ids), key=lambda n: n.id) == sorted(local.store.retrieve(ids), key=lambda n: n.id)
+    assert memory.store.collection_info()["model_id"] == local.store.collection_info()["model_id"]
