@@ -19,16 +19,8 @@ if MODEL_DIR.is_dir():
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL_DIR))
 
 
-def _edge_available() -> bool:
-    try:
-        import drag_knee_retriever.edge_store  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-#: The embedded engine the shared indexes use: Qdrant Edge (the default) when it is present.
-TEST_ENGINE = os.environ.get("DRAG_KNEE_TEST_ENGINE") or ("edge" if _edge_available() else "local")
+# The one engine switch: tests (and fixtures) that take ``engine`` run on every embedded engine.
+from support.engines import engine  # noqa: E402,F401  (a fixture, registered by this import)
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +68,6 @@ def make_index(encoder, tmp_path_factory) -> Iterator[Callable[..., object]]:
     made = []
 
     def factory(**kwargs):
-        kwargs.setdefault("engine", TEST_ENGINE)
         kwargs.setdefault("encoder", encoder)
         index = DragKneeIndex(**kwargs)
         made.append(index)

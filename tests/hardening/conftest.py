@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hardening_support import ENGINES, CachingEncoder
+from support import CachingEncoder
 
 
 @pytest.fixture(scope="session")
 def caching_encoder(encoder):
     """The real session encoder, memoised: re-writing the same documents costs no encoding."""
     return CachingEncoder(encoder)
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request) -> str:
-    return request.param

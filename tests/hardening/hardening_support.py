@@ -1,7 +1,5 @@
 """Helpers shared by the hardening tests (not a test module).
 
-- :class:`CachingEncoder`: the real session encoder with memoised outputs, so that sweeping a fault
-  over every write step re-writes the same documents without paying ~30 ms per text again.
 - :class:`WritePlan` / :func:`install_write_hook`: count the engine's write calls (one batch upsert
   or one delete = one step) and run a hook before / after each (raise, kill the process, pause).
 - :func:`snapshot` / :func:`assert_only_complete_trees_visible`: what "no partial tree" means, checked
@@ -19,71 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-import numpy as np
-
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.nodes import TreeNode
 from drag_knee_retriever.store import QdrantClientStore
+from support import make_store  # noqa: F401  (re-exported: the hardening tests import it from here)
 
 METHODS = ("fixed", "knee", "sensitive_knee", "branch")
-
-
-def _edge_available() -> bool:
-    try:
-        import drag_knee_retriever.edge_store  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-#: Every embedded engine present: the fault and concurrency tests run on each.
-ENGINES = ["edge", "local"] if _edge_available() else ["local"]
-
-
-# ---------------------------------------------------------------------------------------------
-# a memoising wrapper of the real encoder
-# ---------------------------------------------------------------------------------------------
-
-
-class CachingEncoder:
-    """Delegates to the real encoder and remembers every text's vectors (same outputs, paid once)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self._dense: Dict[str, np.ndarray] = {}
-        self._sparse: Dict[str, Any] = {}
-        self._queries: Dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:  # dense_size, model_id, sparse_model, model_source...
-        return getattr(self.inner, name)
-
-    def encode_query(self, text: str):
-        with self._lock:
-            if text not in self._queries:
-                self._queries[text] = self.inner.encode_query(text)
-            return self._queries[text]
-
-    def encode_dense(self, texts: Sequence[str], progress=None) -> np.ndarray:
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._dense))
-            if missing:
-                for text, vector in zip(missing, self.inner.encode_dense(missing)):
-                    self._dense[text] = vector
-            out = np.zeros((len(texts), self.inner.dense_size), dtype=np.float32)
-            for i, text in enumerate(texts):
-                out[i] = self._dense[text]
-        if progress:
-            progress(len(texts), len(texts))
-        return out
-
-    def encode_sparse(self, texts: Sequence[str]):
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._sparse))
-            if missing:
-                for text, vector in zip(missing, self.inner.encode_sparse(missing)):
-                    self._sparse[text] = vector
-            return [self._sparse[t] for t in texts]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,15 +132,6 @@ def install_write_hook(store: Any, plan: WritePlan) -> WritePlan:
     else:  # pragma: no cover - a new engine needs its own hook
         raise TypeError(f"no write hook for store {type(store).__name__}")
     return plan
-
-
-def make_store(engine: str, collection: str, location: str = ":memory:", batch: int = 2) -> Any:
-    """A real store with a small upsert batch, so one document's write spans several steps."""
-    if engine == "edge":
-        from drag_knee_retriever.edge_store import EdgeStore
-
-        return EdgeStore(collection, location=location, upsert_batch_size=batch)
-    return QdrantClientStore(collection, location=location, upsert_batch_size=batch)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreLockedError
 from drag_knee_retriever.builder import build_document_trees
-from hardening_support import ENGINES, METHODS, WritePlan, install_write_hook, make_store
+from hardening_support import METHODS, WritePlan, install_write_hook, make_store
 
 STABLE = [
     Document(id="tides", pages=[
@@ -122,7 +122,6 @@ SEARCHERS = 8
 
 
 
-@pytest.mark.parametrize("engine", [e for e in ENGINES])
 @pytest.mark.parametrize("searches_per_thread, rounds", [
     pytest.param(20, 6, id="default"), pytest.param(150, 40, id="long", marks=pytest.mark.slow)])
 def test_eight_searchers_and_a_writer_see_only_committed_versions(engine, caching_encoder, searches_per_thread, rounds):

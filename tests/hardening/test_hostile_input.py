@@ -22,7 +22,7 @@ import pytest
 from drag_knee_retriever import BuildConfig, Document, DragKneeIndex
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidQueryError
-from hardening_support import ENGINES, bounded, make_store
+from hardening_support import bounded, make_store
 
 DEADLINE = 60.0  # seconds per operation; generous for a loaded 2-core machine, far below a hang
 TRIED = {"inputs": 0}
@@ -39,9 +39,9 @@ def _deep(depth: int) -> dict:
     return out
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def index(request, caching_encoder):
-    index = DragKneeIndex(store=make_store(request.param, "hostile", batch=256), encoder=caching_encoder,
+@pytest.fixture(scope="module")
+def index(engine, caching_encoder):
+    index = DragKneeIndex(store=make_store(engine, "hostile", batch=256), encoder=caching_encoder,
                           collection="hostile")
     index.add_documents([Document(id="plain", text="A plain paragraph about lighthouses and harbours.",
                                   metadata={"year": 2020, "lang": "en"})])

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from drag_knee_retriever import Document, DragKneeIndex
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.store import node_matches, parse_filters
-from hardening_support import ENGINES, METHODS, make_store
+from hardening_support import METHODS, make_store
 
 WORDS = ("harbour tide moon ship volcano ash magma glacier ice crevasse bee hive flower honey lamp keeper "
          "storm wind rain river delta salmon forest fern moss owl").split()
@@ -54,9 +54,9 @@ QUERIES = ["harbour tide and ships", "volcano ash", "glacier ice crevasse", "bee
            "storm over the river delta", "owl in the forest"]
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def corpus_index(request, caching_encoder):
-    index = DragKneeIndex(store=make_store(request.param, "isolation", batch=256), encoder=caching_encoder,
+@pytest.fixture(scope="module")
+def corpus_index(engine, caching_encoder):
+    index = DragKneeIndex(store=make_store(engine, "isolation", batch=256), encoder=caching_encoder,
                           collection="isolation")
     index.add_documents(CORPUS)
     truth = {n.id: n for tree in build_document_trees(CORPUS, index.build_config, index.summarizer) for n in tree.nodes}

@@ -1,6 +1,7 @@
 """Properties of the walk on random forests and random scores, without Qdrant, and of the knee.
 
-``traversal.walk`` takes an injected ranker. Here the ranker is an honest in-memory stand-in: it
+``traversal.walk`` takes an injected ranker. Here the ranker is an honest in-memory stand-in
+(tests/support/ranker.py): it
 honours every field of a :class:`RankRequest` (candidate ids, level, leaves only, filters through
 the library's own ``node_matches``, limit) and returns hits best first, ties broken by id, like the
 stores. Scores are random per node, or drawn afresh for every request (the walk must not rely on
@@ -27,8 +28,9 @@ from drag_knee_retriever.builder import leaf_id
 from drag_knee_retriever.config import SearchConfig
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.nodes import Span, Trace, TreeNode
-from drag_knee_retriever.store import RankedHit, RankRequest, node_matches, parse_filters
+from drag_knee_retriever.store import node_matches, parse_filters
 from drag_knee_retriever.traversal import walk
+from support import FakeRanker
 
 METHODS = ("fixed", "knee", "sensitive_knee", "branch")
 SCORES = (0.0, 0.1, 0.25, 0.5, 0.5, 0.75, 0.9, 1.0)  # few distinct values: ties are common
@@ -103,31 +105,6 @@ def malform(forest: Dict[str, TreeNode], data) -> Dict[str, TreeNode]:
     return out
 
 
-class FakeRanker:
-    """Ranks honestly in memory; counts round trips and records every candidate it was asked about."""
-
-    def __init__(self, forest: Dict[str, TreeNode], scores: Optional[Dict[str, float]], rng: random.Random):
-        self.forest, self.scores, self.rng = forest, scores, rng
-        self.calls = 0
-
-    def score(self, node: TreeNode) -> float:
-        return self.scores[node.id] if self.scores is not None else self.rng.choice(SCORES)
-
-    def __call__(self, requests: List[RankRequest]) -> List[List[RankedHit]]:
-        self.calls += 1
-        out = []
-        for r in requests:
-            if r.candidate_ids is None:
-                pool = list(self.forest.values())
-            else:
-                pool = [self.forest[i] for i in dict.fromkeys(r.candidate_ids) if i in self.forest]
-            pool = [n for n in pool if (r.level is None or n.level == r.level) and (n.is_leaf or not r.leaves_only)
-                    and node_matches(n, r.filters)]
-            hits = sorted((RankedHit(node=n, score=self.score(n)) for n in pool), key=lambda h: (-h.score, h.node.id))
-            out.append(hits[: r.limit])
-        return out
-
-
 filters = st.one_of(
     st.none(),
     st.fixed_dictionaries({"tenant": st.sampled_from(["a", "b", "x", "zzz"])}),
@@ -151,7 +128,7 @@ def ancestors(forest: Dict[str, TreeNode], node: TreeNode) -> List[str]:
 
 
 def _walk(forest, config, flt, scores, seed):
-    ranker = FakeRanker(forest, scores, random.Random(seed))
+    ranker = FakeRanker(forest, scores, random.Random(seed), choices=SCORES)
     spec = parse_filters(flt)
     trace = Trace(query="q", method=config.method)
     hits = walk(ranker, config, spec, trace)

@@ -11,53 +11,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import List, Set, Tuple
 
-import numpy as np
 import pytest
 
 from drag_knee_retriever.config import SEARCH_METHODS
-from drag_knee_retriever.edge_store import EdgeStore
-from drag_knee_retriever.store import QdrantClientStore, RankedHit, RankRequest, parse_filters
+from drag_knee_retriever.store import EdgeStore, QdrantClientStore, RankedHit, RankRequest, parse_filters
+from support import CachingEncoder
 
 # Scores of the two engines agree to float32 precision (Edge computes in f32, local mode in f64).
 REL = 1e-5
 
 
-class ReplayEncoder:
-    """The session's real encoder, memoised: the second index gets bit-identical vectors for free."""
-
-    def __init__(self, encoder) -> None:
-        self._encoder = encoder
-        self._dense: Dict[str, np.ndarray] = {}
-        self._sparse: Dict[str, tuple] = {}
-        self._queries: Dict[str, object] = {}
-
-    def __getattr__(self, name):
-        return getattr(self._encoder, name)
-
-    def encode_dense(self, texts: Sequence[str], progress=None) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._dense]
-        if missing:
-            for text, vector in zip(missing, self._encoder.encode_dense(missing, progress=progress)):
-                self._dense[text] = vector
-        return np.stack([self._dense[t] for t in texts]) if texts else self._encoder.encode_dense([])
-
-    def encode_sparse(self, texts: Sequence[str]):
-        missing = [t for t in dict.fromkeys(texts) if t not in self._sparse]
-        for text, vector in zip(missing, self._encoder.encode_sparse(missing)):
-            self._sparse[text] = vector
-        return [self._sparse[t] for t in texts]
-
-    def encode_query(self, text: str):
-        if text not in self._queries:
-            self._queries[text] = self._encoder.encode_query(text)
-        return self._queries[text]
-
-
 @pytest.fixture(scope="module")
 def replay(encoder):
-    return ReplayEncoder(encoder)
+    """The session's real encoder, memoised: the second index gets bit-identical vectors for free."""
+    return CachingEncoder(encoder)
 
 
 @pytest.fixture(scope="module")

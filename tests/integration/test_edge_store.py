@@ -19,7 +19,7 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from drag_knee_retriever.edge_store import LOCK_FILE, EdgeStore
+from drag_knee_retriever.store.edge import LOCK_FILE, EdgeStore
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
 from drag_knee_retriever.nodes import Span, TreeNode
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
@@ -212,7 +212,7 @@ def test_delete_with_except_hash(tmp_path, records):
 
 CHILD = textwrap.dedent("""
     import json, sys
-    from drag_knee_retriever.edge_store import EdgeStore
+    from drag_knee_retriever.store.edge import EdgeStore
     from drag_knee_retriever.errors import StoreLockedError
     from drag_knee_retriever.store import QueryVectors, RankRequest
     folder, mode = sys.argv[1], sys.argv[2]
@@ -295,7 +295,7 @@ def test_a_local_mode_folder_is_not_mistaken_for_an_empty_edge_index(tmp_path):
 
 def test_memory_folders_of_dead_processes_are_swept(records):
     # A process that dies without closing its in-memory store leaves its folder behind.
-    code = ("import os\nfrom drag_knee_retriever.edge_store import EdgeStore\n"
+    code = ("import os\nfrom drag_knee_retriever.store.edge import EdgeStore\n"
             "s = EdgeStore('orphan')\nprint(s.path.parent)\nos._exit(0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     orphan = Path(out.stdout.strip().splitlines()[-1])
@@ -432,7 +432,7 @@ def test_a_full_node_map_gives_way_to_payload_rankings(tmp_path, records):
 
 def test_fusion_here_equals_the_engines_bit_for_bit(store, records):
     """_fuse (explain on, node map complete) against Edge's own Fusion.Rrf on the same requests."""
-    from drag_knee_retriever.edge_store import _fuse, _point_ids
+    from drag_knee_retriever.store.edge.fast import _fuse, _point_ids
 
     qe, shard = store._qe, store.shard
     rng = np.random.default_rng(5)
@@ -490,7 +490,7 @@ def test_search_results_are_the_same_with_and_without_the_node_map(make_index, c
 
 
 def test_point_ids_read_from_the_repr_or_fall_back(store):
-    from drag_knee_retriever.edge_store import _point_ids
+    from drag_knee_retriever.store.edge.fast import _point_ids
 
     qe = store._qe
     points = store.shard.query(qe.QueryRequest(query=store._query(QUERY)[0], limit=12, with_payload=False))
@@ -528,7 +528,7 @@ def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, record
 
 
 def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
-    """Light rankings without explain read ids, scores and the node map only (edge_store._map_hits);
+    """Light rankings without explain read ids, scores and the node map only (store/edge/fast.py _map_hits);
     a point the map lacks sends the ranking down the general path, with the same hits."""
     store = open_store(":memory:", records)
     try:
@@ -544,7 +544,7 @@ def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
 
 def test_candidate_ids_as_uuid_objects_select_the_same_points(store, records):
     """HasIdCondition gets UUID objects (cheaper for the binding); other ids fall back to the input."""
-    from drag_knee_retriever.edge_store import _id_set
+    from drag_knee_retriever.store.edge.fast import _id_set
 
     cand = tuple(r.node.id for r in records[:7])
     assert {str(u) for u in _id_set(cand)} == set(cand)

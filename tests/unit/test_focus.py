@@ -1,8 +1,8 @@
 """The focus step of the knee methods (traversal._focus) on hand-made trees, without Qdrant.
 
-The ranker is an in-memory stand-in that honours candidate ids, level, limit and filters and
-ranks by a fixed score per node (ties by id, as the stores do), so every expectation below can be
-worked out by hand.
+The ranker (tests/support/ranker.py) is an in-memory stand-in that honours candidate ids, level,
+limit and filters and ranks by a fixed score per node (ties by id, as the stores do), so every
+expectation below can be worked out by hand.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from drag_knee_retriever.builder import leaf_id
 from drag_knee_retriever.config import SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.nodes import Span, Trace, TreeNode
-from drag_knee_retriever.store import RankedHit, RankRequest, node_matches, parse_filters
+from drag_knee_retriever.store import parse_filters
 from drag_knee_retriever.traversal import walk
+from support import FakeRanker
 
 
 def document(doc_id: str, leaves: int, meta: Dict[str, str] | None = None) -> Dict[str, TreeNode]:
@@ -29,24 +30,8 @@ def document(doc_id: str, leaves: int, meta: Dict[str, str] | None = None) -> Di
     return {n.id: n for n in [root, *kids]}
 
 
-class Ranker:
-    def __init__(self, forest: Dict[str, TreeNode], scores: Dict[str, float]):
-        self.forest, self.scores = forest, scores
-        self.requests: List[RankRequest] = []
-
-    def __call__(self, requests: Sequence[RankRequest]) -> List[List[RankedHit]]:
-        out = []
-        for r in requests:
-            self.requests.append(r)
-            pool = self.forest.values() if r.candidate_ids is None else [self.forest[i] for i in r.candidate_ids if i in self.forest]
-            pool = [n for n in pool if (r.level is None or n.level == r.level) and node_matches(n, r.filters)]
-            hits = sorted((RankedHit(node=n, score=self.scores.get(n.id, 0.0)) for n in pool), key=lambda h: (-h.score, h.node.id))
-            out.append(hits[: r.limit])
-        return out
-
-
 def run(forest, scores, config, filters=None):
-    ranker = Ranker(forest, scores)
+    ranker = FakeRanker(forest, scores)
     trace = Trace(query="q", method=config.method)
     hits = walk(ranker, config, parse_filters(filters), trace)
     return hits, trace, ranker

@@ -1,0 +1,11 @@
+"""Helpers the test suites share (not tests): one fake ranker, one caching encoder, one engine fixture.
+
+``tests/`` is on ``sys.path`` (pytest puts a conftest's folder there), so tests write
+``from support import FakeRanker``.
+"""
+
+from .encoders import CachingEncoder
+from .engines import ENGINES, engine, make_store
+from .ranker import FakeRanker
+
+__all__ = ["CachingEncoder", "ENGINES", "FakeRanker", "engine", "make_store"]
