@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import contextlib
 import logging
 import os
@@ -61,6 +60,7 @@ _PAYLOAD_INDEXES = (
     ("doc_hash", "Keyword"),
 )
 
+
 def _import_edge() -> Any:
     try:
         import qdrant_edge
@@ -73,7 +73,7 @@ def _import_edge() -> Any:
 
 
 def _match_value(qe: Any, value: Any) -> Any:
-    """A MatchValue the engine reads with the right type (see the module docstring on booleans)."""
+    """A MatchValue the engine reads with the right type (see the package docstring on booleans)."""
     if isinstance(value, bool):
         return qe.MatchValue(np.bool_(value))
     return qe.MatchValue(value)
@@ -88,7 +88,6 @@ def _engine_errors(what: str) -> Iterator[None]:
         raise
     except Exception as exc:
         raise StoreError(f"Qdrant Edge failed to {what}: {exc}") from exc
-
 
 
 class EdgeStore(NodeStore):
@@ -184,7 +183,7 @@ class EdgeStore(NodeStore):
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dense_size, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-            # indexing_threshold=0 switches HNSW building off: every search stays exact (module docstring).
+            # indexing_threshold=0 switches HNSW building off: every search stays exact (package docstring).
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0),
             # An ephemeral index needs no write-ahead log (upserts ~35% faster without it).
             wal_enabled=not self.in_memory,
