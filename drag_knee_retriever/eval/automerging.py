@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .baselines import Method, Retrieval
 from .datasets import EvalDataset
+from .errors import EvalConsistencyError
 from .metrics import ContextHit, count_tokens
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def build_automerging(dataset: EvalDataset, encoder: Any, *, chunk_sizes: Sequen
             if found < 0:
                 found = text.find(content)
             if found < 0:
-                raise RuntimeError(
+                raise EvalConsistencyError(
                     f"LlamaIndex node {node.node_id} of document {doc_id!r} is not a substring of the "
                     "document text; cannot map it to leaves (check the llama-index-core version)."
                 )

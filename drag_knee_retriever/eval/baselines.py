@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..knee import knee_cut
 from ..nodes import ScoredNode
 from .datasets import EvalDataset
+from .errors import UnknownDocumentError
 from .metrics import ContextHit, count_tokens
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def hits_from_scored(nodes: Sequence[ScoredNode], leaf_tokens: LeafTokens) -> Tu
         try:
             counts = leaf_tokens[node.doc_id]
         except KeyError:
-            raise KeyError(
+            raise UnknownDocumentError(
                 f"the index returned document {node.doc_id!r}, which the dataset does not hold; "
                 "evaluate on a fresh in-memory index built from the dataset only."
             ) from None

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import DragKneeError
 from ..nodes import Document
+from .errors import EvalError
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ ENV_VAR = "DRAG_KNEE_DATASETS"
 GoldLeaf = Tuple[str, int]
 
 
-class DatasetError(DragKneeError, ValueError):
+class DatasetError(EvalError, ValueError):
     """A dataset is missing, malformed, or asked for with an unknown name."""
 
 

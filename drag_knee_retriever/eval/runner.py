@@ -37,6 +37,7 @@ from .baselines import (
 )
 from .datasets import EvalDataset, load_dataset
 from .encoding import CachingEncoder, encoder_fingerprint
+from .errors import EvalConsistencyError, EvalSetupError
 from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
 from .metrics import QuestionMetrics, mean_metrics, question_metrics
 from .progress import _Progress, progress_log
@@ -73,10 +74,10 @@ def parse_build_variant(spec: str) -> BuildVariant:
         if not part.strip():
             continue
         if "=" not in part:
-            raise ValueError(f"build variant part {part!r} is not key=value (e.g. inner_vectors=centroid).")
+            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. inner_vectors=centroid).")
         key, value = (x.strip() for x in part.split("=", 1))
         if key not in BuildConfig.__dataclass_fields__:
-            raise ValueError(f"unknown BuildConfig field {key!r}; use one of {', '.join(BuildConfig.__dataclass_fields__)}.")
+            raise EvalSetupError(f"unknown BuildConfig field {key!r}; use one of {', '.join(BuildConfig.__dataclass_fields__)}.")
         kwargs[key] = int(value) if value.lstrip("-").isdigit() else value
     return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**kwargs))
 
@@ -149,7 +150,7 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
             wrong.append((doc_id, len(units), None if info is None else info.leaves))
     if wrong:
         sample = ", ".join(f"{d}: {u} units vs {l} leaves" for d, u, l in wrong[:5])
-        raise RuntimeError(
+        raise EvalConsistencyError(
             f"{len(wrong)} documents do not map one leaf per unit ({sample}). The evaluation passes each "
             "unit as a page so the builder must keep pages 1:1; check builder.py's page handling."
         )
@@ -218,7 +219,7 @@ def run_eval(
     ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
         dataset, datasets_root, limit_docs=limit_docs, limit_questions=limit_questions)
     if not ds.questions:
-        raise ValueError(
+        raise EvalSetupError(
             f"{ds.name}: no questions left on the {len(ds.documents)} kept documents; raise --limit-docs."
         )
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
@@ -239,7 +240,7 @@ def run_eval(
     try:
         base_build = build or BuildConfig()
         if encoder is not None and getattr(getattr(encoder, "config", None), "language", ds.language) != ds.language:
-            raise ValueError(f"the encoder given uses BM25 language {encoder.config.language!r} but {ds.name} "
+            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.language!r} but {ds.name} "
                              f"needs {ds.language!r}; pass encoder=None or an encoder for that language.")
         if encoder is None:
             from ..config import EmbeddingConfig
