@@ -2,10 +2,13 @@
 # The exact commands behind benchmarks/RESULTS.md. Run from the repository root:
 #   bash benchmarks/run_eval.sh               # all datasets
 #   bash benchmarks/run_eval.sh covidqa       # one of: covidqa xquad-en xquad-ru hotpotqa
-#   SNAPSHOT=1 bash benchmarks/run_eval.sh    # pin the package to HEAD (+ the working tree's eval/)
-#                                             # for the whole batch, while others keep committing
-# Needs the offline model (DRAG_KNEE_MODEL_PATH or the `offline` extra), llama-index-core (AutoMerging
-# baseline) and matplotlib (plots). Passage vectors are cached between runs in $EVAL_CACHE, one file
+#   SNAPSHOT=1 bash benchmarks/run_eval.sh    # pin the package to HEAD (+ the working tree's eval/ and
+#                                             # prototypes.py) for the whole batch, while others keep committing
+# Needs the offline model (DRAG_KNEE_MODEL_PATH or the `offline` extra), the datasets (DRAG_KNEE_DATASETS,
+# default ../shared/datasets), llama-index-core (AutoMerging baseline) and matplotlib (plots). The runs
+# go through benchmarks/prototypes.py: `python -m drag_knee_retriever.eval` plus the proto_* research
+# walks. This script, not the package, says which commit ran (DRAG_KNEE_CODE_COMMIT / _CHANGED).
+# Passage vectors are cached between runs in $EVAL_CACHE, one file
 # per encoder fingerprint (same model and token limit => same vectors); delete it to time cold ingestion.
 set -euo pipefail
 REPO=$(pwd)
@@ -13,16 +16,20 @@ PY=${PY:-$REPO/.venv/bin/python}
 OUT=${OUT:-$REPO/benchmarks/results}
 EVAL_CACHE=${EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drag-knee-retriever/eval-cache}
 export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
+export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
 RUN_DIR=$REPO
+export DRAG_KNEE_CODE_COMMIT=$(git rev-parse HEAD)
+export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever benchmarks/prototypes.py | cut -c4- | tr '\n' ' ')
 if [[ -n ${SNAPSHOT:-} ]]; then
   RUN_DIR=$(mktemp -d /tmp/drag-knee-snapshot.XXXXXX)
   git archive HEAD drag_knee_retriever | tar -x -C "$RUN_DIR"
   cp -r drag_knee_retriever/eval/. "$RUN_DIR/drag_knee_retriever/eval/"
   rm -rf "$RUN_DIR/drag_knee_retriever/eval/__pycache__"
-  export DRAG_KNEE_CODE_COMMIT=$(git rev-parse HEAD)
-  export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever/eval | cut -c4- | tr '\n' ' ')
-  export PYTHONPATH=$RUN_DIR   # run from $RUN_DIR so the snapshot, not the checkout, is imported
+  mkdir -p "$RUN_DIR/benchmarks" && cp benchmarks/prototypes.py "$RUN_DIR/benchmarks/"
+  export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever/eval benchmarks/prototypes.py | cut -c4- | tr '\n' ' ')
+  export DRAG_KNEE_CODE_SNAPSHOT=$RUN_DIR
 fi
+export PYTHONPATH=$RUN_DIR   # run from $RUN_DIR so its package (the snapshot or the checkout) is imported
 # Build variants: every DRAG, prototype and collapsed-tree method is also run on indexes built these ways.
 VARIANTS=(--build-variant inner_vectors=summary --build-variant inner_vectors=centroid --build-variant branching=5
           --build-variant inner_sparse=description)
@@ -32,7 +39,7 @@ which=${1:-all}
 run() {  # name, then extra arguments
   local name=$1; shift
   if [[ $which == all || $which == "$name" ]]; then
-    (cd "$RUN_DIR" && "$PY" -m drag_knee_retriever.eval --dataset "$name" --out "$OUT/$name" "${COMMON[@]}" \
+    (cd "$RUN_DIR" && "$PY" benchmarks/prototypes.py --dataset "$name" --out "$OUT/$name" "${COMMON[@]}" \
       "${VARIANTS[@]}" "$@" --json > "$OUT/$name.json")
   fi
 }

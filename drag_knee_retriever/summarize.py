@@ -52,7 +52,13 @@ class Summary:
 @runtime_checkable
 class Summarizer(Protocol):
     """Describes nodes. ``describe`` receives one tree level's requests at a time, in order, and
-    returns one :class:`Summary` per request (so implementations may batch or fan out)."""
+    returns one :class:`Summary` per request (so implementations may batch or fan out).
+
+    Optional attribute ``keywords_from_text: bool`` (default False when absent): True when the
+    keywords are words of the node's own text, so ``BuildConfig(sparse_text="auto")`` leaves them
+    out of BM25 (they would only double-count). It is not a protocol member, so summarisers
+    written before it keep passing ``isinstance(x, Summarizer)``.
+    """
 
     def describe(self, requests: Sequence[SummaryRequest]) -> List[Summary]:  # pragma: no cover - protocol
         ...
@@ -106,6 +112,9 @@ class ExtractiveSummarizer:
     ``summary_max_chars``. Keywords are the terms most distinctive of the subtree (TF-IDF against
     the other nodes of the same level of the document). Leaves keep their own text and get keywords.
     """
+
+    #: Its keywords are words of the text (see :class:`Summarizer`): BM25 indexes the text alone.
+    keywords_from_text = True
 
     def __init__(self, config: Optional[BuildConfig] = None, *, diversity: float = 0.5) -> None:
         self.config = config or BuildConfig()

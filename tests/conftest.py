@@ -17,6 +17,9 @@ DATASETS = SHARED / "datasets"
 # Tests load the offline model from shared/ (no hub): every index and subprocess sees this.
 if MODEL_DIR.is_dir():
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL_DIR))
+# The eval harness reads datasets only from an argument or this variable (it guesses no folder).
+if DATASETS.is_dir():
+    os.environ.setdefault("DRAG_KNEE_DATASETS", str(DATASETS))
 
 
 # The one engine switch: tests (and fixtures) that take ``engine`` run on every embedded engine.

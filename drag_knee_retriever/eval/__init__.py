@@ -19,6 +19,7 @@ from .datasets import (
     load_hotpotqa,
     load_xquad,
 )
+from .errors import EvalConsistencyError, EvalError, EvalSetupError, UnknownDocumentError
 from .metrics import METRIC_FORMULAS, METRIC_NAMES, ContextHit, QuestionMetrics, mean_metrics, question_metrics
 
 
@@ -35,7 +36,10 @@ __all__ = [
     "METRIC_NAMES",
     "ContextHit",
     "DatasetError",
+    "EvalConsistencyError",
     "EvalDataset",
+    "EvalError",
+    "EvalSetupError",
     "Question",
     "QuestionMetrics",
     "load_covidqa",
@@ -44,5 +48,6 @@ __all__ = [
     "load_xquad",
     "mean_metrics",
     "question_metrics",
+    "UnknownDocumentError",
     "run_eval",
 ]

@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 
@@ -37,6 +37,7 @@ app = typer.Typer(add_completion=False, help="Evaluate DRAG with KNEE against fl
 
 @app.command("eval")
 def eval_command(
+    ctx: typer.Context,
     dataset: Annotated[DatasetName, typer.Option("--dataset", "-d", help="Which dataset to evaluate on.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for table.md, summary.json, questions.jsonl and the plot.")],
     limit_docs: Annotated[Optional[int], typer.Option("--limit-docs", min=1, help="Keep the first N documents.")] = None,
@@ -47,11 +48,10 @@ def eval_command(
     build_variants: Annotated[Optional[List[str]], typer.Option("--build-variant", help="Extra index for DRAG/collapsed methods (repeatable), e.g. 'inner_vectors=centroid'.")] = None,
     automerging_k: Annotated[Optional[List[int]], typer.Option("--automerging-k", help="AutoMergingRetriever similarity_top_k (repeatable; default 6).")] = None,
     traces: Annotated[int, typer.Option("--traces", min=0, help="Save DRAG traces of the first N questions to traces.jsonl.")] = 0,
-    datasets_dir: Annotated[Optional[Path], typer.Option("--datasets", help="Datasets folder (default: $DRAG_KNEE_DATASETS or ../shared/datasets).")] = None,
+    datasets_dir: Annotated[Optional[Path], typer.Option("--datasets", help="Datasets folder (default: $DRAG_KNEE_DATASETS).")] = None,
     model_path: Annotated[Optional[str], typer.Option("--model-path", help="fastembed-ready dense model folder.")] = None,
     embedding_cache: Annotated[Optional[Path], typer.Option("--embedding-cache", help="Keep passage vectors in this folder between runs (same model => same vectors).")] = None,
     engine: Annotated[str, typer.Option("--engine", help="Store engine: auto, edge or local.")] = "auto",
-    prototypes: Annotated[bool, typer.Option("--prototypes/--no-prototypes", help="Also run the proto_* prototypes of core changes.")] = True,
     plot: Annotated[bool, typer.Option("--plot/--no-plot", help="Write recall_vs_tokens.png (needs matplotlib).")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
@@ -73,6 +73,7 @@ def eval_command(
             datasets_root=datasets_dir, build=base_build, build_variants=variants,
             automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
             embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot,
+            **(ctx.obj if isinstance(ctx.obj, dict) else {}),
         )
     except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:
         typer.echo(f"drag-knee eval: {exc}", err=True)
@@ -90,14 +91,15 @@ def eval_command(
     typer.echo(f"table: {report.files.get('table')}  plot: {report.files.get('plot', '-')}")
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``python -m drag_knee_retriever.eval``."""
+def main(argv: Optional[List[str]] = None, **run_kwargs: Any) -> int:
+    """Entry point of ``python -m drag_knee_retriever.eval``. ``run_kwargs`` go to :func:`run_eval`
+    as they are (benchmarks/prototypes.py passes ``extra_methods=`` this way)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="drag-knee eval: %(levelname)s: %(message)s")
     command = typer.main.get_command(app)
     try:
         command.main(args=argv if argv is not None else sys.argv[1:], prog_name="python -m drag_knee_retriever.eval",
-                     standalone_mode=True)
+                     standalone_mode=True, obj=run_kwargs or None)
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0

@@ -11,9 +11,8 @@ their gold is kept; ``limit_questions`` then keeps N of those, evenly spread (de
 Whitespace-only units are dropped before numbering (the builder could not make a leaf of them);
 gold that pointed at such a unit would be dropped with a warning (none does in the shipped data).
 
-Datasets are read from, in order: the ``root`` argument, the environment variable
-``DRAG_KNEE_DATASETS``, ``../shared/datasets`` next to the repository, ``../shared/datasets``
-relative to the working directory.
+Datasets are read from the ``root`` argument or else the folder the environment variable
+``DRAG_KNEE_DATASETS`` names (the package never guesses a folder of its own).
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import DragKneeError
 from ..nodes import Document
+from .errors import EvalError
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ ENV_VAR = "DRAG_KNEE_DATASETS"
 GoldLeaf = Tuple[str, int]
 
 
-class DatasetError(DragKneeError, ValueError):
+class DatasetError(EvalError, ValueError):
     """A dataset is missing, malformed, or asked for with an unknown name."""
 
 
@@ -119,7 +118,7 @@ class EvalDataset:
 
 
 def datasets_root(root: Optional[os.PathLike | str] = None) -> Path:
-    """Find the folder holding the datasets (see the module docstring for the search order)."""
+    """The folder holding the datasets: ``root``, else ``$DRAG_KNEE_DATASETS``."""
     tried: List[str] = []
     candidates: List[Tuple[str, Path]] = []
     if root is not None:
@@ -127,9 +126,6 @@ def datasets_root(root: Optional[os.PathLike | str] = None) -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
         candidates.append((f"${ENV_VAR}", Path(env)))
-    repo = Path(__file__).resolve().parents[2]
-    candidates.append(("repository", repo.parent / "shared" / "datasets"))
-    candidates.append(("working directory", Path.cwd().parent / "shared" / "datasets"))
     for origin, path in candidates:
         if path.is_dir():
             return path
@@ -137,7 +133,8 @@ def datasets_root(root: Optional[os.PathLike | str] = None) -> Path:
         if origin == "argument":
             break  # an explicit path that does not exist is an error, not a hint
     raise DatasetError(
-        "No datasets folder found; tried " + ", ".join(tried) + ". Pass the folder that holds "
+        ("No datasets folder found; tried " + ", ".join(tried) if tried else f"No datasets folder given and ${ENV_VAR} is not set")
+        + ". Pass the folder that holds "
         f"covidqa_200423/, xquad_en_ru/ and hotpotqa_hipporag100/, or set {ENV_VAR}."
     )
 

@@ -1,0 +1,80 @@
+"""A result's context: the text of every hit, and the check that its document is still live.
+
+One fetch per search brings the leaves under the inner nodes returned and every document's root
+(and, after a light walk, the hits' own nodes whole). :func:`fetch_context` is what
+``DragKneeIndex.search`` / ``flat_search`` run after ranking, and what evaluation code running its
+own walk should run too, so that the cost and the liveness rule are the same.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Sequence, Tuple
+
+from .builder import leaf_id, node_id, span_leaf_ids
+from .nodes import TreeNode
+from .store import NodeStore, RankedHit
+
+log = logging.getLogger(__name__)
+
+Context = Tuple[List[Any], Dict[str, str]]
+
+
+def span_leaf_map(nodes: Sequence[TreeNode]) -> Dict[str, List[str]]:
+    """For each inner node, the ids of the leaves it covers (leaf ids follow from the ordinals)."""
+    return {n.id: list(span_leaf_ids(n)) for n in nodes if not n.is_leaf}
+
+
+def context_ids(nodes: Sequence[TreeNode], *, with_nodes: bool = False) -> List[str]:
+    """The ids of one context fetch: the leaves under the inner nodes and every document's root.
+
+    ``with_nodes``: the nodes themselves too (a light walk holds them without their text).
+    """
+    ids = {i for leaf_ids in span_leaf_map(nodes).values() for i in leaf_ids}
+    if with_nodes:
+        ids.update(n.id for n in nodes)
+    for doc_id in {n.doc_id for n in nodes}:
+        ids.update((node_id(doc_id, "r"), leaf_id(doc_id, 0)))  # the root, whichever it is
+    return sorted(ids)
+
+
+def live_with_text(hits: Sequence[Any], fetched: Sequence[TreeNode], *, refresh: bool = False) -> Context:
+    """Keep the hits whose document still has the same committed tree, with their span text.
+
+    A writer may replace or delete a document while a search walks it: a hit is kept only if its
+    document's root (fetched now) carries the hit's version and every leaf of its span does too,
+    so every result is consistent with the state at this final read. ``refresh``: the hits' own
+    nodes were fetched too (a light walk): each must carry the hit's version as well, and the
+    fetched, whole node replaces the walk's light one.
+    """
+    by_id = {n.id: n for n in fetched}
+    live = {(n.doc_id, n.doc_hash) for n in fetched if n.level == 0}
+    wanted = span_leaf_map([h.node for h in hits])
+    kept, texts = [], {}
+    for hit in hits:
+        node = hit.node
+        leaf_ids = wanted.get(node.id, ())
+        whole = by_id.get(node.id) if refresh else node
+        if whole is None or whole.doc_hash != node.doc_hash or (node.doc_id, node.doc_hash) not in live or any(
+            i not in by_id or by_id[i].doc_hash != node.doc_hash for i in leaf_ids
+        ):
+            log.debug("dropped %s of %s: its document changed during the search", node.id, node.doc_id)
+            continue
+        if whole is not node:
+            hit = RankedHit(node=whole, score=hit.score, dense_rank=hit.dense_rank, sparse_rank=hit.sparse_rank)
+            node = whole
+        kept.append(hit)
+        texts[node.id] = node.text if node.is_leaf else "\n\n".join(by_id[i].text for i in leaf_ids)
+    return kept, texts
+
+
+def fetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False) -> Context:
+    """One round trip: the live hits (whole nodes when ``refresh``) and their texts by node id."""
+    fetched = store.retrieve(context_ids([h.node for h in hits], with_nodes=refresh))
+    return live_with_text(hits, fetched, refresh=refresh)
+
+
+async def afetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False) -> Context:
+    """:func:`fetch_context` through the store's async API."""
+    fetched = await store.aretrieve(context_ids([h.node for h in hits], with_nodes=refresh))
+    return live_with_text(hits, fetched, refresh=refresh)

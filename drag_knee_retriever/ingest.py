@@ -1,0 +1,220 @@
+"""Writing documents: change detection, builder -> vectorizer -> store, root-last writes.
+
+:class:`Ingestor` is what ``DragKneeIndex.add_documents`` / ``add_nodes`` / ``delete_document``
+run. Both ways in share one change check (:meth:`Ingestor.triage`) and one write
+(:meth:`Ingestor.write_trees`): a tree's root is its commit point and is written last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
+from .config import BuildConfig
+from .errors import InvalidDocumentError
+from .nodes import Document, TreeNode
+from .store import NodeStore
+from .vectorize import Vectorizer
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+_INGEST_CHUNK_DOCS = 64
+
+
+@dataclass
+class IngestReport:
+    """What an ``add_documents`` call did."""
+
+    added: List[str] = field(default_factory=list)
+    replaced: List[str] = field(default_factory=list)
+    unchanged: List[str] = field(default_factory=list)
+    nodes_written: int = 0
+    seconds: float = 0.0
+    phase_seconds: Dict[str, float] = field(default_factory=dict)
+    # What the summariser spent, when it reports it (LLM summarisers: calls, tokens, fallbacks).
+    summarizer: Optional[Dict[str, Any]] = None
+
+    def __str__(self) -> str:
+        text = (
+            f"{len(self.added)} added, {len(self.replaced)} replaced, {len(self.unchanged)} unchanged; "
+            f"{self.nodes_written} nodes written in {self.seconds:.1f}s"
+        )
+        if self.summarizer:
+            text += f"; summariser: {self.summarizer.get('summary', self.summarizer)}"
+        return text
+
+
+class Ingestor:
+    """Builds, vectorises and writes document trees into one store (one writer at a time)."""
+
+    def __init__(self, store: NodeStore, config: BuildConfig, summarizer: Any, vectorizer: Vectorizer) -> None:
+        self.store = store
+        self.config = config
+        self.summarizer = summarizer
+        self.vectorizer = vectorizer
+        self.lock = threading.RLock()
+
+    def add_documents(self, documents: Iterable[Document], progress: Optional[Progress] = None) -> IngestReport:
+        """Every document is checked before anything is written, so bad input loses nothing stored."""
+        started = time.perf_counter()
+        docs = validate_documents(documents)
+        report = IngestReport()
+        track = getattr(self.summarizer, "track", None)
+        with self.lock, (track() if callable(track) else contextlib.nullcontext()) as cost:
+            existing = self.existing_hashes([d.id for d in docs])
+            for start in range(0, len(docs), _INGEST_CHUNK_DOCS):
+                chunk = docs[start : start + _INGEST_CHUNK_DOCS]
+                self._ingest_chunk(chunk, existing, report, progress, done_before=start, total=len(docs))
+        if cost is not None and hasattr(cost, "as_dict"):
+            report.summarizer = {**cost.as_dict(), "summary": str(cost)}
+        report.seconds = time.perf_counter() - started
+        log.info("ingest: %s", report)
+        return report
+
+    def _ingest_chunk(self, docs: List[Document], existing: Dict[str, str], report: IngestReport,
+                      progress: Optional[Progress], done_before: int, total: int) -> None:
+        timer = _PhaseTimer(report)
+        identity = getattr(self.summarizer, "identity", type(self.summarizer).__name__)
+        # Unchanged documents are skipped before any building or encoding.
+        changed = [d for d in docs if self.triage(d.id, document_hash(d, self.config, identity), existing, report)]
+        if not changed:
+            if progress:
+                progress("building", done_before + len(docs), total)
+            return
+        with timer("building"):
+            fresh = build_document_trees(changed, self.config, self.summarizer)
+        if progress:
+            progress("building", done_before + len(docs), total)
+        with timer("embedding"):
+            records = self.vectorizer.records([n for t in fresh for n in t.nodes], progress)
+        with timer("writing"):
+            self.write_trees(fresh, records, progress)
+        report.nodes_written += len(records)
+
+    def add_nodes(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> IngestReport:
+        """Index pre-built trees: every document's full node set, checked before anything is written."""
+        started = time.perf_counter()
+        report = IngestReport()
+        trees = trees_from_nodes(nodes)
+        with self.lock:
+            existing = self.existing_hashes([t.doc_id for t in trees])
+            fresh = [t for t in trees if self.triage(t.doc_id, t.doc_hash, existing, report)]
+            if fresh:
+                records = self.vectorizer.records([n for t in fresh for n in t.nodes], progress)
+                self.write_trees(fresh, records, progress)
+                report.nodes_written = len(records)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    @staticmethod
+    def triage(doc_id: str, new_hash: str, existing: Dict[str, str], report: IngestReport) -> bool:
+        """The one change check: True (and listed as added or replaced) when the document must be
+        written; False (listed unchanged) when its stored version has this hash. An empty hash
+        never counts as unchanged."""
+        old = existing.get(doc_id)
+        if old is not None and new_hash and old == new_hash:
+            report.unchanged.append(doc_id)
+            return False
+        (report.replaced if old is not None else report.added).append(doc_id)
+        return True
+
+    def existing_hashes(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        """doc_id -> doc_hash of the documents whose root is stored (one request)."""
+        if not doc_ids:
+            return {}
+        ids = [i for d in doc_ids for i in (node_id(d, "r"), leaf_id(d, 0))]
+        return {node.doc_id: node.doc_hash for node in self.store.retrieve(ids) if node.level == 0}
+
+    def write_trees(self, trees: List[DocumentTree], records: List[Any], progress: Optional[Progress]) -> None:
+        """Replace each tree's document: its old nodes go, then every body node, then the roots."""
+        by_id = {r.node.id: r for r in records}
+        # The root is a tree's commit point: nothing is written after it, so a stored root always
+        # means one whole tree of one version. First every node of the document goes (a changed
+        # document's old tree, or the rootless leftovers of an interrupted ingest), then the body,
+        # then the roots. A document being replaced is invisible until its new root lands.
+        for tree in trees:
+            self.store.delete_nodes(tree.doc_id)
+        body = [by_id[n.id] for t in trees for n in t.nodes[:-1]]
+        roots = [by_id[t.root.id] for t in trees]
+        total = len(body) + len(roots)
+        self.store.upsert(body)
+        if progress:
+            progress("writing", len(body), total)
+        self.store.upsert(roots)
+        if progress:
+            progress("writing", total, total)
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document's whole tree. Returns False if it was not indexed."""
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidDocumentError(f"doc_id must be a non-empty string, got {doc_id!r}.")
+        with self.lock:
+            known = doc_id in self.existing_hashes([doc_id])
+            # Delete even when the root is missing: that clears what an interrupted ingest left.
+            self.store.delete_nodes(doc_id)
+        return known
+
+
+class _PhaseTimer:
+    def __init__(self, report: IngestReport) -> None:
+        self.report = report
+
+    def __call__(self, phase: str) -> "_PhaseTimer":
+        self.phase = phase
+        return self
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        spent = time.perf_counter() - self.started
+        self.report.phase_seconds[self.phase] = self.report.phase_seconds.get(self.phase, 0.0) + spent
+
+
+def trees_from_nodes(nodes: Sequence[TreeNode]) -> List[DocumentTree]:
+    """Group pre-built nodes into one tree per document (deepest first, root last), checked whole."""
+    by_doc: Dict[str, List[TreeNode]] = {}
+    for node in nodes:
+        if not isinstance(node, TreeNode):
+            raise InvalidDocumentError(f"add_nodes takes TreeNode objects, got {type(node).__name__}.")
+        by_doc.setdefault(node.doc_id, []).append(node)
+    trees = []
+    for doc_id, doc_nodes in by_doc.items():
+        ids = {n.id for n in doc_nodes}
+        roots = [n for n in doc_nodes if n.parent_id is None]
+        if len(roots) != 1:
+            raise InvalidDocumentError(f"document {doc_id!r}: expected exactly one root node, found {len(roots)}.")
+        missing = [c for n in doc_nodes for c in n.child_ids if c not in ids]
+        if missing:
+            raise InvalidDocumentError(f"document {doc_id!r}: child ids {missing[:3]} are not among the nodes given.")
+        ordered = sorted(doc_nodes, key=lambda n: -n.level)  # deepest first, root last
+        trees.append(DocumentTree(doc_id=doc_id, doc_hash=roots[0].doc_hash, nodes=ordered))
+    return trees
+
+
+def validate_documents(documents: Iterable[Document]) -> List[Document]:
+    """The documents as a list, refused whole (nothing written) if any item is bad or an id repeats."""
+    if isinstance(documents, Document):
+        documents = [documents]
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
+        raise InvalidDocumentError("add_documents takes a list of Document objects.")
+    docs = list(documents)
+    seen: Dict[str, int] = {}
+    for position, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise InvalidDocumentError(
+                f"item {position} is {type(doc).__name__}, not Document; wrap text as Document(id=..., text=...)."
+            )
+        if doc.id in seen:
+            raise InvalidDocumentError(
+                f"document id {doc.id!r} appears twice in one call (items {seen[doc.id]} and {position}); "
+                "ids must be unique. Nothing was written."
+            )
+        seen[doc.id] = position
+    return docs

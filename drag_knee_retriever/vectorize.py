@@ -1,0 +1,111 @@
+"""Which text feeds which vector of a node, and the vectors themselves.
+
+A node gets one dense vector and one BM25 vector. :class:`BuildConfig` says what they encode
+(``leaf_text``, ``inner_vectors``, ``sparse_text``, ``inner_sparse``); the summariser says, through
+its ``keywords_from_text`` attribute (see :class:`~drag_knee_retriever.summarize.Summarizer`),
+whether its keywords add words the text lacks, which decides ``sparse_text="auto"``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .config import BuildConfig
+from .embeddings import Encoder
+from .nodes import TreeNode
+from .store import NodeRecord
+
+Progress = Callable[[str, int, int], None]
+
+
+def summarizer_keywords_from_text(summarizer: object) -> bool:
+    """Whether a summariser's keywords are words of the node's text already (default: no, as an
+    LLM's are; a summariser that does not say is treated like one)."""
+    return bool(getattr(summarizer, "keywords_from_text", False))
+
+
+def titled(title: Optional[str], text: str) -> str:
+    """A text with its section heading in front (headings often hold the words a question uses)."""
+    return f"{title}\n{text}" if title else text
+
+
+class Vectorizer:
+    """Turns built nodes into :class:`NodeRecord` objects (dense + BM25 vectors) for the store."""
+
+    def __init__(self, config: BuildConfig, encoder: Encoder, summarizer: object) -> None:
+        self.config = config
+        self.encoder = encoder
+        self.summarizer = summarizer
+
+    def records(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> List[NodeRecord]:
+        """Dense and BM25 vectors for nodes (children always precede their parents in ``nodes``)."""
+        dense_texts = [self.dense_text(n) for n in nodes]
+        vectors = self._dense_vectors(nodes, dense_texts, progress)
+        sparse = self.encoder.encode_sparse(self.sparse_texts(nodes, dense_texts))
+        return [
+            NodeRecord(node=node, dense=vectors[node.id], sparse_indices=s[0], sparse_values=s[1])
+            for node, s in zip(nodes, sparse)
+        ]
+
+    def dense_text(self, node: TreeNode) -> str:
+        """What a node's dense vector encodes (an inner node: its description)."""
+        if not node.is_leaf:
+            return node.text
+        mode = self.config.leaf_text
+        if mode == "description" and node.description:
+            return node.description
+        # A leaf is indexed with its section heading in front (headings are titles, not leaf text,
+        # and often hold the very words a question uses); the text returned stays the leaf's own.
+        text = titled(node.title, node.text)
+        if mode == "own+description" and node.description:
+            return f"{text}\n\n{node.description}"
+        return text
+
+    def sparse_texts(self, nodes: Sequence[TreeNode], dense_texts: Sequence[str]) -> List[str]:
+        """What every node's BM25 vector encodes (children before parents in ``nodes``)."""
+        span_texts: Dict[str, str] = {}
+        if self.config.inner_sparse == "span":
+            for node in nodes:  # children first, so a parent joins its children's span texts
+                if node.is_leaf:
+                    span_texts[node.id] = titled(node.title, node.text)
+                else:
+                    span_texts[node.id] = titled(node.title, "\n".join(span_texts[c] for c in node.child_ids))
+        return [self._sparse_text(n, span_texts[n.id] if (not n.is_leaf and span_texts) else t)
+                for n, t in zip(nodes, dense_texts)]
+
+    def _sparse_text(self, node: TreeNode, text: str) -> str:
+        mode = self.config.sparse_text
+        if mode == "auto":
+            # Keywords drawn from the text only double-count its words in BM25 (measured: README "Speed").
+            mode = "text" if summarizer_keywords_from_text(self.summarizer) else "text+keywords"
+        keywords = " ".join(node.keywords)
+        if mode == "keywords" and keywords:
+            return keywords
+        if mode == "text+keywords" and keywords:
+            return f"{text}\n{keywords}"
+        return text
+
+    def _dense_vectors(self, nodes: Sequence[TreeNode], dense_texts: Sequence[str],
+                       progress: Optional[Progress]) -> Dict[str, np.ndarray]:
+        """Leaves: their encoded text. Inner nodes: the encoded summary, the normalised centroid of
+        their children's vectors, or the normalised sum of both (``inner_vectors``)."""
+        mode = self.config.inner_vectors
+        needs_encoding = [i for i, n in enumerate(nodes) if n.is_leaf or mode in ("summary", "both")]
+        encoded = self.encoder.encode_dense(
+            [dense_texts[i] for i in needs_encoding],
+            progress=(lambda done, total: progress("embedding", done, total)) if progress else None,
+        )
+        slot = {i: row for row, i in enumerate(needs_encoding)}
+        vectors: Dict[str, np.ndarray] = {}
+        for i, node in enumerate(nodes):
+            if node.is_leaf or mode == "summary":
+                vector = encoded[slot[i]]
+            else:
+                centroid = np.mean([vectors[c] for c in node.child_ids], axis=0)
+                centroid /= np.linalg.norm(centroid) or 1.0
+                vector = centroid if mode == "centroid" else encoded[slot[i]] + centroid
+                vector = vector / (np.linalg.norm(vector) or 1.0)
+            vectors[node.id] = vector
+        return vectors
