@@ -39,7 +39,7 @@ from typing import (
 )
 
 from ..config import BuildConfig
-from ..errors import DragKneeError
+from ..errors import InvalidOutputError, SummarizerError
 from ..summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 from .cache import SummaryCache
 from .prompts import DEFAULT_PROMPTS, SCHEMA_VERSION, SummaryPrompts, fill
@@ -55,14 +55,6 @@ PromptMessage = Tuple[str, str]
 _MAX_FAILURE_SAMPLES = 10
 
 
-class SummarizerError(DragKneeError, RuntimeError):
-    """A node could not be described and ``on_failure="raise"`` was chosen."""
-
-
-class InvalidOutputError(ValueError):
-    """A model's answer is not a usable ``{"description", "keywords"}`` object (triggers a retry).
-
-    Backends raise it when their framework rejected an answer while parsing it."""
 
 
 @dataclass(frozen=True)
