@@ -133,3 +133,19 @@ def fill(template: str, values: Mapping[str, object]) -> str:
     # contain "{language}") is never replaced again.
     pattern = re.compile("\\{(" + "|".join(re.escape(name) for name in values) + ")\\}")
     return pattern.sub(lambda m: str(values[m.group(1)]), template)
+
+
+def detect_language(text: str) -> str:
+    """``"Russian"`` (or ``"Ukrainian"``) for Cyrillic text, else a neutral phrase for the prompt."""
+    cyrillic = latin = 0
+    ukrainian = False
+    for ch in text[:4000]:
+        if "\u0400" <= ch <= "\u04ff":
+            cyrillic += 1
+            if ch in "іїєґІЇЄҐ":
+                ukrainian = True
+        elif ("a" <= ch <= "z") or ("A" <= ch <= "Z"):
+            latin += 1
+    if cyrillic > latin:
+        return "Ukrainian" if ukrainian else "Russian"
+    return "the language the text is written in"
