@@ -9,6 +9,9 @@ hierarchy, :meth:`~DragKneeIndex.add_documents` / :meth:`~DragKneeIndex.add_node
 and :func:`drag_knee_retriever.knee.knee_cut` for the postprocessor. It scores, encodes and stores
 nothing itself.
 
+(About 500 lines: four framework classes and their conversions, which LlamaIndex users import from
+this one module; the shared parts are in ``_common``/``_pages``.)
+
 Example::
 
     from llama_index.core.query_engine import RetrieverQueryEngine
