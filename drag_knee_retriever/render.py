@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .errors import ConfigError
 from .knee import knee_distances, knee_index
 from .nodes import Trace, TraceCandidate, TraceStep
 
@@ -250,7 +251,7 @@ def _save(fig: "Figure", path: Union[str, Path, None]) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"Cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf file name.")
+        raise ConfigError(f"Cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf file name.")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150, bbox_inches="tight")
     log.info("wrote %s", path)

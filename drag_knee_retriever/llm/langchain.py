@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Mapping, Optional, Sequence
 
+from ..errors import ConfigError
 from .backend import (
     ModelReply,
     PromptMessage,
@@ -79,7 +80,7 @@ class LangChainBackend:
                 )
             except NotImplementedError as exc:
                 if structured is True:
-                    raise ValueError(
+                    raise ConfigError(
                         f"{type(chat_model).__name__} does not implement with_structured_output ({exc}); "
                         "use structured='auto' or False to parse JSON from its chat answers."
                     ) from exc

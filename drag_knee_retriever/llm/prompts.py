@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
+from ..errors import ConfigError
+
 #: Bump when the expected answer shape changes: it is part of every cache key.
 SCHEMA_VERSION = "1"
 
@@ -91,16 +93,16 @@ class SummaryPrompts:
         for f in fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(
+                raise ConfigError(
                     f"SummaryPrompts.{f.name} must be a non-empty template string, got {value!r}; "
                     "start from DEFAULT_PROMPTS and replace only the templates you want to change."
                 )
         if "{text}" not in self.leaf:
-            raise ValueError(
+            raise ConfigError(
                 "SummaryPrompts.leaf must contain the placeholder {text} (where the page goes)."
             )
         if "{children}" not in self.parent:
-            raise ValueError(
+            raise ConfigError(
                 "SummaryPrompts.parent must contain the placeholder {children} "
                 "(where the children's descriptions go)."
             )
