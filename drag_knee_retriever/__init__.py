@@ -6,14 +6,18 @@ The core imports neither LangChain nor LlamaIndex; adapters live in
 
 from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .errors import (
+    CliError,
     ConfigError,
     DragKneeError,
     InvalidDocumentError,
+    InvalidOutputError,
     InvalidQueryError,
+    InvalidScoresError,
     ModelLoadError,
     ModelMismatchError,
     StoreError,
     StoreLockedError,
+    SummarizerError,
 )
 from .knee import knee_cut, knee_index
 from .nodes import Document, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
@@ -38,6 +42,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BuildConfig",
+    "CliError",
     "ConfigError",
     "Document",
     "DragKneeError",
@@ -46,7 +51,9 @@ __all__ = [
     "ExtractiveSummarizer",
     "IngestReport",
     "InvalidDocumentError",
+    "InvalidOutputError",
     "InvalidQueryError",
+    "InvalidScoresError",
     "ModelLoadError",
     "ModelMismatchError",
     "ScoredNode",
@@ -56,6 +63,7 @@ __all__ = [
     "StoreConfig",
     "StoreError",
     "StoreLockedError",
+    "SummarizerError",
     "Summarizer",
     "Summary",
     "SummaryRequest",

@@ -37,3 +37,21 @@ class StoreError(DragKneeError, RuntimeError):
 
 class InvalidScoresError(DragKneeError, ValueError):
     """A score list given to the knee is not finite or not in descending order."""
+
+
+class SummarizerError(DragKneeError, RuntimeError):
+    """A node could not be described by the LLM summariser and ``on_failure="raise"`` was chosen."""
+
+
+class InvalidOutputError(DragKneeError, ValueError):
+    """A model's answer is not a usable ``{"description", "keywords"}`` object (triggers a retry).
+
+    LLM backends raise it when their framework rejected an answer while parsing it."""
+
+
+class CliError(DragKneeError):
+    """A user-facing failure of the ``drag-knee`` command: one line on stderr, then exit ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code

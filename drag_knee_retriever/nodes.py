@@ -303,40 +303,6 @@ class Trace:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
 
-    def render(self) -> str:
-        """A plain-text tree of the walk (see :mod:`drag_knee_retriever.render` for rich output)."""
-        lines = [f"trace: method={self.method} query={self.query[:80]!r} requests={self.requests}"]
-        for step in self.steps:
-            head = f"step {step.step} [{step.kind}] level {step.level}"
-            if step.parent_id:
-                head += f" parent {step.parent_id[:8]}"
-            if step.knee_index is not None:
-                head += f" knee@{step.knee_index}"
-            lines.append(head + f" kept {step.kept_count}/{len(step.candidates)}")
-            for c in step.candidates:
-                mark = {"kept": "+", "suppressed": "x", "cut": "-", "merged": "^"}.get(c.outcome, "?")
-                extra = f" by {c.suppressed_by[:8]}" if c.suppressed_by else ""
-                ranks = f" d#{c.dense_rank} s#{c.sparse_rank}" if c.dense_rank is not None or c.sparse_rank is not None else ""
-                lines.append(
-                    f"  {mark} {c.fused_score:.4f} {c.doc_id} {c.label} L{c.level}{ranks} {c.outcome}{extra}"
-                )
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.render()
-
-    def render_rich(self, console: Any = None, *, max_candidates: int = 12) -> None:
-        """Print the walk as a rich tree (kept in green, suppressed with who suppressed them, the knee)."""
-        from .render import print_trace
-
-        print_trace(self, console, max_candidates=max_candidates)
-
-    def plot(self, path: Any = None, *, max_steps: int = 12) -> Any:
-        """A matplotlib figure of each step's score curve with the knee marked (saved if ``path``)."""
-        from .render import plot_trace
-
-        return plot_trace(self, path, max_steps=max_steps)
-
 
 @dataclass
 class SearchResult:

@@ -1,5 +1,7 @@
-"""Pictures of a search: the walk as a rich tree, and the score curve with its knee as a plot.
+"""Pictures of a search: the walk as plain text or a rich tree, and the score curve with its knee.
 
+- :func:`trace_text`: the trace as a plain-text tree (no extra needed; what ``Trace.render()``
+  returned before the data model lost its presentation methods).
 - :func:`trace_tree` / :func:`print_trace`: the trace as a :class:`rich.tree.Tree`: every ranking
   step with its candidates best first, kept ones in green, suppressed ones in red with the node
   that suppressed them, cut ones dimmed, and the knee marked where the list was cut. Needs
@@ -19,6 +21,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .errors import ConfigError
 from .knee import knee_distances, knee_index
 from .nodes import Trace, TraceCandidate, TraceStep
 
@@ -35,13 +38,36 @@ _OUTCOME_COLOUR = {"kept": "#2e9e44", "suppressed": "#d1352b", "cut": "#9a9a9a",
 _BAR_WIDTH = 10
 
 
+_TEXT_MARK = {"kept": "+", "suppressed": "x", "cut": "-", "merged": "^"}
+
+
+def trace_text(trace: Trace) -> str:
+    """The walk as a plain-text tree: one line per step, one per candidate (``+`` kept, ``x``
+    suppressed, ``-`` cut, ``^`` merged)."""
+    lines = [f"trace: method={trace.method} query={trace.query[:80]!r} requests={trace.requests}"]
+    for step in trace.steps:
+        head = f"step {step.step} [{step.kind}] level {step.level}"
+        if step.parent_id:
+            head += f" parent {step.parent_id[:8]}"
+        if step.knee_index is not None:
+            head += f" knee@{step.knee_index}"
+        lines.append(head + f" kept {step.kept_count}/{len(step.candidates)}")
+        for c in step.candidates:
+            mark = _TEXT_MARK.get(c.outcome, "?")
+            extra = f" by {c.suppressed_by[:8]}" if c.suppressed_by else ""
+            has_ranks = c.dense_rank is not None or c.sparse_rank is not None
+            ranks = f" d#{c.dense_rank} s#{c.sparse_rank}" if has_ranks else ""
+            lines.append(f"  {mark} {c.fused_score:.4f} {c.doc_id} {c.label} L{c.level}{ranks} {c.outcome}{extra}")
+    return "\n".join(lines)
+
+
 def _import_rich() -> Any:
     try:
         import rich  # noqa: F401
     except ImportError:
         raise ImportError(
             "Rendering a trace as a tree needs rich, a dependency of drag-knee-retriever: "
-            "pip install rich (or use str(trace) for plain text)."
+            "pip install rich (or use drag_knee_retriever.render.trace_text(trace) for plain text)."
         ) from None
     return rich
 
@@ -225,7 +251,7 @@ def _save(fig: "Figure", path: Union[str, Path, None]) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"Cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf file name.")
+        raise ConfigError(f"Cannot write a plot to {str(path)!r}: use a .png, .svg or .pdf file name.")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150, bbox_inches="tight")
     log.info("wrote %s", path)

@@ -22,15 +22,18 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
-from . import (
+from ._common import (
     INSTALL_HINT,
     SCORE,
-    PageEntry,
+    SEARCH_SETTINGS,
+    RetrieverSettings,
+    check_index,
     check_query,
-    group_paged_documents,
     hit_metadata,
-    search_overrides,
+    knee_keep,
+    make_index,
 )
+from ._pages import PageEntry, group_paged_documents
 
 try:
     from langchain_core.callbacks import (
@@ -48,8 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
-from ..errors import InvalidDocumentError, InvalidQueryError, InvalidScoresError
-from ..knee import knee_cut
+from ..errors import InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
 
 log = logging.getLogger(__name__)
@@ -64,8 +66,6 @@ __all__ = [
 # Keys PyPDFLoader (and PyMuPDFLoader) put on every page; they differ per page, so they are
 # dropped from the file-level metadata of the paged document.
 _PAGE_KEYS = ("page", "page_label")
-# Settings a caller may override per call: retriever.invoke(query, k=2, filters={...}).
-_CALL_SETTINGS = ("k", "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order")
 
 
 def to_langchain_document(hit: ScoredNode) -> LCDocument:
@@ -159,49 +159,19 @@ class DragKneeRetriever(BaseRetriever):
     fusion_weights: Optional[List[Tuple[float, float]]] = None
     order: Optional[Literal["score", "document"]] = None
 
-    _overrides: Dict[str, Any] = PrivateAttr(default_factory=dict)
+    _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check_settings(self) -> "DragKneeRetriever":
-        if not hasattr(self.index, "search") or not hasattr(self.index, "asearch"):
-            raise TypeError(
-                f"index must be a DragKneeIndex (something with search/asearch), got "
-                f"{type(self.index).__name__}; build one with DragKneeIndex(...) or use "
-                "DragKneeRetriever.from_documents(docs)."
-            )
-        self._overrides = search_overrides(**self._settings())
+        check_index(self.index)
+        values = {key: getattr(self, key) for key in ("k", *SEARCH_SETTINGS)}
+        self._settings = RetrieverSettings("k", **values)
         return self
 
-    def _settings(self) -> Dict[str, Any]:
-        return {
-            "method": self.method,
-            "beam_width": self.beam_width,
-            "k": self.k,
-            "sensitivity": self.sensitivity,
-            "max_roots": self.max_roots,
-            "filters": self.filters,
-            "fusion_weights": self.fusion_weights,
-            "order": self.order,
-        }
-
     def _call_overrides(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        unknown = sorted(set(kwargs) - set(_CALL_SETTINGS))
-        if unknown:
-            raise InvalidQueryError(
-                f"Unknown search option(s) {unknown}; per-call options are {', '.join(_CALL_SETTINGS)}."
-            )
-        if not kwargs:
-            return self._overrides
-        settings = self._settings()
-        if kwargs.get("k") is not None or kwargs.get("beam_width") is not None:
-            # A per-call width replaces the retriever's (both spellings).
-            settings["k"] = settings["beam_width"] = None
-        if kwargs.get("k") is not None and kwargs.get("method") is None:
-            # invoke(q, k=3) asks for three documents: that is the fixed beam, whatever method the
-            # retriever uses by default (a knee method would choose its own count and ignore k).
-            settings["method"] = None
-        settings.update({key: value for key, value in kwargs.items() if value is not None})
-        return search_overrides(**settings)
+        # Per call: retriever.invoke(query, k=2, filters={...}) (see RetrieverSettings.for_call).
+        assert self._settings is not None
+        return self._settings.for_call(kwargs)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -256,17 +226,9 @@ class DragKneeRetriever(BaseRetriever):
         """
         settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity,
                         max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order)
-        search_overrides(**settings)
+        RetrieverSettings("k", **settings)  # validate before converting, building or writing
         core = from_langchain_documents(documents)
-        if index is None:
-            from .. import DragKneeIndex
-
-            index = DragKneeIndex(**index_kwargs)
-        elif index_kwargs:
-            raise TypeError(
-                f"index was given, so {sorted(index_kwargs)} cannot configure a new one; "
-                "drop them or drop index."
-            )
+        index = make_index(index, index_kwargs)
         index.add_documents(core, progress=progress)
         return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
 
@@ -294,28 +256,17 @@ class KneeDocumentCompressor(BaseDocumentCompressor):
     higher_is_better: bool = True
     sensitivity: float = Field(default=1.0, gt=0.0, le=1.0)
 
-    def _scores(self, documents: Sequence[LCDocument]) -> List[float]:
+    def _score_key(self, documents: Sequence[LCDocument]) -> str:
         if self.score_key is not None:
-            keys: Tuple[str, ...] = (self.score_key,)
-        else:
-            keys = tuple(k for k in DEFAULT_SCORE_KEYS if all(k in (d.metadata or {}) for d in documents))
-            if not keys:
-                raise InvalidScoresError(
-                    f"No score found: not every document has one of the metadata keys "
-                    f"{list(DEFAULT_SCORE_KEYS)}. Put each document's score in its metadata, or "
-                    "name the key with KneeDocumentCompressor(score_key=...)."
-                )
-        key = keys[0]
-        scores: List[float] = []
-        for position, doc in enumerate(documents):
-            value = (doc.metadata or {}).get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InvalidScoresError(
-                    f"documents[{position}] has metadata[{key!r}] = {value!r}; every document needs a "
-                    f"numeric score under {key!r} (or choose another key with score_key=...)."
-                )
-            scores.append(float(value) if self.higher_is_better else -float(value))
-        return scores
+            return self.score_key
+        keys = [k for k in DEFAULT_SCORE_KEYS if all(k in (d.metadata or {}) for d in documents)]
+        if not keys:
+            raise InvalidScoresError(
+                f"No score found: not every document has one of the metadata keys "
+                f"{list(DEFAULT_SCORE_KEYS)}. Put each document's score in its metadata, or "
+                "name the key with KneeDocumentCompressor(score_key=...)."
+            )
+        return keys[0]
 
     def compress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks = None
@@ -324,13 +275,17 @@ class KneeDocumentCompressor(BaseDocumentCompressor):
         documents = list(documents)
         if not documents:
             return []
-        scores = self._scores(documents)
-        try:
-            kept, count = knee_cut(documents, scores, self.sensitivity)
-        except InvalidScoresError as exc:
-            direction = "descending" if self.higher_is_better else "ascending (distances)"
-            raise InvalidScoresError(
-                f"{exc} KneeDocumentCompressor expects documents best first, i.e. scores {direction}."
-            ) from None
-        log.debug("knee compressor kept %d of %d documents", count, len(documents))
-        return kept
+        key = self._score_key(documents)
+        direction = "descending" if self.higher_is_better else "ascending (distances)"
+        return knee_keep(
+            documents,
+            [(doc.metadata or {}).get(key) for doc in documents],
+            sensitivity=self.sensitivity,
+            higher_is_better=self.higher_is_better,
+            what="documents",
+            bad_score=lambda position, value: (
+                f"documents[{position}] has metadata[{key!r}] = {value!r}; every document needs a "
+                f"numeric score under {key!r} (or choose another key with score_key=...)."
+            ),
+            expects=f"KneeDocumentCompressor expects documents best first, i.e. scores {direction}.",
+        )

@@ -9,6 +9,9 @@ hierarchy, :meth:`~DragKneeIndex.add_documents` / :meth:`~DragKneeIndex.add_node
 and :func:`drag_knee_retriever.knee.knee_cut` for the postprocessor. It scores, encodes and stores
 nothing itself.
 
+(About 500 lines: four framework classes and their conversions, which LlamaIndex users import from
+this one module; the shared parts are in ``_common``/``_pages``.)
+
 Example::
 
     from llama_index.core.query_engine import RetrieverQueryEngine
@@ -21,23 +24,25 @@ Example::
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import (
+from ._common import (
+    DOC_ID,
     INSTALL_HINT,
     META_PREFIX,
     SPAN,
-    DOC_ID,
-    PageEntry,
+    RetrieverSettings,
+    check_index,
     check_query,
-    group_paged_documents,
     hit_metadata,
-    page_number_from_label,
-    search_overrides,
+    knee_keep,
+    make_index,
     tree_node_from_metadata,
     tree_node_metadata,
 )
+from ._pages import PageEntry, group_paged_documents, page_number_from_label
 
 try:
     from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator
@@ -62,8 +67,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from ..config import BuildConfig
-from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
-from ..knee import knee_cut
+from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError
 from ..nodes import Document, ScoredNode, TreeNode
 from ..store import QueryVectors
 
@@ -85,6 +89,10 @@ _PAGE_KEYS = ("page_label", "page")
 # Keys identifying the file a page came from (SimpleDirectoryReader sets file_path, PDFReader alone
 # sets file_name).
 _FILE_KEYS = ("file_path", "file_name")
+# Per-call search options of the running retrieve()/aretrieve(): the base class calls _retrieve with
+# the query bundle only, so the options travel beside it (a context variable is per thread and per
+# asyncio task, so concurrent calls do not see each other's options).
+_CALL_OPTIONS: contextvars.ContextVar[Dict[str, Any]] = contextvars.ContextVar("drag_knee_call_options", default={})
 
 
 def _hidden_keys(metadata: Dict[str, Any]) -> Tuple[List[str], List[str]]:
@@ -239,6 +247,10 @@ class DragKneeRetriever(BaseRetriever):
     index's :class:`~drag_knee_retriever.SearchConfig`; ``similarity_top_k`` is the beam width and
     selects the ``"fixed"`` beam unless ``method`` is given (as LangChain's ``k`` does).
 
+    Every setting can also be passed per call, as in the LangChain retriever:
+    ``retriever.retrieve(query, similarity_top_k=2)`` (the fixed beam of two, unless ``method=``
+    is passed in the same call) or ``retriever.retrieve(query, filters={"lang": "en"})``.
+
     If the caller puts a query embedding in the ``QueryBundle`` and its size is the index's dense
     size, that vector is used instead of encoding the query again (it must come from the index's
     model; only the size can be checked). An embedding of another size is ignored with a warning.
@@ -259,14 +271,9 @@ class DragKneeRetriever(BaseRetriever):
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
     ) -> None:
-        if not hasattr(index, "search") or not hasattr(index, "asearch"):
-            raise TypeError(
-                f"index must be a DragKneeIndex, got {type(index).__name__}; build one with "
-                "DragKneeIndex(...) or use DragKneeRetriever.from_documents(docs)."
-            )
-        self._index = index
-        self._overrides = search_overrides(
-            method=method, k=similarity_top_k, k_name="similarity_top_k", beam_width=beam_width,
+        self._index = check_index(index)
+        self._settings = RetrieverSettings(
+            "similarity_top_k", method=method, similarity_top_k=similarity_top_k, beam_width=beam_width,
             sensitivity=sensitivity, max_roots=max_roots, filters=filters,
             fusion_weights=fusion_weights, order=order,
         )
@@ -302,26 +309,39 @@ class DragKneeRetriever(BaseRetriever):
                 f"({str_or_query_bundle!r:.60}); pass the question text."
             )
 
-    def retrieve(self, str_or_query_bundle: Any) -> List[NodeWithScore]:
-        """Retrieve nodes for a query string or ``QueryBundle`` (see the class docstring)."""
+    def retrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
+        """Retrieve nodes for a query string or ``QueryBundle``; ``options`` override the
+        retriever's search settings for this call (see the class docstring)."""
         self._check_input(str_or_query_bundle)
-        return super().retrieve(str_or_query_bundle)
+        token = _CALL_OPTIONS.set(self._settings.for_call(options))
+        try:
+            return super().retrieve(str_or_query_bundle)
+        finally:
+            _CALL_OPTIONS.reset(token)
 
-    async def aretrieve(self, str_or_query_bundle: Any) -> List[NodeWithScore]:
+    async def aretrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
         """Async :meth:`retrieve` (delegates to :meth:`DragKneeIndex.asearch`)."""
         self._check_input(str_or_query_bundle)
-        return await super().aretrieve(str_or_query_bundle)
+        token = _CALL_OPTIONS.set(self._settings.for_call(options))
+        try:
+            return await super().aretrieve(str_or_query_bundle)
+        finally:
+            _CALL_OPTIONS.reset(token)
+
+    def _overrides(self) -> Dict[str, Any]:
+        # Set by retrieve()/aretrieve(); a framework calling _retrieve directly gets the defaults.
+        return _CALL_OPTIONS.get() or self._settings.overrides
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = check_query(query_bundle.query_str)
         vectors = self._query_vectors(query, query_bundle)
-        result = self._index.search(query, query_vectors=vectors, **self._overrides)
+        result = self._index.search(query, query_vectors=vectors, **self._overrides())
         return [to_node_with_score(hit) for hit in result.nodes]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = check_query(query_bundle.query_str)
         vectors = self._query_vectors(query, query_bundle)
-        result = await self._index.asearch(query, query_vectors=vectors, **self._overrides)
+        result = await self._index.asearch(query, query_vectors=vectors, **self._overrides())
         return [to_node_with_score(hit) for hit in result.nodes]
 
     @classmethod
@@ -342,7 +362,7 @@ class DragKneeRetriever(BaseRetriever):
         converted and validated before anything is built or written.
         """
         core = from_llamaindex_documents(documents, group_pages=group_pages)
-        index = _make_index(index, index_kwargs)
+        index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
         index.add_documents(core, progress=progress)
         return retriever
@@ -359,22 +379,10 @@ class DragKneeRetriever(BaseRetriever):
         """Ingest nodes made by :class:`DragTreeNodeParser` (e.g. from an ``IngestionPipeline``)
         into a new or given index, and return a retriever over it."""
         tree_nodes = [to_tree_node(node) for node in nodes]  # validate before building an index
-        index = _make_index(index, index_kwargs)
+        index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
         index.add_nodes(tree_nodes)
         return retriever
-
-
-def _make_index(index: Any, index_kwargs: Dict[str, Any]) -> Any:
-    if index is None:
-        from .. import DragKneeIndex
-
-        return DragKneeIndex(**index_kwargs)
-    if index_kwargs:
-        raise TypeError(
-            f"index was given, so {sorted(index_kwargs)} cannot configure a new one; drop them or drop index."
-        )
-    return index
 
 
 class DragTreeNodeParser(NodeParser):
@@ -492,21 +500,18 @@ class KneeNodePostprocessor(BaseNodePostprocessor):
         nodes = list(nodes)
         if not nodes:
             return []
-        scores: List[float] = []
-        for position, item in enumerate(nodes):
-            score = getattr(item, "score", None)
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise InvalidScoresError(
-                    f"nodes[{position}] has score {score!r}; the knee needs every node scored. Put "
-                    "KneeNodePostprocessor after a retriever or reranker that sets NodeWithScore.score."
-                )
-            scores.append(float(score) if self.higher_is_better else -float(score))
-        try:
-            kept, count = knee_cut(nodes, scores, self.sensitivity)
-        except InvalidScoresError as exc:
-            raise InvalidScoresError(
-                f"{exc} KneeNodePostprocessor expects nodes best first "
+        return knee_keep(
+            nodes,
+            [getattr(item, "score", None) for item in nodes],
+            sensitivity=self.sensitivity,
+            higher_is_better=self.higher_is_better,
+            what="nodes",
+            bad_score=lambda position, score: (
+                f"nodes[{position}] has score {score!r}; the knee needs every node scored. Put "
+                "KneeNodePostprocessor after a retriever or reranker that sets NodeWithScore.score."
+            ),
+            expects=(
+                "KneeNodePostprocessor expects nodes best first "
                 f"({'highest' if self.higher_is_better else 'lowest'} score first)."
-            ) from None
-        log.debug("knee postprocessor kept %d of %d nodes", count, len(nodes))
-        return kept
+            ),
+        )

@@ -9,20 +9,14 @@ Importing this package imports neither framework: each adapter imports its frame
 constructed and raises ImportError naming the extra to install when it is missing.
 """
 
+from ..errors import InvalidOutputError, SummarizerError
+from .answers import parse_answer_text, validate_answer
+from .backend import ChatBackend, ModelReply, PromptMessage, StructuredFallback, Usage
 from .cache import SummaryCache
-from .core import (
-    ChatBackend,
-    InvalidOutputError,
-    LLMSummarizer,
-    ModelReply,
-    PromptMessage,
-    SummarizerError,
-    SummarizerReport,
-    Usage,
-    detect_language,
-    parse_answer_text,
-    validate_answer,
-)
+from .core import LLMSummarizer
+from .prompts import detect_language
+from .report import SummarizerReport
+from .settings import SummarizerSettings
 from .langchain import LangChainBackend, LangChainSummarizer
 from .llamaindex import LlamaIndexBackend, LlamaIndexSummarizer
 from .prompts import DEFAULT_PROMPTS, SummaryPrompts
@@ -38,8 +32,10 @@ __all__ = [
     "LlamaIndexSummarizer",
     "ModelReply",
     "PromptMessage",
+    "StructuredFallback",
     "SummarizerError",
     "SummarizerReport",
+    "SummarizerSettings",
     "SummaryCache",
     "SummaryPrompts",
     "Usage",

@@ -21,6 +21,8 @@ import threading
 from pathlib import Path
 from typing import Dict, Optional, Tuple, Union
 
+from ..errors import ConfigError
+
 logger = logging.getLogger(__name__)
 
 CachedSummary = Tuple[str, Tuple[str, ...]]
@@ -42,7 +44,7 @@ class SummaryCache:
         if self.path is None:
             return
         if self.path.exists() and self.path.is_dir():
-            raise ValueError(
+            raise ConfigError(
                 f"Summary cache path {str(self.path)!r} is a folder; give a file path such as "
                 f"{str(self.path / 'descriptions.sqlite')!r}."
             )
@@ -142,12 +144,12 @@ class SummaryCache:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError) as exc:
-            raise ValueError(
+            raise ConfigError(
                 f"Summary cache {str(self.path)!r} is not a readable JSON cache ({exc}); "
                 "delete it or point the cache at another file."
             ) from exc
         if not isinstance(data, dict):
-            raise ValueError(
+            raise ConfigError(
                 f"Summary cache {str(self.path)!r} holds {type(data).__name__}, not a JSON object; "
                 "delete it or point the cache at another file."
             )
@@ -164,7 +166,7 @@ class SummaryCache:
             conn.execute("CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.commit()
         except sqlite3.DatabaseError as exc:
-            raise ValueError(
+            raise ConfigError(
                 f"Summary cache {str(self.path)!r} is not an SQLite database ({exc}); give a path "
                 "ending in .json for a JSON cache, or delete the file."
             ) from exc

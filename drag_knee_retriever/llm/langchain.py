@@ -8,9 +8,19 @@ everything else lives in :mod:`drag_knee_retriever.llm.core`.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence
 
-from .core import LLMSummarizer, ModelReply, PromptMessage, Usage, usage_from_mapping
+from ..errors import ConfigError
+from .backend import (
+    ModelReply,
+    PromptMessage,
+    StructuredFallback,
+    StructuredMode,
+    Usage,
+    check_structured_mode,
+    usage_from_mapping,
+)
+from .core import LLMSummarizer
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +53,7 @@ class LangChainBackend:
         self,
         chat_model: Any,
         *,
-        structured: Union[bool, Literal["auto"]] = "auto",
+        structured: StructuredMode = "auto",
         structured_kwargs: Optional[Mapping[str, Any]] = None,
         run_config: Optional[Mapping[str, Any]] = None,
         model_identity: Optional[str] = None,
@@ -55,14 +65,11 @@ class LangChainBackend:
                 f"ChatOpenAI or ChatOllama), got {type(chat_model).__name__}; for a LlamaIndex LLM "
                 "use LlamaIndexSummarizer."
             )
-        if structured not in ("auto", True, False):
-            raise ValueError(f"structured must be 'auto', True or False, got {structured!r}.")
+        check_structured_mode(structured)
         self.chat_model = chat_model
         self.run_config: Optional[Dict[str, Any]] = dict(run_config) if run_config else None
         self._identity = model_identity or _model_identity(chat_model)
         self._structured: Any = None
-        self._auto = structured == "auto"
-        self._structured_worked = False
         if structured is not False:
             from .schema import NodeDescription
 
@@ -73,11 +80,14 @@ class LangChainBackend:
                 )
             except NotImplementedError as exc:
                 if structured is True:
-                    raise ValueError(
+                    raise ConfigError(
                         f"{type(chat_model).__name__} does not implement with_structured_output ({exc}); "
                         "use structured='auto' or False to parse JSON from its chat answers."
                     ) from exc
                 logger.debug("%s has no structured output; parsing JSON answers.", type(chat_model).__name__)
+        self._policy = StructuredFallback(
+            structured, self._structured is not None, identity=self._identity, logger=logger
+        )
 
     @property
     def identity(self) -> str:
@@ -87,7 +97,7 @@ class LangChainBackend:
     @property
     def structured(self) -> bool:
         """Whether calls use the model's structured output."""
-        return self._structured is not None
+        return self._policy.active
 
     def _to_messages(self, messages: Sequence[PromptMessage]) -> list:
         m = self._messages
@@ -97,29 +107,10 @@ class LangChainBackend:
     async def acall(self, messages: Sequence[PromptMessage]) -> ModelReply:
         """One model call; returns the parsed answer (if any), the raw text and the usage."""
         lc_messages = self._to_messages(messages)
-        structured = self._structured
-        if structured is None:
-            return await self._call_plain(lc_messages)
-        try:
-            reply = await self._call_structured(structured, lc_messages)
-        except Exception as exc:
-            if not self._auto or self._structured_worked:
-                raise
-            # Some models implement bind_tools but reject tool calls at run time (a local model
-            # without tool support): with structured="auto", fall back to JSON answers for good.
-            reply = await self._call_plain(lc_messages)
-            if self._structured is not None:
-                logger.warning(
-                    "%s failed with structured output (%s: %s) but answers plain chat; "
-                    "parsing JSON answers from now on (pass structured=False to skip the attempt).",
-                    self._identity,
-                    type(exc).__name__,
-                    exc,
-                )
-                self._structured = None
-            return reply
-        self._structured_worked = True
-        return reply
+        return await self._policy.call(
+            lambda: self._call_structured(self._structured, lc_messages),
+            lambda: self._call_plain(lc_messages),
+        )
 
     async def _call_plain(self, lc_messages: list) -> ModelReply:
         message = await self.chat_model.ainvoke(lc_messages, config=self.run_config)
@@ -160,7 +151,7 @@ class LangChainSummarizer(LLMSummarizer):
         self,
         chat_model: Any,
         *,
-        structured: Union[bool, Literal["auto"]] = "auto",
+        structured: StructuredMode = "auto",
         structured_kwargs: Optional[Mapping[str, Any]] = None,
         run_config: Optional[Mapping[str, Any]] = None,
         model_identity: Optional[str] = None,

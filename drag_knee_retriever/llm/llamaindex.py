@@ -11,11 +11,22 @@ import asyncio
 import contextvars
 import logging
 import threading
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from pydantic import ValidationError
 
-from .core import InvalidOutputError, LLMSummarizer, ModelReply, PromptMessage, Usage, usage_from_mapping
+from ..errors import InvalidOutputError
+from .backend import (
+    ModelReply,
+    PromptMessage,
+    StructuredFallback,
+    StructuredMode,
+    Usage,
+    check_structured_mode,
+    first_line,
+    usage_from_mapping,
+)
+from .core import LLMSummarizer
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +101,7 @@ class LlamaIndexBackend:
         self,
         llm: Any,
         *,
-        structured: Union[bool, Literal["auto"]] = "auto",
+        structured: StructuredMode = "auto",
         llm_kwargs: Optional[Mapping[str, Any]] = None,
         model_identity: Optional[str] = None,
     ) -> None:
@@ -101,16 +112,13 @@ class LlamaIndexBackend:
                 f"llama_index.llms.*), got {type(llm).__name__}; for a LangChain chat model use "
                 "LangChainSummarizer."
             )
-        if structured not in ("auto", True, False):
-            raise ValueError(f"structured must be 'auto', True or False, got {structured!r}.")
+        check_structured_mode(structured)
         from llama_index.core.llms.custom import CustomLLM
 
         self.llm = llm
         self.llm_kwargs: Dict[str, Any] = dict(llm_kwargs or {})
         metadata = llm.metadata
-        self._auto = structured == "auto"
-        self._structured_worked = False
-        self._structured = structured is True or (
+        available = structured is True or (
             structured == "auto" and bool(getattr(metadata, "is_function_calling_model", False))
         )
         cls = type(llm)
@@ -120,6 +128,7 @@ class LlamaIndexBackend:
         self._async_complete = blocking_chat and _defining_class(cls, "acomplete") is not CustomLLM
         self._threaded = blocking_chat
         self._identity = model_identity or _model_identity(llm)
+        self._policy = StructuredFallback(structured, available, identity=self._identity, logger=logger)
         _install_usage_handler()
 
     @property
@@ -130,7 +139,7 @@ class LlamaIndexBackend:
     @property
     def structured(self) -> bool:
         """Whether calls use ``structured_predict``."""
-        return self._structured
+        return self._policy.active
 
     def _to_messages(self, messages: Sequence[PromptMessage]) -> list:
         from llama_index.core.llms import ChatMessage, MessageRole
@@ -143,34 +152,24 @@ class LlamaIndexBackend:
         li_messages = self._to_messages(messages)
         sink: List[Usage] = []
         token = _USAGE_SINK.set(sink)
-        try:
-            if self._structured:
-                try:
-                    output = await self._structured_predict(li_messages)
-                except (ValidationError, ValueError, TypeError) as exc:
-                    # structured_predict parses inside LlamaIndex and raises on a malformed answer.
-                    self._structured_worked = True  # the model did answer in the structured way
-                    raise InvalidOutputError(f"the structured answer was rejected ({_first_line(exc)})") from exc
-                except Exception as exc:
-                    if not self._auto or self._structured_worked:
-                        raise
-                    del sink[:]
-                    reply = await self._plain(li_messages, sink)
-                    logger.warning(
-                        "%s failed with structured output (%s: %s) but answers plain chat; parsing JSON "
-                        "answers from now on (pass structured=False to skip the attempt).",
-                        self._identity,
-                        type(exc).__name__,
-                        _first_line(exc),
-                    )
-                    self._structured = False
-                    return reply
-                self._structured_worked = True
-                text = output.model_dump_json() if hasattr(output, "model_dump_json") else str(output)
-                return ModelReply(output=output, text=text, usage=_largest(sink))
+
+        async def plain() -> ModelReply:
+            del sink[:]  # what a failed structured attempt reported is not this answer's usage
             return await self._plain(li_messages, sink)
+
+        try:
+            return await self._policy.call(lambda: self._structured_reply(li_messages, sink), plain)
         finally:
             _USAGE_SINK.reset(token)
+
+    async def _structured_reply(self, li_messages: list, sink: List[Usage]) -> ModelReply:
+        try:
+            output = await self._structured_predict(li_messages)
+        except (ValidationError, ValueError, TypeError) as exc:
+            # structured_predict parses inside LlamaIndex and raises on a malformed answer.
+            raise InvalidOutputError(f"the structured answer was rejected ({first_line(exc)})") from exc
+        text = output.model_dump_json() if hasattr(output, "model_dump_json") else str(output)
+        return ModelReply(output=output, text=text, usage=_largest(sink))
 
     async def _plain(self, li_messages: list, sink: List[Usage]) -> ModelReply:
         response = await self._chat(li_messages)
@@ -214,7 +213,7 @@ class LlamaIndexSummarizer(LLMSummarizer):
         self,
         llm: Any,
         *,
-        structured: Union[bool, Literal["auto"]] = "auto",
+        structured: StructuredMode = "auto",
         llm_kwargs: Optional[Mapping[str, Any]] = None,
         model_identity: Optional[str] = None,
         **options: Any,
@@ -268,11 +267,6 @@ def _response_usage(response: Any) -> Optional[Usage]:
             if usage is not None:
                 return usage
     return usage_from_mapping(getattr(response, "additional_kwargs", None))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
 
 
 def _largest(usages: List[Usage]) -> Optional[Usage]:

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
+from ..errors import ConfigError
+
 #: Bump when the expected answer shape changes: it is part of every cache key.
 SCHEMA_VERSION = "1"
 
@@ -91,16 +93,16 @@ class SummaryPrompts:
         for f in fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(
+                raise ConfigError(
                     f"SummaryPrompts.{f.name} must be a non-empty template string, got {value!r}; "
                     "start from DEFAULT_PROMPTS and replace only the templates you want to change."
                 )
         if "{text}" not in self.leaf:
-            raise ValueError(
+            raise ConfigError(
                 "SummaryPrompts.leaf must contain the placeholder {text} (where the page goes)."
             )
         if "{children}" not in self.parent:
-            raise ValueError(
+            raise ConfigError(
                 "SummaryPrompts.parent must contain the placeholder {children} "
                 "(where the children's descriptions go)."
             )
@@ -133,3 +135,19 @@ def fill(template: str, values: Mapping[str, object]) -> str:
     # contain "{language}") is never replaced again.
     pattern = re.compile("\\{(" + "|".join(re.escape(name) for name in values) + ")\\}")
     return pattern.sub(lambda m: str(values[m.group(1)]), template)
+
+
+def detect_language(text: str) -> str:
+    """``"Russian"`` (or ``"Ukrainian"``) for Cyrillic text, else a neutral phrase for the prompt."""
+    cyrillic = latin = 0
+    ukrainian = False
+    for ch in text[:4000]:
+        if "\u0400" <= ch <= "\u04ff":
+            cyrillic += 1
+            if ch in "іїєґІЇЄҐ":
+                ukrainian = True
+        elif ("a" <= ch <= "z") or ("A" <= ch <= "Z"):
+            latin += 1
+    if cyrillic > latin:
+        return "Ukrainian" if ukrainian else "Russian"
+    return "the language the text is written in"

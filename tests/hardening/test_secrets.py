@@ -21,6 +21,7 @@ from typing import Iterator, List
 import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
+from drag_knee_retriever.render import trace_text
 from drag_knee_retriever.store import QdrantClientStore
 from hardening_support import bounded, make_store
 
@@ -135,7 +136,7 @@ def test_the_key_is_not_in_reprs_stats_results_or_traces(caching_encoder, caplog
         index.add_documents([Document(id="doc", text="Lighthouses guide ships into the harbour at night.")])
         result = index.search("lighthouse harbour")
         said += [repr(index), str(index), repr(vars(index)), repr(index.store_config), json.dumps(index.stats()),
-                 repr(index.list_documents()), result.to_json(), result.trace.render(), repr(result),
+                 repr(index.list_documents()), result.to_json(), trace_text(result.trace), repr(result),
                  repr(index.flat_search("lighthouse"))]
     said.append(caplog.text)
     assert SECRET not in "\n".join(said)  # ...and nowhere else

@@ -24,7 +24,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import QueryEngineTool, RetrieverTool
 
-from drag_knee_retriever import BuildConfig, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError
 from drag_knee_retriever.builder import build_trees
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.integrations.llamaindex import (
@@ -233,6 +233,26 @@ def test_similarity_top_k_is_the_fixed_beam(index: Any) -> None:
     assert len(DragKneeRetriever(index, similarity_top_k=3).retrieve("bread")) == 3
     one_doc = DragKneeRetriever(index, filters={"topic": "baking"}).retrieve("volcano")
     assert {r.node.metadata["drag_doc_id"] for r in one_doc} == {"sourdough"}
+
+
+def test_per_call_options_like_langchain(index: Any) -> None:
+    retriever = DragKneeRetriever(index, method="knee")
+    assert len(retriever.retrieve("bread", similarity_top_k=2)) == 2
+    assert len(retriever.retrieve("bread", similarity_top_k=3)) == 3
+    one_doc = retriever.retrieve("volcano", filters={"topic": "baking"})
+    assert {r.node.metadata["drag_doc_id"] for r in one_doc} == {"sourdough"}
+    # The options were for that call only: the retriever's own settings apply again.
+    assert {r.node.metadata["drag_doc_id"] for r in retriever.retrieve("volcano")} != {"sourdough"}
+    with pytest.raises(InvalidQueryError, match="top_k"):
+        retriever.retrieve("bread", top_k=3)
+    with pytest.raises(ConfigError):
+        retriever.retrieve("bread", similarity_top_k=0)
+
+
+async def test_per_call_options_async(index: Any) -> None:
+    retriever = DragKneeRetriever(index, method="knee")
+    results = await retriever.aretrieve("bread", similarity_top_k=2)
+    assert len(results) == 2
 
 
 @pytest.mark.parametrize("query", [123, None, "", "   ", QueryBundle("")])

@@ -199,7 +199,7 @@ def test_readme_example_llm_summarizer(monkeypatch, tmp_path, model_path) -> Non
         cache="descriptions.sqlite",  # an unchanged page is never described twice, across runs
         max_concurrency=8,            # model calls in flight at once
         timeout=60,                   # seconds per call; then retry, then the LLM-free fallback
-    )
+    )  # or settings=SummarizerSettings(max_concurrency=8, timeout=60): one frozen, validated object
     index = DragKneeIndex(
         "./reef-index",
         summarizer=summarizer,

@@ -7,6 +7,7 @@ import pytest
 
 from drag_knee_retriever import ConfigError, Document, InvalidQueryError, SearchConfig
 from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.render import trace_text
 
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
 
@@ -162,7 +163,7 @@ def test_trace_records_ranks_and_suppression(covid_index, covid_corpus):
     for c in candidates:
         if c.outcome == "suppressed":
             assert c.suppressed_by
-    assert "step 0 [roots]" in result.trace.render()
+    assert "step 0 [roots]" in trace_text(result.trace)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,159 @@
+"""Where the index is and how the command opens it (folder checks, engine, BM25 language)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from ..errors import CliError, DragKneeError
+from .options import APP_NAME, EXIT_USAGE, INDEX_ENV, Engine, Language, state
+from .output import err, quiet_native_logs
+
+log = logging.getLogger(__name__)
+
+
+def default_index_dir() -> Path:
+    """The per-user index folder: ``<user data dir>/drag-knee-retriever/index``."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "index"
+
+
+def _index_location(index: Optional[Path], url: Optional[str]) -> Tuple[Optional[Path], Optional[str]]:
+    """(folder, None) or (None, url). --index beats DRAG_KNEE_INDEX beats the per-user default.
+
+    DRAG_KNEE_INDEX is read here rather than by the option, so that --url can override a folder
+    set in the environment while --index and --url on the same command line are refused.
+    """
+    if url:
+        if index is not None:
+            raise CliError("Give either --index DIR (a local folder) or --url URL (a server), not both.", EXIT_USAGE)
+        return None, url
+    if index is None and os.environ.get(INDEX_ENV):
+        index = Path(os.environ[INDEX_ENV])
+    return (index.expanduser() if index is not None else default_index_dir()), None
+
+
+def _check_folder(folder: Path, collection: str, *, must_exist: bool) -> None:
+    """Refuse folders that cannot be an index, with a message saying what to do.
+
+    Commands that only read (search, docs, stats) must not create an empty index as a side
+    effect, so they check that the collection's folder is there: ``<folder>/<collection>``
+    (Qdrant Edge) or ``<folder>/collection/<collection>`` (qdrant-client local mode).
+    """
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"The index path {folder} is a file, not a folder; give --index a folder.")
+    if not must_exist:
+        return
+    if not folder.exists() or not any(folder.iterdir()):
+        raise CliError(
+            f"No index at {folder} yet; run `drag-knee ingest PATH` first (or point --index at an existing index)."
+        )
+    if not (folder / collection).is_dir() and not (folder / "collection" / collection).is_dir():
+        raise CliError(
+            f"The folder {folder} holds no collection {collection!r}; run `drag-knee ingest PATH` first, "
+            "or pass the right --collection / --index."
+        )
+
+
+def open_index(
+    *,
+    index: Optional[Path],
+    url: Optional[str],
+    api_key: Optional[str],
+    collection: str,
+    engine: Optional[Engine] = None,
+    model: Optional[str] = None,
+    model_path: Optional[Path] = None,
+    language: Optional[Language] = None,
+    branching: Optional[int] = None,
+    must_exist: bool,
+) -> Any:
+    folder, url = _index_location(index, url)
+    if folder is not None:
+        _check_folder(folder, collection, must_exist=must_exist)
+        if not must_exist:
+            folder.mkdir(parents=True, exist_ok=True)
+    quiet_native_logs(state["verbose"])
+    from ..config import BuildConfig
+    from ..index import DragKneeIndex
+
+    kwargs: Dict[str, Any] = {"collection": collection}
+    if engine is not None and engine is not Engine.auto:
+        kwargs["engine"] = engine.value
+    elif folder is not None and (folder / "collection" / collection).is_dir() and not (folder / collection).exists():
+        # A folder written by qdrant-client local mode (engine="local" in Python): open it with
+        # that engine rather than starting an empty Edge collection beside it.
+        kwargs["engine"] = Engine.local.value
+    if url:
+        kwargs["url"] = url
+        kwargs["api_key"] = api_key
+    else:
+        kwargs["location"] = str(folder)
+    if model:
+        kwargs["model_name"] = model
+    if model_path is not None:
+        kwargs["model_path"] = str(model_path.expanduser())
+    if language is not None:
+        kwargs["language"] = language.value
+    if branching is not None:
+        kwargs["build"] = BuildConfig(branching=branching)
+    where = kwargs.get("url") or kwargs.get("location")
+    log.debug("opening index %s", where)
+    # Loading the model takes a few seconds: say so on a terminal instead of sitting silent.
+    status = err.status("opening the index and loading the embedding model…") if err.is_terminal else nullcontext()
+    try:
+        with status:
+            idx = DragKneeIndex(**kwargs)
+    except (DragKneeError, ImportError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        # The engines raise assorted errors (JSON, SQLite, Rust panics) on a folder they cannot
+        # read; for the user they all mean the same thing.
+        if folder is None:
+            raise CliError(
+                f"Cannot open collection {collection!r} at {where} ({type(exc).__name__}: {exc}); "
+                "check the URL, the API key and that the server is running."
+            ) from None
+        raise CliError(
+            f"Cannot open the index at {where}: it is damaged or not a drag-knee index "
+            f"({type(exc).__name__}: {exc}). Move the folder aside and run `drag-knee ingest` again, "
+            "or point --index at another folder."
+        ) from None
+    return _match_language(idx, kwargs, language)
+
+
+def _match_language(idx: Any, kwargs: Dict[str, Any], language: Optional[Language]) -> Any:
+    """Use the BM25 language the collection was built with (a query stemmed for another language
+    matches nothing). Reopen with it when the user did not choose one; refuse a conflicting one."""
+    from ..index import DragKneeIndex
+
+    try:
+        stored = str(idx.store.collection_info().get("sparse_model") or "")
+    except Exception:  # no metadata to compare with: keep what we have
+        return idx
+    current = str(getattr(idx.encoder, "sparse_model", ""))
+    if not stored or stored == current or ":" not in stored:
+        return idx
+    stored_language = stored.rsplit(":", 1)[1]
+    if language is not None:
+        idx.close()
+        raise CliError(
+            f"This collection was built with BM25 language {stored_language!r}, not {language.value!r}; "
+            f"use --language {stored_language} or another --collection."
+        )
+    if stored_language not in {m.value for m in Language}:
+        return idx
+    log.info("collection uses BM25 language %s; reopening with it", stored_language)
+    idx.close()
+    return DragKneeIndex(**{**kwargs, "language": stored_language})
+
+
+def where(index: Optional[Path], url: Optional[str]) -> str:
+    folder, url = _index_location(index, url)
+    return url if url else str(folder.resolve())
+
+

@@ -1,0 +1,162 @@
+"""Rendering to the terminal: the two consoles, progress bars, result lists and logging setup.
+
+Results go to stdout (``out``); progress, warnings and errors to stderr (``err``), so
+``drag-knee search --json | jq`` stays clean.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import textwrap
+import warnings
+from typing import Any, Dict, Optional
+
+from rich.console import Console
+from rich.text import Text
+
+# Results to stdout; progress, warnings and errors to stderr, so `--json | jq` stays clean.
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class PhaseProgress:
+    """A progress bar per phase on a terminal; one line per finished phase otherwise.
+
+    Used as the ``progress(phase, done, total)`` callback of the loaders and of
+    ``DragKneeIndex.add_documents``.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.phase: Optional[str] = None
+        self.done = 0
+        self.total = 0
+        self._progress: Any = None
+        self._tasks: Dict[str, Any] = {}
+        self._reported: set = set()
+
+    def __enter__(self) -> "PhaseProgress":
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description:<10}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        self.phase, self.done, self.total = phase, done, total
+        if self._progress is not None:
+            if phase not in self._tasks:
+                # A new phase means the earlier ones are over, even if their last tick was not sent.
+                for task, task_total in self._tasks.values():
+                    self._progress.update(task, completed=task_total)
+                self._tasks[phase] = (self._progress.add_task(phase, total=max(total, 1)), max(total, 1))
+            task, _ = self._tasks[phase]
+            self._tasks[phase] = (task, max(total, 1))
+            self._progress.update(task, completed=done, total=max(total, 1))
+        elif done >= total and phase not in self._reported:
+            self._reported.add(phase)
+            self.console.print(f"{phase}: {done}/{total}", style="dim")
+
+
+def count(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        return len(value)
+    return int(value)
+
+
+def _snippet(text: str, chars: int) -> str:
+    flat = " ".join(text.split())
+    if chars <= 0 or len(flat) <= chars:
+        return flat
+    cut = flat[:chars].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
+def print_results(result: Any, *, chars: int = 240, console: Optional[Console] = None) -> None:
+    """Print a SearchResult as a numbered list: document, span, score, title and a snippet."""
+    console = console or out
+    if not result.nodes:
+        console.print("[yellow]No results.[/] (the filter matched nothing, or the index is empty)")
+        return
+    for position, hit in enumerate(result.nodes, start=1):
+        node = hit.node
+        title = node.title or node.metadata.get("title")
+        kind = "leaf" if node.is_leaf else f"level {node.level} (whole span)"
+        line = Text()
+        line.append(f"{position}. ", "bold")
+        line.append(node.doc_id, "bold cyan")
+        line.append(f"  {node.span}", "magenta")
+        line.append(f"  score {hit.score:.4f}", "green")
+        line.append(f"  {kind}", "dim")
+        if title:
+            line.append(f"  “{title}”", "italic")
+        console.print(line)
+        # Indented as a block, so wrapped lines stay under their heading (wrapped here rather than
+        # by rich, which would pad every line with trailing spaces).
+        width = max(40, (console.width or 80) - 3)
+        for piece in textwrap.wrap(_snippet(hit.text, chars), width=width) or [""]:
+            console.print(Text("   " + piece))
+    trace = result.trace
+    total = trace.timings_ms.get("total") if trace.timings_ms else None
+    timing = f", {total:.1f} ms" if total is not None else ""
+    console.print(
+        f"[dim]{len(result.nodes)} result(s) · method {result.method} · {trace.requests} store request(s){timing}[/]"
+    )
+
+
+_NOISY_LOGGERS = (
+    "qdrant_client", "qdrant_edge", "fastembed", "httpx", "httpcore", "urllib3", "pypdf",
+    "huggingface_hub", "onnxruntime", "drag_knee_retriever.loaders",
+)
+
+
+def configure_logging(verbose: int = 0) -> None:
+    """Warnings from this library on stderr; third-party chatter only with -v, everything with -vv."""
+    level = logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING
+    root = logging.getLogger()
+    if not any(getattr(h, "_drag_knee", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("drag-knee: %(levelname)s: %(message)s"))
+        handler._drag_knee = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    root.setLevel(level)
+    for name in _NOISY_LOGGERS:
+        # The loaders' per-file warnings are printed by `ingest` itself; don't say them twice.
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR if verbose == 0 else logging.WARNING)
+    logging.captureWarnings(True)
+    if verbose == 0:
+        warnings.simplefilter("ignore")
+        try:  # fastembed logs through loguru
+            from loguru import logger as loguru_logger
+
+            loguru_logger.disable("fastembed")
+        except ImportError:
+            pass
+
+
+def quiet_native_logs(verbose: int) -> None:
+    # onnxruntime writes its own warnings to stderr from C++; keep them unless asked (-v).
+    if verbose:
+        return
+    try:
+        import onnxruntime
+
+        onnxruntime.set_default_logger_severity(3)
+    except Exception:  # onnxruntime missing or older: nothing to quiet
+        pass

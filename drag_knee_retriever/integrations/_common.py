@@ -1,0 +1,365 @@
+"""What both framework adapters share; imports neither framework.
+
+- the namespaced metadata a search hit carries (every key starts with :data:`META_PREFIX`) and its
+  reverse conversion into a core :class:`~drag_knee_retriever.nodes.TreeNode`;
+- (the grouping of per-page framework documents into one paged core document is in ``_pages``);
+- query validation, the retrievers' settings (validated once, when a retriever is built) and the
+  merge of per-call overrides with them, the index check and the index factory of ``from_documents``;
+- the knee cut of a compressor / postprocessor (score checks and the message when they are not
+  best first).
+
+None of it scores, encodes or talks to Qdrant: the adapters only convert types and delegate.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..config import SearchConfig
+from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
+from ..knee import knee_cut
+from ..nodes import Document, ScoredNode, Span, TreeNode
+from ..store import parse_filters
+
+log = logging.getLogger(__name__)
+
+#: Prefix of every metadata key the adapters add; source metadata keys may not use it.
+META_PREFIX = "drag_"
+
+# Keys describing where a hit sits in its tree (added to every returned document / node).
+NODE_ID = META_PREFIX + "node_id"
+DOC_ID = META_PREFIX + "doc_id"
+LEVEL = META_PREFIX + "level"
+IS_LEAF = META_PREFIX + "is_leaf"
+SPAN = META_PREFIX + "span"
+FIRST_LEAF = META_PREFIX + "first_leaf"
+LAST_LEAF = META_PREFIX + "last_leaf"
+FIRST_PAGE = META_PREFIX + "first_page"
+LAST_PAGE = META_PREFIX + "last_page"
+PARENT_ID = META_PREFIX + "parent_id"
+TITLE = META_PREFIX + "title"
+SCORE = META_PREFIX + "score"
+RANK = META_PREFIX + "rank"
+# Keys only the LlamaIndex node parser writes: with them a parsed node converts back into the
+# exact TreeNode the builder made, so the index can ingest parsed nodes without rebuilding.
+KEYWORDS = META_PREFIX + "keywords"
+PATH = META_PREFIX + "path"
+DOC_HASH = META_PREFIX + "doc_hash"
+CHILD_IDS = META_PREFIX + "child_ids"
+DESCRIPTION = META_PREFIX + "description"
+
+INSTALL_HINT = {
+    "langchain": 'pip install "drag-knee-retriever[langchain]"',
+    "llamaindex": 'pip install "drag-knee-retriever[llamaindex]"',
+}
+
+# ---------------------------------------------------------------------------------------------
+# queries and settings
+# ---------------------------------------------------------------------------------------------
+
+
+def check_query(query: Any) -> str:
+    """Return ``query`` if it is a non-empty string; otherwise raise :class:`InvalidQueryError`."""
+    if not isinstance(query, str):
+        raise InvalidQueryError(
+            f"The query must be a string, got {type(query).__name__} ({query!r:.60}); "
+            "pass the question text, e.g. retriever.invoke('what causes ...?')."
+        )
+    if not query.strip():
+        raise InvalidQueryError("The query is empty or whitespace only; pass the question text.")
+    return query
+
+
+def search_overrides(
+    *,
+    method: Optional[str] = None,
+    beam_width: Optional[int] = None,
+    k: Optional[int] = None,
+    k_name: str = "k",
+    sensitivity: Optional[float] = None,
+    max_roots: Optional[int] = None,
+    filters: Optional[Mapping[str, Any]] = None,
+    fusion_weights: Optional[Sequence[Sequence[float]]] = None,
+    order: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Validate adapter search settings and return the keyword overrides for ``index.search``.
+
+    ``k`` (named ``k_name`` in messages: LangChain's ``k``, LlamaIndex's ``similarity_top_k``) is
+    the frameworks' "number of results": it becomes the beam width, and, unless ``method`` is
+    given too, selects the ``"fixed"`` beam (a knee method chooses its own count, so a ``k``
+    without a method would otherwise be silently ignored). Values are checked here, once, by
+    building a :class:`SearchConfig` with them; settings left ``None`` fall back to the index's.
+    """
+    if k is not None:
+        if beam_width is not None and beam_width != k:
+            raise ConfigError(
+                f"{k_name}={k!r} and beam_width={beam_width!r} disagree; {k_name} is the beam width, "
+                "give only one of them."
+            )
+        beam_width = k
+        if method is None:
+            method = "fixed"
+    weights = None
+    if fusion_weights is not None:
+        if isinstance(fusion_weights, (str, bytes)) or not isinstance(fusion_weights, Sequence):
+            raise ConfigError(
+                "fusion_weights must be a list of (dense, sparse) pairs, e.g. [(0.2, 0.8), (0.5, 0.5)]."
+            )
+        weights = tuple(tuple(pair) if isinstance(pair, (list, tuple)) else pair for pair in fusion_weights)
+    overrides: Dict[str, Any] = {
+        "method": method,
+        "beam_width": beam_width,
+        "sensitivity": sensitivity,
+        "max_roots": max_roots,
+        "fusion_weights": weights,
+        "order": order,
+    }
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    # Building the config runs its validation: a bad value fails now, not at the first query.
+    checked = SearchConfig().with_overrides(**overrides)
+    if "fusion_weights" in overrides:
+        overrides["fusion_weights"] = checked.fusion_weights
+    if filters is not None:
+        parse_filters(filters)  # raises InvalidQueryError with the offending key
+        overrides["filters"] = dict(filters)
+    return overrides
+
+
+#: Search settings both retrievers take (at construction and per call), besides their framework's
+#: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
+SEARCH_SETTINGS: Tuple[str, ...] = (
+    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order",
+)
+
+
+class RetrieverSettings:
+    """A retriever's search settings, validated once, and their merge with per-call overrides.
+
+    ``k_name`` is the framework's name of the result count (``"k"`` or ``"similarity_top_k"``);
+    settings left ``None`` use the index's own :class:`SearchConfig`.
+    """
+
+    __slots__ = ("k_name", "values", "overrides")
+
+    def __init__(self, k_name: str, **values: Any) -> None:
+        allowed = (k_name, *SEARCH_SETTINGS)
+        unknown = sorted(set(values) - set(allowed))
+        if unknown:
+            raise TypeError(f"Unknown search setting(s) {unknown}; the settings are {', '.join(allowed)}.")
+        self.k_name = k_name
+        self.values: Dict[str, Any] = {key: values.get(key) for key in allowed}
+        #: The keyword overrides for ``index.search`` when a call passes no options of its own.
+        self.overrides: Dict[str, Any] = self._resolve(self.values)
+
+    def _resolve(self, values: Mapping[str, Any]) -> Dict[str, Any]:
+        settings = {key: values.get(key) for key in SEARCH_SETTINGS}
+        return search_overrides(k=values.get(self.k_name), k_name=self.k_name, **settings)
+
+    def for_call(self, call: Mapping[str, Any]) -> Dict[str, Any]:
+        """The ``index.search`` overrides for one call: the retriever's settings, then ``call``'s.
+
+        A per-call width (``k`` or ``beam_width``) replaces the retriever's, and a per-call ``k``
+        without a per-call ``method`` asks for that many results: the fixed beam, whatever method
+        the retriever uses by default (a knee method would choose its own count and ignore ``k``).
+        """
+        allowed = (self.k_name, *SEARCH_SETTINGS)
+        unknown = sorted(set(call) - set(allowed))
+        if unknown:
+            raise InvalidQueryError(
+                f"Unknown search option(s) {unknown}; per-call options are {', '.join(allowed)}."
+            )
+        if not call:
+            return self.overrides
+        values = dict(self.values)
+        k = call.get(self.k_name)
+        if k is not None or call.get("beam_width") is not None:
+            values[self.k_name] = values["beam_width"] = None
+        if k is not None and call.get("method") is None:
+            values["method"] = None
+        values.update({key: value for key, value in call.items() if value is not None})
+        return self._resolve(values)
+
+
+def check_index(index: Any) -> Any:
+    """Return ``index`` if it can be searched like a :class:`DragKneeIndex`; else raise TypeError."""
+    if not hasattr(index, "search") or not hasattr(index, "asearch"):
+        raise TypeError(
+            f"index must be a DragKneeIndex (something with search/asearch), got "
+            f"{type(index).__name__}; build one with DragKneeIndex(...) or use "
+            "DragKneeRetriever.from_documents(docs)."
+        )
+    return index
+
+
+def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
+    """``index`` itself, or a new :class:`DragKneeIndex` built from ``index_kwargs`` (not both)."""
+    if index is None:
+        from ..index import DragKneeIndex
+
+        return DragKneeIndex(**index_kwargs)
+    if index_kwargs:
+        raise TypeError(
+            f"index was given, so {sorted(index_kwargs)} cannot configure a new one; drop them or drop index."
+        )
+    return index
+
+
+# ---------------------------------------------------------------------------------------------
+# the knee over another retriever's scores
+# ---------------------------------------------------------------------------------------------
+
+
+def knee_keep(
+    items: Sequence[Any],
+    values: Sequence[Any],
+    *,
+    sensitivity: float,
+    higher_is_better: bool,
+    what: str,
+    bad_score: Callable[[int, Any], str],
+    expects: str,
+) -> List[Any]:
+    """Keep ``items`` up to the knee of their scores ``values`` (order preserved).
+
+    Every value must be a number (``bad_score(position, value)`` says otherwise what is wrong);
+    distances (``higher_is_better=False``) are negated. A list that is not best first raises
+    :class:`InvalidScoresError` ending with ``expects``. ``what`` names the items in the log.
+    """
+    scores: List[float] = []
+    for position, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidScoresError(bad_score(position, value))
+        scores.append(float(value) if higher_is_better else -float(value))
+    try:
+        kept, count = knee_cut(list(items), scores, sensitivity)
+    except InvalidScoresError as exc:
+        raise InvalidScoresError(f"{exc} {expects}") from None
+    log.debug("knee kept %d of %d %s", count, len(items), what)
+    return kept
+
+
+# ---------------------------------------------------------------------------------------------
+# hits and nodes -> namespaced metadata (and back)
+# ---------------------------------------------------------------------------------------------
+
+
+def _position_metadata(node: TreeNode) -> Dict[str, Any]:
+    span = node.span
+    out: Dict[str, Any] = {
+        NODE_ID: node.id,
+        DOC_ID: node.doc_id,
+        LEVEL: node.level,
+        IS_LEAF: node.is_leaf,
+        SPAN: str(span),
+        FIRST_LEAF: span.first_leaf,
+        LAST_LEAF: span.last_leaf,
+        FIRST_PAGE: span.first_page,
+        LAST_PAGE: span.last_page,
+        PARENT_ID: node.parent_id,
+    }
+    if node.title is not None:
+        out[TITLE] = node.title
+    return out
+
+
+def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:
+    """The metadata of a returned hit: the source document's metadata plus ``drag_*`` fields.
+
+    ``drag_score`` is the fused RRF score of the hit's last ranking (``w / (rrf_k + rank)`` summed
+    over dense and sparse, rank from 0: Qdrant's convention), ``drag_rank`` its 0-based rank by
+    score (the list position too, unless the search ordered results by document). The ``drag_*`` fields win over a source key of the same name.
+    """
+    meta = dict(hit.node.metadata)
+    meta.update(_position_metadata(hit.node))
+    meta[SCORE] = float(hit.score)
+    meta[RANK] = int(hit.rank)
+    return meta
+
+
+def tree_node_metadata(node: TreeNode) -> Dict[str, Any]:
+    """Metadata that carries a whole :class:`TreeNode` (for parsed, not-yet-indexed nodes)."""
+    meta = dict(node.metadata)
+    meta.update(_position_metadata(node))
+    meta[CHILD_IDS] = list(node.child_ids)
+    meta[KEYWORDS] = list(node.keywords)
+    meta[PATH] = node.path
+    meta[DOC_HASH] = node.doc_hash
+    description = getattr(node, "description", None)
+    if description is not None:
+        meta[DESCRIPTION] = description
+    return meta
+
+
+_REQUIRED_NODE_KEYS = (NODE_ID, DOC_ID, LEVEL, IS_LEAF, FIRST_LEAF, LAST_LEAF)
+
+
+def tree_node_from_metadata(
+    node_id: str,
+    text: str,
+    metadata: Mapping[str, Any],
+    *,
+    parent_id: Optional[str] = None,
+    child_ids: Optional[Sequence[str]] = None,
+) -> TreeNode:
+    """Rebuild the :class:`TreeNode` that :func:`tree_node_metadata` described.
+
+    ``parent_id`` / ``child_ids`` (from a framework's own relationships) take precedence over the
+    copies kept in the metadata. Raises :class:`InvalidDocumentError` when the node was not made by
+    this library's parser, or its metadata cannot be stored as JSON.
+    """
+    missing = [key for key in _REQUIRED_NODE_KEYS if key not in metadata]
+    if missing:
+        raise InvalidDocumentError(
+            f"Node {node_id!r} lacks the fields {', '.join(missing)}: it was not produced by "
+            "DragTreeNodeParser. Parse the documents with DragTreeNodeParser first, or ingest "
+            "plain documents with index.add_documents()."
+        )
+    if metadata[NODE_ID] != node_id:
+        raise InvalidDocumentError(
+            f"Node {node_id!r} carries {NODE_ID}={metadata[NODE_ID]!r}: its id was changed after "
+            "parsing. Keep the ids DragTreeNodeParser assigns (they link parents and children)."
+        )
+    if not isinstance(text, str) or (metadata[IS_LEAF] and not text.strip()):
+        raise InvalidDocumentError(f"Node {node_id!r} has no text; a leaf needs its text.")
+    source = {k: v for k, v in metadata.items() if not k.startswith(META_PREFIX)}
+    # The core Document check gives the same JSON message everywhere (e.g. a datetime value).
+    Document(id=str(metadata[DOC_ID]), text="x", metadata=source)
+    children = child_ids if child_ids is not None else metadata.get(CHILD_IDS) or ()
+    extra: Dict[str, Any] = {}
+    if metadata.get(DESCRIPTION) is not None:
+        extra["description"] = str(metadata[DESCRIPTION])
+    return TreeNode(
+        id=node_id,
+        doc_id=str(metadata[DOC_ID]),
+        level=int(metadata[LEVEL]),
+        is_leaf=bool(metadata[IS_LEAF]),
+        span=Span(
+            int(metadata[FIRST_LEAF]),
+            int(metadata[LAST_LEAF]),
+            metadata.get(FIRST_PAGE),
+            metadata.get(LAST_PAGE),
+        ),
+        text=text,
+        parent_id=parent_id if parent_id is not None else metadata.get(PARENT_ID),
+        child_ids=tuple(children),
+        keywords=tuple(metadata.get(KEYWORDS) or ()),
+        title=metadata.get(TITLE),
+        path=str(metadata.get(PATH) or ""),
+        metadata=source,
+        doc_hash=str(metadata.get(DOC_HASH) or ""),
+        **extra,
+    )
+
+
+def check_source_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, Any]:
+    """Reject source metadata keys that use the reserved ``drag_`` prefix (they would be lost)."""
+    if not isinstance(metadata, Mapping):
+        raise InvalidDocumentError(f"{where}: metadata must be a mapping, got {type(metadata).__name__}.")
+    reserved = sorted(k for k in metadata if isinstance(k, str) and k.startswith(META_PREFIX))
+    if reserved:
+        raise InvalidDocumentError(
+            f"{where}: metadata keys {reserved} use the prefix {META_PREFIX!r}, which this library "
+            "reserves for the fields it adds to results; rename them."
+        )
+    return dict(metadata)
