@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import CliError, DragKneeError
+from ..store import detect_engine
 from .options import APP_NAME, EXIT_USAGE, INDEX_ENV, Engine, Language, state
 from .output import err, quiet_native_logs
 
@@ -52,7 +53,7 @@ def _check_folder(folder: Path, collection: str, *, must_exist: bool) -> None:
         raise CliError(
             f"No index at {folder} yet; run `drag-knee ingest PATH` first (or point --index at an existing index)."
         )
-    if not (folder / collection).is_dir() and not (folder / "collection" / collection).is_dir():
+    if detect_engine(folder, collection) is None:
         raise CliError(
             f"The folder {folder} holds no collection {collection!r}; run `drag-knee ingest PATH` first, "
             "or pass the right --collection / --index."
@@ -84,7 +85,7 @@ def open_index(
     kwargs: Dict[str, Any] = {"collection": collection}
     if engine is not None and engine is not Engine.auto:
         kwargs["engine"] = engine.value
-    elif folder is not None and (folder / "collection" / collection).is_dir() and not (folder / collection).exists():
+    elif folder is not None and detect_engine(folder, collection) == "local":
         # A folder written by qdrant-client local mode (engine="local" in Python): open it with
         # that engine rather than starting an empty Edge collection beside it.
         kwargs["engine"] = Engine.local.value
@@ -123,33 +124,7 @@ def open_index(
             f"({type(exc).__name__}: {exc}). Move the folder aside and run `drag-knee ingest` again, "
             "or point --index at another folder."
         ) from None
-    return _match_language(idx, kwargs, language)
-
-
-def _match_language(idx: Any, kwargs: Dict[str, Any], language: Optional[Language]) -> Any:
-    """Use the BM25 language the collection was built with (a query stemmed for another language
-    matches nothing). Reopen with it when the user did not choose one; refuse a conflicting one."""
-    from ..index import DragKneeIndex
-
-    try:
-        stored = str(idx.store.collection_info().get("sparse_model") or "")
-    except Exception:  # no metadata to compare with: keep what we have
-        return idx
-    current = str(getattr(idx.encoder, "sparse_model", ""))
-    if not stored or stored == current or ":" not in stored:
-        return idx
-    stored_language = stored.rsplit(":", 1)[1]
-    if language is not None:
-        idx.close()
-        raise CliError(
-            f"This collection was built with BM25 language {stored_language!r}, not {language.value!r}; "
-            f"use --language {stored_language} or another --collection."
-        )
-    if stored_language not in {m.value for m in Language}:
-        return idx
-    log.info("collection uses BM25 language %s; reopening with it", stored_language)
-    idx.close()
-    return DragKneeIndex(**{**kwargs, "language": stored_language})
+    return idx
 
 
 def where(index: Optional[Path], url: Optional[str]) -> str:
