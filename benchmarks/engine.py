@@ -176,7 +176,7 @@ def median_ms(samples: Sequence[float]) -> float:
 
 def make_store(engine: str, location: str = ":memory:"):
     if engine == "edge":
-        from drag_knee_retriever.edge_store import EdgeStore
+        from drag_knee_retriever.store import EdgeStore
 
         return EdgeStore("bench", location=location)
     from drag_knee_retriever.store import QdrantClientStore

@@ -34,7 +34,7 @@ def __getattr__(name: str):
 
         return DragKneeIndex
     if name == "IngestReport":
-        from .index import IngestReport
+        from .ingest import IngestReport
 
         return IngestReport
     raise AttributeError(f"module 'drag_knee_retriever' has no attribute {name!r}")

@@ -328,7 +328,7 @@ def _validate_query(query: Any) -> str:
 def _make_store(config: StoreConfig) -> NodeStore:
     engine = config.resolved_engine
     if engine == "edge":
-        from .edge_store import EdgeStore
+        from .store import EdgeStore
 
         return EdgeStore(config.collection, location=config.location, upsert_batch_size=config.upsert_batch_size)
     return QdrantClientStore(

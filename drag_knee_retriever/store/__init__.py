@@ -30,10 +30,6 @@ from .filters import TOP_LEVEL_FIELDS, node_matches, parse_filters
 from .payload import META_ID, WALK_FIELDS, light_node, stable_order
 from .qdrant import QdrantClientStore
 
-# The names edge_store.py used to import privately from store.py (kept for old imports).
-_META_ID = META_ID
-_stable_order = stable_order
-
 
 def __getattr__(name: str):
     # The Edge and memory engines load on first use: importing the store interface (as the walk

@@ -16,7 +16,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ModelMismatchError
 from ..nodes import TreeNode
@@ -128,6 +128,26 @@ def detect_engine(folder: Union[str, os.PathLike], collection: str) -> Optional[
     return None
 
 
+def check_collection_compatible(info: Mapping[str, Any], *, collection: str, model_id: str, dense_size: int,
+                                sparse_model: str) -> None:
+    """Raise :class:`ModelMismatchError` (saying how to open it) unless a collection recorded as
+    ``info`` (see :func:`stored_collection_info`) was built with this BM25 model, dense model and
+    dimension. A new collection (empty ``info``) is compatible with anything."""
+    stored_sparse = info.get("sparse_model")
+    if stored_sparse and stored_sparse != sparse_model:
+        raise ModelMismatchError(
+            f"Collection {collection!r} was built with BM25 {stored_sparse!r} but this index uses "
+            f"{sparse_model!r}; open it with language={str(stored_sparse).rsplit(':', 1)[-1]!r} "
+            "or choose another collection."
+        )
+    if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
+        raise ModelMismatchError(
+            f"Collection {collection!r} was built with model {info['model_id']!r} "
+            f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
+            "Open it with the same model, or choose another collection name."
+        )
+
+
 class NodeStore(abc.ABC):
     """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory."""
 
@@ -193,12 +213,8 @@ class NodeStore(abc.ABC):
     def _check_existing_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
         """An existing collection must have been built with this model; an old one gets recorded."""
         info = self.collection_info()
-        if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
-            raise ModelMismatchError(
-                f"Collection {getattr(self, 'collection', '?')!r} was built with model {info['model_id']!r} "
-                f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
-                "Open it with the same model, or choose another collection name."
-            )
+        check_collection_compatible(info, collection=str(getattr(self, "collection", "?")), model_id=model_id,
+                                    dense_size=dense_size, sparse_model=sparse_model)
         if not info.get("model_id"):
             self._write_meta(dense_size, model_id, sparse_model)
 

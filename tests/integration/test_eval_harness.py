@@ -13,11 +13,9 @@ import pytest
 
 pytest.importorskip("typer")
 
-import os  # noqa: E402
 
-# The engine the suite tests (tests/conftest.py picks the same; importing it by the name "conftest"
-# is ambiguous once tests/hardening has a conftest of its own).
-TEST_ENGINE = os.environ.get("DRAG_KNEE_TEST_ENGINE", "edge")
+# The embedded default engine (the engine fixture in tests/support covers both engines elsewhere).
+TEST_ENGINE = "edge"
 from drag_knee_retriever.eval.datasets import DatasetError, datasets_root  # noqa: E402
 
 try:
