@@ -16,10 +16,11 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .config import BuildConfig
 from .nodes import Document, Span, TreeNode
+from .ocr import OCR_PAGES_KEY, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, split_sentences
 
 _NAMESPACE = uuid.UUID("6f1c2f0e-3d2b-5a57-9a3c-6b1d7e0d4c11")
@@ -313,12 +314,30 @@ def build_document_trees(
                 id=rec["id"], doc_id=document.id, level=rec["level"], is_leaf=is_leaf, span=rec["span"],
                 text=text, parent_id=rec["parent"], child_ids=tuple(records[c]["id"] for c in rec["children"]),
                 keywords=tuple(summary.keywords), title=rec["title"], path=rec["path"],
-                metadata=dict(document.metadata), doc_hash=doc_hash,
+                metadata=_node_metadata(document.metadata, rec["span"]), doc_hash=doc_hash,
                 description=summary.text if is_leaf and summary.text else None,
             ))
         emit(root_key)
         trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))
     return trees
+
+
+def _node_metadata(metadata: Mapping[str, Any], span: Span) -> Dict[str, Any]:
+    """A node's metadata: the document's, with the OCR page list turned into the node's ``text_source``.
+
+    A leaf says where its page's text came from (``"pdf"`` or ``"ocr"``); an inner node says the
+    same of its span (``"mixed"`` when it has both). The list itself stays on the document only,
+    so a 500-page scan does not copy 500 numbers onto every node.
+    """
+    out = dict(metadata)
+    ocr_pages = out.pop(OCR_PAGES_KEY, None)
+    if ocr_pages is None or span.first_page is None:
+        return out
+    ocr = set(ocr_pages)
+    span_pages = range(span.first_page, (span.last_page or span.first_page) + 1)
+    inside = sum(1 for p in span_pages if p in ocr)
+    out["text_source"] = TEXT_SOURCE_PDF if inside == 0 else TEXT_SOURCE_OCR if inside == len(span_pages) else "mixed"
+    return out
 
 
 def build_trees(

@@ -5,7 +5,11 @@
 - **Markdown** (``.md``, ``.markdown``, ``.mdown``, ``.mkd``): the text as it is, with
   ``metadata["kind"] = "markdown"``; the builder splits it into sections by heading.
 - **PDF** (``.pdf``, needs the ``pdf`` extra): one page per leaf, so results cite real page numbers.
-  Pages without text are kept as empty pages so the numbering stays true.
+  Pages without text are kept as empty pages so the numbering stays true. Pages whose text layer
+  is empty or too thin are OCR'd (``ocr="auto"``, the default; ``"always"`` OCRs every page,
+  ``"never"`` none; needs the ``ocr`` extra and the Tesseract engine, see :mod:`.ocr`); the
+  document's ``metadata["ocr_pages"]`` lists the OCR'd page numbers and every leaf records
+  ``text_source`` ``"pdf"`` or ``"ocr"``.
 
 Paths may be files or folders (walked recursively, hidden entries skipped, filtered by
 ``include`` / ``exclude`` globs). A document's id is its path relative to the root it was found
@@ -26,10 +30,14 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple, Union
 
 from .errors import InvalidDocumentError
 from .nodes import Document
+from .ocr import OCR_PAGES_KEY, OcrConfig, OcrUnavailableError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ocr import OcrMode
 
 log = logging.getLogger(__name__)
 
@@ -199,13 +207,21 @@ def load_paths(
     stdin_name: str = "stdin",
     metadata: Optional[Dict[str, Any]] = None,
     progress: Optional[ProgressCallback] = None,
+    ocr: Union["OcrMode", OcrConfig] = "auto",
+    ocr_languages: Optional[str] = None,
+    ocr_cache_dir: Optional[PathLike] = None,
 ) -> LoadReport:
     """Load files and folders (and ``"-"`` for standard input) into documents.
 
-    ``progress(phase, done, total)`` is called with phase ``"reading"`` after every file.
+    ``progress(phase, done, total)`` is called with phase ``"reading"`` after every file, and
+    with phase ``"ocr"`` after every OCR'd page of a PDF (``done`` of that PDF's ``total``).
+    ``ocr``, ``ocr_languages`` and ``ocr_cache_dir``: see :func:`load_file`. Asking for OCR
+    (``"always"``) without the engine raises :class:`~.ocr.OcrUnavailableError` for the whole
+    call; under ``"auto"`` an image-only PDF is skipped with the install command as the reason.
     ``metadata`` is merged into every document's metadata (the loader's own keys win).
     Files that cannot be loaded are listed in the report's ``skipped``; see the module docs.
     """
+    ocr_config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
     paths = list(paths)
     read_stdin = any(str(p) == STDIN for p in paths)
     files, ignored = discover([p for p in paths if str(p) != STDIN], include=include, exclude=exclude)
@@ -238,7 +254,8 @@ def load_paths(
             progress("reading", done, total)
     for found in files:
         try:
-            accept(load_file(found.path, root=found.root, metadata=metadata), str(found.path))
+            accept(load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress),
+                   str(found.path))
         except InvalidDocumentError as exc:
             reason = _reason(exc, f"File {str(found.path)!r}")
             report.skipped.append(SkippedFile(str(found.path), reason))
@@ -264,6 +281,10 @@ def load_file(
     kind: Optional[str] = None,
     doc_id: Optional[str] = None,
     metadata: Optional[Dict[str, Any]] = None,
+    ocr: Union["OcrMode", OcrConfig] = "auto",
+    ocr_languages: Optional[str] = None,
+    ocr_cache_dir: Optional[PathLike] = None,
+    progress: Optional[ProgressCallback] = None,
 ) -> Document:
     """Load one file as a :class:`Document`.
 
@@ -271,8 +292,14 @@ def load_file(
     so the id is the file name). ``kind`` overrides the suffix-based choice of ``"text"``,
     ``"markdown"`` or ``"pdf"``; an unknown suffix is read as text if it is valid UTF-8.
 
+    PDF pages are OCR'd under ``ocr``: ``"auto"`` (pages whose text layer is empty or thinner
+    than :attr:`OcrConfig.min_chars`), ``"always"``, ``"never"``, or an :class:`OcrConfig`;
+    ``ocr_languages`` are Tesseract codes (``"eng+rus"``); ``ocr_cache_dir`` keeps the OCR text
+    (pass a folder next to the index; default: the user cache folder).
+
     Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded
-    (unreadable, binary, not UTF-8, empty, encrypted or image-only PDF).
+    (unreadable, binary, not UTF-8, empty, encrypted, or image-only PDF that OCR cannot read), and
+    :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and the engine is not installed.
     """
     path = Path(path)
     where = f"File {str(path)!r}"
@@ -294,8 +321,12 @@ def load_file(
         }
     )
     if kind == "pdf":
-        pages, title = _read_pdf(path, where)
+        pages, title, ocr_pages = _read_pdf(
+            path, where, ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress
+        )
         base["pages"] = len(pages)
+        # Always present on PDFs (empty: every page from the text layer), so each leaf gets a text_source.
+        base[OCR_PAGES_KEY] = ocr_pages
         if title:
             base["title"] = title
         return Document(id=doc_id, pages=pages, metadata=base)
@@ -431,7 +462,30 @@ def _import_pypdf() -> Any:
     return pypdf
 
 
-def _read_pdf(path: Path, where: str) -> Tuple[List[str], Optional[str]]:
+def ocr_settings(
+    ocr: Union["OcrMode", OcrConfig, None] = "auto",
+    languages: Optional[str] = None,
+    cache_dir: Optional[PathLike] = None,
+) -> OcrConfig:
+    """One :class:`OcrConfig` from the loaders' ``ocr`` / ``ocr_languages`` / ``ocr_cache_dir`` arguments."""
+    from dataclasses import replace
+
+    if isinstance(ocr, OcrConfig):
+        config = ocr
+    else:
+        config = OcrConfig(mode=ocr if ocr is not None else "auto")
+    changes: Dict[str, Any] = {}
+    if languages is not None:
+        changes["languages"] = languages
+    if cache_dir is not None:
+        changes["cache_dir"] = os.fspath(cache_dir)
+    return replace(config, **changes) if changes else config
+
+
+def _read_pdf(
+    path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None
+) -> Tuple[List[str], Optional[str], List[int]]:
+    ocr = ocr or OcrConfig()
     pypdf = _import_pypdf()
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
@@ -478,15 +532,60 @@ def _read_pdf(path: Path, where: str) -> Tuple[List[str], Optional[str]]:
         ) from None
     if not pages:
         raise InvalidDocumentError(f"{where}: has no pages; there is nothing to index.")
+    pages, ocr_pages, ocr_problem = _ocr_pages(raw, pages, ocr, path, where, progress)
     if not any(p.strip() for p in pages):
+        if ocr_problem:
+            raise InvalidDocumentError(f"{where}: has no extractable text (a scanned or image-only PDF?); {ocr_problem}")
+        if ocr.mode == "never":
+            raise InvalidDocumentError(
+                f"{where}: has no extractable text (a scanned or image-only PDF?); OCR is off: "
+                "pass ocr='auto' (--ocr auto) to read its pages with OCR."
+            )
         raise InvalidDocumentError(
-            f"{where}: has no extractable text (a scanned or image-only PDF?); run OCR first, "
-            "e.g. ocrmypdf in.pdf out.pdf."
+            f"{where}: has no extractable text, and OCR found none either (blank pages, or a scan "
+            f"too faint to read; languages {ocr.languages!r}: set ocr_languages if it is in another language)."
         )
     empty = sum(1 for p in pages if not p.strip())
     if empty:
         log.info("%s: %d of %d pages have no text (kept, so page numbers stay true)", path, empty, len(pages))
-    return pages, title
+    return pages, title, ocr_pages
+
+
+def _ocr_pages(
+    raw: bytes,
+    pages: List[str],
+    ocr: OcrConfig,
+    path: Path,
+    where: str,
+    progress: Optional[ProgressCallback],
+) -> Tuple[List[str], List[int], Optional[str]]:
+    """Pages with OCR text where ``ocr`` asks for it; the 1-based OCR'd page numbers; why OCR could not run."""
+    from .ocr import needs_ocr, ocr_pdf_pages
+
+    wanted = [i for i, text in enumerate(pages) if needs_ocr(text, ocr)]
+    if not wanted:
+        return pages, [], None
+    try:
+        run = ocr_pdf_pages(raw, wanted, ocr, progress=progress, name=path.name)
+    except OcrUnavailableError as exc:
+        if ocr.mode == "always":
+            raise
+        # auto: a text PDF with a few blank pages loads as before; an image-only one is skipped with this reason.
+        log.info("%s: %d pages without a text layer not OCR'd: %s", path, len(wanted), exc)
+        return pages, [], str(exc)
+    except Exception as exc:  # pdfium refusing a file pypdf opened: keep the text layer
+        log.warning("%s: OCR could not render this PDF (%s: %s); its text layer is used", path, type(exc).__name__, exc)
+        return pages, [], f"OCR could not render it ({type(exc).__name__}: {exc}); re-export or repair it, e.g. qpdf in.pdf out.pdf."
+    out = list(pages)
+    ocr_pages = []
+    for index, text in sorted(run.texts.items()):
+        # auto keeps a thin text layer when OCR reads less than it (a blank or unreadable image).
+        if ocr.mode == "always" or len(text.strip()) > len(pages[index].strip()):
+            out[index] = text
+            ocr_pages.append(index + 1)
+    log.info("%s: %d pages OCR'd (%d from the cache, %d failed) in %.1f s",
+             path, len(wanted), run.cached, len(run.errors), run.seconds)
+    return out, ocr_pages, None
 
 
 def _clean_page(text: str) -> str:
@@ -509,5 +608,6 @@ __all__ = [
     "load_stream",
     "load_text",
     "markdown_title",
+    "ocr_settings",
     "text_title",
 ]

@@ -84,6 +84,7 @@ def test_pdf_one_page_per_leaf_with_title(tmp_path):
         "path": "manual.pdf",
         "kind": "pdf",
         "pages": 3,
+        "ocr_pages": [],  # a blank page has nothing for OCR to read: every leaf's text is the PDF's
         "title": "The Manual",
     }
 
