@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -62,6 +63,10 @@ DEFAULT_SCALE = 4 / 3
 DEFAULT_MAX_PIXELS = 40_000_000
 
 ProgressCallback = Callable[[str, int, int], None]
+
+# PDFium is not thread-safe, not even across documents: every call into it holds this lock
+# (the engine processes run outside it, so OCR stays parallel).
+_PDFIUM_LOCK = threading.RLock()
 
 
 class OcrUnavailableError(DragKneeError, RuntimeError):
@@ -317,7 +322,6 @@ def render_page(pdf: Any, index: int, config: OcrConfig) -> PageImage:
     """Render page ``index`` (0-based) of an open pypdfium2 document for the engine."""
     import numpy as np
 
-    pdfium = _import_pdfium()
     page = pdf[index]
     try:
         width_pt, height_pt = page.get_size()
@@ -345,7 +349,6 @@ def render_page(pdf: Any, index: int, config: OcrConfig) -> PageImage:
     blank = bool(array.size == 0 or array.min() == array.max())
     magic = b"P5" if array.ndim == 2 else b"P6"
     pnm = b"%s\n%d %d\n255\n" % (magic, width, height) + np.ascontiguousarray(array).tobytes()
-    del pdfium
     return PageImage(index=index, pnm=pnm, width=width, height=height, blank=blank, downscaled=downscaled)
 
 
@@ -454,12 +457,14 @@ def ocr_pdf_pages(
             rate = (now - started) / done
             log.info("OCR %s: %d/%d pages, %.1f s a page, ETA %.0f s", name, done, total, rate, rate * (total - done))
 
-    pdf = pdfium.PdfDocument(data)
+    with _PDFIUM_LOCK:
+        pdf = pdfium.PdfDocument(data)
     try:
         with ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="drag-knee-ocr") as pool:
-            pending: Deque[Tuple[Future, str]] = deque()
+            pending: Deque[Tuple[Future, Optional[str]]] = deque()
             for index in indices:
-                image = render_page(pdf, index, config)
+                with _PDFIUM_LOCK:
+                    image = render_page(pdf, index, config)
                 if image.blank:  # nothing to read, nothing worth a cache file
                     finish(PageOcr(index, ""), None)
                     continue
@@ -478,7 +483,8 @@ def ocr_pdf_pages(
                 future, pkey = pending.popleft()
                 finish(future.result(), pkey)
     finally:
-        pdf.close()
+        with _PDFIUM_LOCK:
+            pdf.close()
     run.seconds = time.perf_counter() - started
     return run
 
