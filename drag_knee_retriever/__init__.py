@@ -15,11 +15,13 @@ from .errors import (
     InvalidScoresError,
     ModelLoadError,
     ModelMismatchError,
+    OcrUnavailableError,
     StoreError,
     StoreLockedError,
     SummarizerError,
 )
 from .knee import knee_cut, knee_index
+from .ocr import OcrConfig
 from .nodes import Document, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 
@@ -56,6 +58,8 @@ __all__ = [
     "InvalidScoresError",
     "ModelLoadError",
     "ModelMismatchError",
+    "OcrConfig",
+    "OcrUnavailableError",
     "ScoredNode",
     "SearchConfig",
     "SearchResult",

@@ -55,3 +55,7 @@ class CliError(DragKneeError):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+class OcrUnavailableError(DragKneeError, RuntimeError):
+    """OCR was needed or asked for, but the renderer, the engine or a language is not installed."""

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, OcrUnavailableError
 from .nodes import Document
-from .ocr import OCR_PAGES_KEY, OcrConfig, OcrUnavailableError
+from .ocr import OCR_PAGES_KEY, OcrConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ocr import OcrMode

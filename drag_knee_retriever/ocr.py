@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Literal, Optional, Sequence, Tuple
 
-from .errors import ConfigError, DragKneeError
+from .errors import ConfigError, OcrUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,6 @@ ProgressCallback = Callable[[str, int, int], None]
 # PDFium is not thread-safe, not even across documents: every call into it holds this lock
 # (the engine processes run outside it, so OCR stays parallel).
 _PDFIUM_LOCK = threading.RLock()
-
-
-class OcrUnavailableError(DragKneeError, RuntimeError):
-    """OCR was needed or asked for, but the renderer, the engine or a language is not installed."""
 
 
 def install_hint(languages: str = "eng") -> str:
