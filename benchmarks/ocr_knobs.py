@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drag_knee_retriever.ocr import OcrConfig, check_engine, recognize, render_page  # noqa: E402
 
-PDFS = Path(os.environ.get("MMLB_DIR", "/work/shared/datasets/mmlongbench_doc")) / "raw" / "pdfs_image_only"
+PDFS = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc" / "raw" / "pdfs_image_only"
 
 
 def sample_pages(per_doc: int):

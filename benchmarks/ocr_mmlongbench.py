@@ -39,7 +39,7 @@ from drag_knee_retriever.errors import InvalidDocumentError  # noqa: E402
 from drag_knee_retriever.loaders import load_file  # noqa: E402
 from drag_knee_retriever.ocr import OcrConfig  # noqa: E402
 
-ROOT = Path(os.environ.get("MMLB_DIR", "/work/shared/datasets/mmlongbench_doc"))
+ROOT = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc"
 MODEL = os.environ.get("DRAG_KNEE_MODEL_PATH", "/work/shared/models/all-MiniLM-L6-v2-onnx-int8")
 KS = (1, 2, 3, 4, 5, 6, 8, 10)
 

@@ -18,7 +18,7 @@ import resource
 import time
 from pathlib import Path
 
-PDFS = Path(os.environ.get("MMLB_DIR", "/work/shared/datasets/mmlongbench_doc")) / "raw" / "pdfs_image_only"
+PDFS = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc" / "raw" / "pdfs_image_only"
 
 
 def main() -> None:
