@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .errors import InvalidDocumentError, OcrUnavailableError
+from .errors import InvalidDocumentError
 from .nodes import Document
 from .ocr import OCR_PAGES_KEY, OcrConfig
 
@@ -559,33 +559,9 @@ def _ocr_pages(
     where: str,
     progress: Optional[ProgressCallback],
 ) -> Tuple[List[str], List[int], Optional[str]]:
-    """Pages with OCR text where ``ocr`` asks for it; the 1-based OCR'd page numbers; why OCR could not run."""
-    from .ocr import needs_ocr, ocr_pdf_pages
+    from .ocr import fill_pages
 
-    wanted = [i for i, text in enumerate(pages) if needs_ocr(text, ocr)]
-    if not wanted:
-        return pages, [], None
-    try:
-        run = ocr_pdf_pages(raw, wanted, ocr, progress=progress, name=path.name)
-    except OcrUnavailableError as exc:
-        if ocr.mode == "always":
-            raise
-        # auto: a text PDF with a few blank pages loads as before; an image-only one is skipped with this reason.
-        log.info("%s: %d pages without a text layer not OCR'd: %s", path, len(wanted), exc)
-        return pages, [], str(exc)
-    except Exception as exc:  # pdfium refusing a file pypdf opened: keep the text layer
-        log.warning("%s: OCR could not render this PDF (%s: %s); its text layer is used", path, type(exc).__name__, exc)
-        return pages, [], f"OCR could not render it ({type(exc).__name__}: {exc}); re-export or repair it, e.g. qpdf in.pdf out.pdf."
-    out = list(pages)
-    ocr_pages = []
-    for index, text in sorted(run.texts.items()):
-        # auto keeps a thin text layer when OCR reads less than it (a blank or unreadable image).
-        if ocr.mode == "always" or len(text.strip()) > len(pages[index].strip()):
-            out[index] = text
-            ocr_pages.append(index + 1)
-    log.info("%s: %d pages OCR'd (%d from the cache, %d failed) in %.1f s",
-             path, len(wanted), run.cached, len(run.errors), run.seconds)
-    return out, ocr_pages, None
+    return fill_pages(raw, pages, ocr, name=path.name, progress=progress)
 
 
 def _clean_page(text: str) -> str:

@@ -485,6 +485,49 @@ def ocr_pdf_pages(
     return run
 
 
+def fill_pages(
+    data: bytes,
+    pages: Sequence[str],
+    config: OcrConfig,
+    *,
+    name: str = "PDF",
+    cache: Optional[OcrCache] = None,
+    progress: Optional[ProgressCallback] = None,
+) -> Tuple[List[str], List[int], Optional[str]]:
+    """Page texts with OCR text where ``config`` asks for it (``pages[i]`` is page i of ``data``).
+
+    Returns the pages, the 1-based numbers of the pages whose text now comes from OCR, and why
+    OCR could not run (None if it ran or was not needed). Under ``"auto"`` a missing engine or a
+    PDF the renderer refuses keeps the text layer (the reason is returned, so a caller can say
+    it when nothing else is left); under ``"always"`` a missing engine raises
+    :class:`OcrUnavailableError`. A page keeps its thin text layer when OCR reads less.
+    """
+    wanted = [i for i, text in enumerate(pages) if needs_ocr(text, config)]
+    if not wanted:
+        return list(pages), [], None
+    try:
+        run = ocr_pdf_pages(data, wanted, config, cache=cache, progress=progress, name=name)
+    except OcrUnavailableError as exc:
+        if config.mode == "always":
+            raise
+        log.info("%s: %d pages without a text layer not OCR'd: %s", name, len(wanted), exc)
+        return list(pages), [], str(exc)
+    except Exception as exc:  # pdfium refusing a file pypdf opened, a page index past its end
+        log.warning("%s: OCR could not render this PDF (%s: %s); its text layer is used", name, type(exc).__name__, exc)
+        return list(pages), [], (
+            f"OCR could not render it ({type(exc).__name__}: {exc}); re-export or repair it, e.g. qpdf in.pdf out.pdf."
+        )
+    out = list(pages)
+    ocr_pages = []
+    for index, text in sorted(run.texts.items()):
+        if config.mode == "always" or len(text.strip()) > len(pages[index].strip()):
+            out[index] = text
+            ocr_pages.append(index + 1)
+    log.info("%s: %d pages OCR'd (%d from the cache, %d failed) in %.1f s",
+             name, len(wanted), run.cached, len(run.errors), run.seconds)
+    return out, ocr_pages, None
+
+
 __all__ = [
     "OCR_MODES",
     "OCR_PAGES_KEY",
@@ -496,6 +539,7 @@ __all__ = [
     "TEXT_SOURCE_OCR",
     "TEXT_SOURCE_PDF",
     "check_engine",
+    "fill_pages",
     "install_hint",
     "needs_ocr",
     "ocr_pdf_pages",
