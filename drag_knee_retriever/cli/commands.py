@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import CliError
-from .index import open_index, where
+from .index import ocr_cache_dir, open_index, where
 from .options import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -32,6 +32,9 @@ from .options import (
     Method,
     ModelOption,
     ModelPathOption,
+    Ocr,
+    OcrLanguagesOption,
+    OcrOption,
     Order,
     UrlOption,
     app,
@@ -67,6 +70,8 @@ def ingest(
     strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) if any file is skipped, instead of ingesting the rest.")] = False,
     model: ModelOption = None,
     model_path: ModelPathOption = None,
+    ocr: OcrOption = Ocr.auto,
+    ocr_languages: OcrLanguagesOption = None,
 ) -> None:
     """Read files (text, Markdown, PDF) and add them to the index; changed files replace their old version."""
     from ..loaders import load_paths
@@ -74,7 +79,8 @@ def ingest(
     started = time.perf_counter()
     with PhaseProgress(err) as progress:
         report = load_paths(
-            paths, include=include or (), exclude=exclude or (), stdin_name=stdin_name, progress=progress
+            paths, include=include or (), exclude=exclude or (), stdin_name=stdin_name, progress=progress,
+            ocr=ocr.value, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir(index, url),
         )
     for skipped in report.skipped:
         err.print(f"skipped {escape(skipped.path)}: {escape(skipped.reason)}", style="yellow")

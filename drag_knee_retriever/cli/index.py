@@ -38,6 +38,13 @@ def _index_location(index: Optional[Path], url: Optional[str]) -> Tuple[Optional
     return (index.expanduser() if index is not None else default_index_dir()), None
 
 
+def ocr_cache_dir(index: Optional[Path], url: Optional[str]) -> Optional[Path]:
+    """Where ingest keeps OCR text: next to the index folder (``<index>.ocr-cache``), so it goes
+    with the index; for a server, None (the user cache folder)."""
+    folder, _ = _index_location(index, url)
+    return folder.with_name(folder.name + ".ocr-cache") if folder is not None else None
+
+
 def _check_folder(folder: Path, collection: str, *, must_exist: bool) -> None:
     """Refuse folders that cannot be an index, with a message saying what to do.
 

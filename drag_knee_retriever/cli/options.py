@@ -38,6 +38,12 @@ class Engine(str, enum.Enum):
     server = "server"
 
 
+class Ocr(str, enum.Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
 class Order(str, enum.Enum):
     score = "score"
     document = "document"
@@ -94,4 +100,15 @@ LanguageOption = Annotated[
                  help="BM25 stemmer and stop words (default: the collection's; english for a new one)."),
 ]
 
-
+OcrOption = Annotated[
+    Ocr,
+    typer.Option(
+        "--ocr",
+        help="OCR of PDF pages: auto (pages whose text layer has < 20 characters), always (every page), "
+        "never. Needs the ocr extra and the Tesseract program (README: Scanned and image-only PDFs).",
+    ),
+]
+OcrLanguagesOption = Annotated[
+    Optional[str],
+    typer.Option("--ocr-languages", help="Tesseract languages joined by '+', e.g. eng+rus (default eng).", show_default=False),
+]

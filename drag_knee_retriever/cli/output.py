@@ -35,10 +35,13 @@ class PhaseProgress:
         self._progress: Any = None
         self._tasks: Dict[str, Any] = {}
         self._reported: set = set()
+        self._ocr = [0, 0, 0]  # pages of earlier PDFs, done and total of the current one
 
     def __enter__(self) -> "PhaseProgress":
         if self.console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 SpinnerColumn(),
@@ -46,6 +49,8 @@ class PhaseProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                # OCR takes seconds a page: the remaining time is what a user waits for.
+                TimeRemainingColumn(),
                 console=self.console,
                 transient=False,
             )
@@ -57,17 +62,27 @@ class PhaseProgress:
             self._progress.stop()
 
     def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase == "ocr":
+            # The loader counts OCR pages per PDF; one bar counts them over the batch.
+            if self._ocr[2] and self._ocr[1] >= self._ocr[2]:  # the previous PDF was finished: a new one
+                self._ocr[0] += self._ocr[2]
+            self._ocr[1:] = [done, total]
+            if self._progress is None and done >= total:
+                self.console.print(f"ocr: {done}/{total} pages", style="dim")
+            done, total = self._ocr[0] + done, self._ocr[0] + total
         self.phase, self.done, self.total = phase, done, total
         if self._progress is not None:
             if phase not in self._tasks:
-                # A new phase means the earlier ones are over, even if their last tick was not sent.
-                for task, task_total in self._tasks.values():
-                    self._progress.update(task, completed=task_total)
+                # A new phase means the earlier ones are over, even if their last tick was not sent
+                # ("ocr" runs inside "reading", one PDF at a time: it ends nothing).
+                if phase != "ocr":
+                    for task, task_total in self._tasks.values():
+                        self._progress.update(task, completed=task_total)
                 self._tasks[phase] = (self._progress.add_task(phase, total=max(total, 1)), max(total, 1))
             task, _ = self._tasks[phase]
             self._tasks[phase] = (task, max(total, 1))
             self._progress.update(task, completed=done, total=max(total, 1))
-        elif done >= total and phase not in self._reported:
+        elif done >= total and phase not in self._reported and phase != "ocr":
             self._reported.add(phase)
             self.console.print(f"{phase}: {done}/{total}", style="dim")
 

@@ -206,3 +206,46 @@ def test_ocr_settings_are_validated_and_the_threshold_is_applied():
     auto = OcrConfig()
     assert needs_ocr("", auto) and needs_ocr("  3 \n", auto) and not needs_ocr("x" * 20, auto)
     assert not needs_ocr("", OcrConfig(mode="never")) and needs_ocr("x" * 500, OcrConfig(mode="always"))
+
+
+def _cli(tmp_path: Path, *args: str, **env_extra: str):
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("drag-knee")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "drag_knee_retriever.cli"]
+    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "xdg"), COLUMNS="200", **env_extra)
+    env.pop("DRAG_KNEE_INDEX", None)
+    proc = subprocess.run(command + list(args), capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@needs_engine
+def test_cli_ingest_ocrs_into_the_cache_next_to_the_index_and_cites_pages(ocr_run, tmp_path):
+    import json
+
+    index = tmp_path / "idx"
+    # The session's OCR text, placed where the CLI keeps it (<index>.ocr-cache): no engine run here.
+    shutil.copytree(ocr_run["cache"], tmp_path / "idx.ocr-cache")
+    files_before = sorted(p.name for p in (tmp_path / "idx.ocr-cache").rglob("*.txt"))
+    proc = _cli(tmp_path, "ingest", str(ocr_run["pdf"]), "--index", str(index), "--ocr", "auto")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "idx.ocr-cache").rglob("*.txt")) == files_before  # all hits
+    proc = _cli(tmp_path, "search", "how many fatalities in the crash", "--index", str(index), "--json")
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)["nodes"]
+    assert results and results[0]["metadata"]["text_source"] == "ocr"
+    assert any(r["span"]["first_page"] == 2 for r in results)  # the fact sheet, page 2 of the file
+
+
+def test_cli_ocr_always_without_the_engine_is_one_error_line(tmp_path):
+    pytest.importorskip("pypdfium2")
+    (tmp_path / "scan.pdf").write_bytes(text_pdf_bytes(["", ""]))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    proc = _cli(tmp_path, "ingest", "scan.pdf", "--index", str(tmp_path / "idx"), "--ocr", "always",
+                DRAG_KNEE_TESSERACT=str(tmp_path / "no-such-tesseract"))
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("drag-knee: error:")]
+    assert len(errors) == 1 and install_hint("eng") in errors[0], proc.stderr
