@@ -76,7 +76,34 @@ def _common_metadata(entries: Sequence[PageEntry], drop: Iterable[str]) -> Dict[
     return common
 
 
-def group_paged_documents(entries: Sequence[PageEntry]) -> List[Tuple[Document, List[int]]]:
+def _ocr_group(key: str, pages: List[str], metadata: Dict[str, Any], ocr: Any, where: str) -> List[str]:
+    """Pages of a file with OCR text where its text is empty or thin, when ``key`` is a PDF on disk.
+
+    Framework loaders (PyPDFLoader, PDFReader) give an image-only page as an empty text; the
+    file they read is named by the group key, so the same OCR as the core loader's fills it.
+    """
+    from pathlib import Path
+
+    from ..ocr import OCR_PAGES_KEY, fill_pages
+
+    path = Path(key)
+    if ocr is None or ocr.mode == "never" or path.suffix.lower() != ".pdf" or not path.is_file():
+        return pages
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        log.info("%s: not OCR'd, %s cannot be read (%s)", where, key, exc)
+        return pages
+    filled, ocr_pages, problem = fill_pages(data, pages, ocr, name=path.name)
+    if not any(p.strip() for p in filled) and problem:
+        raise InvalidDocumentError(f"{where}: every page is empty (an image-only PDF?); {problem}")
+    metadata[OCR_PAGES_KEY] = ocr_pages
+    return filled
+
+
+def group_paged_documents(
+    entries: Sequence[PageEntry], *, ocr: Any = None
+) -> List[Tuple[Document, List[int]]]:
     """Turn framework documents into core :class:`Document` objects, all validated.
 
     Entries of the same ``group`` (pages of one file) become ONE paged document whose id is the
@@ -87,6 +114,9 @@ def group_paged_documents(entries: Sequence[PageEntry]) -> List[Tuple[Document, 
     group has no number, the group keeps input order. Every other entry becomes a text document
     with id: the framework's id, else its ``source``, else a hash of its text; later duplicates get
     ``#2``, ``#3``... Returns ``(document, input positions)`` pairs in first-appearance order.
+    ``ocr`` (an :class:`~drag_knee_retriever.ocr.OcrConfig`, None: no OCR): the pages of a
+    group whose name is a PDF file on disk are OCR'd where their text is empty or too thin, as
+    the core loader does (metadata ``ocr_pages``; each leaf's ``text_source``).
     Raises :class:`InvalidDocumentError` (naming the input position) before anything is ingested.
     """
     taken: Dict[str, int] = {}
@@ -149,6 +179,9 @@ def group_paged_documents(entries: Sequence[PageEntry]) -> List[Tuple[Document, 
             pages = [m.text for m in members]
         drop = set().union(*(m.drop_keys for m in members))
         metadata = _common_metadata(members, drop)
+        if numbered and len(pages) == max(int(m.page) for m in members) + 1:  # type: ignore[arg-type]
+            # Page i is page i of the file (not the input-order fallback): OCR can render it.
+            pages = _ocr_group(str(key), pages, metadata, ocr, where)
         doc_id = _unique(str(key), taken)
         try:
             doc = Document(id=doc_id, pages=pages, metadata=metadata)

@@ -33,6 +33,7 @@ from ._common import (
     knee_keep,
     make_index,
 )
+from ..loaders import ocr_settings
 from ._pages import PageEntry, group_paged_documents
 
 try:
@@ -78,7 +79,13 @@ def to_langchain_document(hit: ScoredNode) -> LCDocument:
     return LCDocument(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node.id)
 
 
-def from_langchain_documents(documents: Sequence[LCDocument]) -> List[Document]:
+def from_langchain_documents(
+    documents: Sequence[LCDocument],
+    *,
+    ocr: Any = "auto",
+    ocr_languages: Optional[str] = None,
+    ocr_cache_dir: Optional[Any] = None,
+) -> List[Document]:
     """Convert LangChain ``Document`` objects into core documents, all validated first.
 
     - Pages of one file (documents with ``metadata["source"]`` and an integer ``metadata["page"]``,
@@ -88,6 +95,11 @@ def from_langchain_documents(documents: Sequence[LCDocument]) -> List[Document]:
       agree on (``page`` and ``page_label`` dropped).
     - Any other document becomes a text document with id: its LangChain ``id``, else its
       ``metadata["source"]``, else a hash of its text; duplicates get ``#2``, ``#3``...
+
+    - Pages of a PDF file that is on disk (``source``) whose text is empty or too thin (a scanned
+      or image-only page) are OCR'd like the core loader's (``ocr="auto"|"always"|"never"`` or an
+      :class:`~drag_knee_retriever.ocr.OcrConfig`, ``ocr_languages="eng+rus"``, ``ocr_cache_dir``;
+      needs the ``ocr`` extra and Tesseract); each leaf records ``text_source``.
 
     The ids are stable, so ingesting the same files again replaces nothing that did not change.
     Raises :class:`InvalidDocumentError` naming the offending document (not a ``Document``, no
@@ -123,7 +135,8 @@ def from_langchain_documents(documents: Sequence[LCDocument]) -> List[Document]:
                 drop_keys=_PAGE_KEYS if is_page else (),
             )
         )
-    return [doc for doc, _ in group_paged_documents(entries)]
+    config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+    return [doc for doc, _ in group_paged_documents(entries, ocr=config)]
 
 
 class DragKneeRetriever(BaseRetriever):
@@ -192,13 +205,15 @@ class DragKneeRetriever(BaseRetriever):
         params["ls_vector_store_provider"] = "qdrant"
         return params  # type: ignore[return-value]
 
-    def add_documents(self, documents: Sequence[LCDocument], *, progress: Optional[Callable[..., Any]] = None) -> Any:
-        """Ingest more LangChain documents into the index (see :func:`from_langchain_documents`).
+    def add_documents(self, documents: Sequence[LCDocument], *, progress: Optional[Callable[..., Any]] = None,
+                      ocr: Any = "auto", ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None) -> Any:
+        """Ingest more LangChain documents into the index (see :func:`from_langchain_documents`,
+        also for the ``ocr`` options).
 
         Every document is converted and validated before the index is touched. Returns the
         index's ingest report.
         """
-        core = from_langchain_documents(documents)
+        core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
         return self.index.add_documents(core, progress=progress)
 
     @classmethod
@@ -216,6 +231,9 @@ class DragKneeRetriever(BaseRetriever):
         filters: Optional[Dict[str, Any]] = None,
         fusion_weights: Optional[List[Tuple[float, float]]] = None,
         order: Optional[str] = None,
+        ocr: Any = "auto",
+        ocr_languages: Optional[str] = None,
+        ocr_cache_dir: Optional[Any] = None,
         **index_kwargs: Any,
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
@@ -223,11 +241,12 @@ class DragKneeRetriever(BaseRetriever):
         ``index_kwargs`` go to :class:`DragKneeIndex` (``location``, ``model_path``, ``build``...)
         when no ``index`` is given. The search settings are validated and every document is
         converted before anything is built or written, so a bad document ingests nothing.
+        ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
         """
         settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity,
                         max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order)
         RetrieverSettings("k", **settings)  # validate before converting, building or writing
-        core = from_langchain_documents(documents)
+        core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
         index = make_index(index, index_kwargs)
         index.add_documents(core, progress=progress)
         return cls(index=index, **{key: value for key, value in settings.items() if value is not None})

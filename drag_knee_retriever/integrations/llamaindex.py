@@ -42,6 +42,7 @@ from ._common import (
     tree_node_from_metadata,
     tree_node_metadata,
 )
+from ..loaders import ocr_settings
 from ._pages import PageEntry, group_paged_documents, page_number_from_label
 
 try:
@@ -228,15 +229,27 @@ def _entries(documents: Sequence[Any], group_pages: bool) -> List[PageEntry]:
     return entries
 
 
-def from_llamaindex_documents(documents: Sequence[Any], *, group_pages: bool = True) -> List[Document]:
+def from_llamaindex_documents(
+    documents: Sequence[Any],
+    *,
+    group_pages: bool = True,
+    ocr: Any = "auto",
+    ocr_languages: Optional[str] = None,
+    ocr_cache_dir: Optional[Any] = None,
+) -> List[Document]:
     """Convert LlamaIndex ``Document`` objects into core documents, all validated first.
 
     Each document becomes one tree, with its LlamaIndex id as document id. With ``group_pages``,
     per-page documents of one file (metadata ``page_label`` plus ``file_path`` or ``file_name``,
     as ``PDFReader`` yields them) become ONE paged document named after the file; numeric page
     labels order the pages (and keep the file's page numbers), otherwise input order is kept.
+    Pages of a PDF file on disk (``file_path``) whose text is empty or too thin (scanned or
+    image-only) are OCR'd like the core loader's: ``ocr="auto"|"always"|"never"`` (or an
+    :class:`~drag_knee_retriever.ocr.OcrConfig`), ``ocr_languages``, ``ocr_cache_dir``; needs the
+    ``ocr`` extra and Tesseract; each leaf records ``text_source``.
     """
-    return [doc for doc, _ in group_paged_documents(_entries(documents, group_pages))]
+    config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+    return [doc for doc, _ in group_paged_documents(_entries(documents, group_pages), ocr=config)]
 
 
 class DragKneeRetriever(BaseRetriever):
@@ -353,15 +366,20 @@ class DragKneeRetriever(BaseRetriever):
         group_pages: bool = True,
         progress: Optional[Callable[..., Any]] = None,
         retriever_kwargs: Optional[Dict[str, Any]] = None,
+        ocr: Any = "auto",
+        ocr_languages: Optional[str] = None,
+        ocr_cache_dir: Optional[Any] = None,
         **index_kwargs: Any,
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LlamaIndex ``documents``, return a retriever.
 
         ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given;
         ``retriever_kwargs`` (method, similarity_top_k, ...) to the retriever. Every document is
-        converted and validated before anything is built or written.
+        converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
+        ``ocr_cache_dir``: see :func:`from_llamaindex_documents`.
         """
-        core = from_llamaindex_documents(documents, group_pages=group_pages)
+        core = from_llamaindex_documents(documents, group_pages=group_pages, ocr=ocr,
+                                         ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
         index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
         index.add_documents(core, progress=progress)

@@ -249,3 +249,30 @@ def test_cli_ocr_always_without_the_engine_is_one_error_line(tmp_path):
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("drag-knee: error:")]
     assert len(errors) == 1 and install_hint("eng") in errors[0], proc.stderr
+
+
+@needs_engine
+def test_both_adapters_ocr_the_empty_pages_of_a_pdf_on_disk(ocr_run):
+    """PyPDFLoader / PDFReader give an image-only page as an empty text: the adapters OCR it."""
+    from langchain_core.documents import Document as LCDocument
+    from llama_index.core import Document as LIDocument
+
+    from drag_knee_retriever.integrations.langchain import from_langchain_documents
+    from drag_knee_retriever.integrations.llamaindex import from_llamaindex_documents
+
+    pdf = str(ocr_run["pdf"])
+    lc = [LCDocument(page_content="", metadata={"source": pdf, "page": i}) for i in range(3)]
+    li = [LIDocument(text="", metadata={"file_path": pdf, "page_label": str(i + 1)}) for i in range(3)]
+    counter = CountingEngine()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ocr_module, "recognize", counter)
+        (from_lc,) = from_langchain_documents(lc, ocr_cache_dir=ocr_run["cache"])
+        (from_li,) = from_llamaindex_documents(li, ocr="auto", ocr_cache_dir=ocr_run["cache"])
+    assert counter.calls == 0  # the session's cache: same page images
+    for document in (from_lc, from_li):
+        assert list(document.pages) == list(ocr_run["document"].pages)
+        assert document.metadata["ocr_pages"] == [1, 2, 3]
+    leaves = [n for n in build_trees([from_lc]) if n.is_leaf]
+    assert [(n.span.first_page, n.metadata["text_source"]) for n in leaves] == [(1, "ocr"), (2, "ocr"), (3, "ocr")]
+    with pytest.raises(InvalidDocumentError, match="every page is empty"):
+        from_langchain_documents(lc, ocr="never")
