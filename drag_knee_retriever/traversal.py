@@ -218,31 +218,46 @@ def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List
     frontier: List[Tuple[int, RankedHit]] = []
     for order, hit in enumerate(roots):
         (results if hit.node.is_leaf else frontier).append((order, hit))
-    visited: Set[str] = {hit.node.id for _, hit in frontier}
+    # Every node taken so far, leaf roots included: a malformed tree may list a root, or a node
+    # another parent already took, as a child, and nothing may be returned twice.
+    visited: Set[str] = {hit.node.id for hit in roots}
+    taken_by: Dict[str, str] = {}  # child id -> the parent that took it (for the trace)
     for depth in range(1, config.max_depth + 1):
         if not frontier:
             break
         weights = config.weights_for_level(depth)
         requests = []
         for _, hit in frontier:
-            ids = (hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)
+            ids = tuple(dict.fromkeys((hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)))
             requests.append(RankRequest(limit=len(ids), weights=weights, candidate_ids=ids, filters=filters))
         responses = yield requests
         next_frontier: List[Tuple[int, RankedHit]] = []
         for (order, parent), hits in zip(frontier, responses):
             step = TraceStep(step=len(trace.steps), kind="branch", level=depth, parent_id=parent.node.id, weights=weights)
-            parent_position = next((i for i, h in enumerate(hits) if h.node.id == parent.node.id), len(hits))
+            # A child that another parent of this level took after the requests were made (a node
+            # shared by two parents) is already returned: it does not compete here. On a
+            # well-formed tree no child is shared, so ``own`` is ``hits``.
+            taken = {h.node.id for h in hits if h.node.id != parent.node.id and h.node.id in visited}
+            own = [h for h in hits if h.node.id not in taken]
+            parent_position = next((i for i, h in enumerate(own) if h.node.id == parent.node.id), len(own))
+            own_position = -1
             for position, hit in enumerate(hits):
                 candidate = _candidate(hit, position)
                 step.candidates.append(candidate)
+                if hit.node.id in taken:
+                    candidate.outcome = "suppressed"
+                    candidate.suppressed_by = taken_by.get(hit.node.id)
+                    continue
+                own_position += 1
                 if hit.node.id == parent.node.id:
                     if parent_position == 0:
                         results.append((order, hit))
                     else:
                         candidate.outcome = "suppressed"
-                        candidate.suppressed_by = hits[0].node.id
-                elif position < parent_position:
+                        candidate.suppressed_by = own[0].node.id
+                elif own_position < parent_position:
                     visited.add(hit.node.id)
+                    taken_by[hit.node.id] = parent.node.id
                     (results if hit.node.is_leaf else next_frontier).append((order, hit))
                 else:
                     candidate.outcome = "suppressed"

@@ -202,6 +202,50 @@ def test_a_cycle_back_to_the_root_is_not_walked_again():
         assert [h.node.id for h in hits] == ["l"] and ranker.calls <= 3 + (1 if config.focuses else 0)
 
 
+def test_a_leaf_root_that_another_document_also_lists_as_a_child_is_returned_once():
+    """Hypothesis's minimal example: a leaf root d0 plus a d1 whose inner node also lists that leaf.
+
+    All scores tie, so the stand-in ranker orders by id: both roots are kept, ``m1`` beats its
+    parent ``r1``, and ``l0`` would beat ``m1``. Branch search used to return ``l0`` twice.
+    """
+    l0 = TreeNode(id="l0", doc_id="d0", level=0, is_leaf=True, span=Span(0, 0), text="l0")
+    x1 = TreeNode(id="x1", doc_id="d1", level=2, is_leaf=True, span=Span(0, 0), text="x1", parent_id="m1")
+    m1 = TreeNode(id="m1", doc_id="d1", level=1, is_leaf=False, span=Span(0, 0), text="m1", parent_id="r1",
+                  child_ids=("x1", "l0"))
+    r1 = TreeNode(id="r1", doc_id="d1", level=0, is_leaf=False, span=Span(0, 0), text="r1", child_ids=("m1",))
+    forest = {n.id: n for n in (l0, x1, m1, r1)}
+    scores = {i: 1.0 for i in forest}
+    hits, _, _, _ = _walk(forest, SearchConfig(method="branch"), None, scores, 0)
+    assert [h.node.id for h in hits] == ["l0", "m1"]
+    for method in METHODS:
+        hits, _, _, _ = _walk(forest, SearchConfig(method=method), None, scores, 0)
+        ids = [h.node.id for h in hits]
+        assert len(ids) == len(set(ids)), (method, ids)
+
+
+def test_a_child_shared_by_two_parents_of_one_level_is_returned_once():
+    """``c`` is listed by both ``p`` and ``q``; both rank it first. It is returned once, and ``q``
+    still competes with its own other child ``d`` (which wins)."""
+    c = TreeNode(id="c", doc_id="d", level=2, is_leaf=True, span=Span(0, 0), text="c", parent_id="p")
+    d = TreeNode(id="d", doc_id="d", level=2, is_leaf=True, span=Span(1, 1), text="d", parent_id="q")
+    p = TreeNode(id="p", doc_id="d", level=1, is_leaf=False, span=Span(0, 0), text="p", parent_id="z",
+                 child_ids=("c",))
+    q = TreeNode(id="q", doc_id="d", level=1, is_leaf=False, span=Span(1, 1), text="q", parent_id="z",
+                 child_ids=("c", "d"))
+    z = TreeNode(id="z", doc_id="d", level=0, is_leaf=False, span=Span(0, 1), text="z", child_ids=("p", "q"))
+    forest = {n.id: n for n in (c, d, p, q, z)}
+    scores = {i: 1.0 for i in forest}  # ties: ordered by id, so c < d < p < q < z
+    hits, trace, _, _ = _walk(forest, SearchConfig(method="branch"), None, scores, 0)
+    assert [h.node.id for h in hits] == ["c", "d"]
+    at_q = next(s for s in trace.steps if s.parent_id == "q")
+    outcome = {cand.node_id: (cand.outcome, cand.suppressed_by) for cand in at_q.candidates}
+    assert outcome == {"c": ("suppressed", "p"), "d": ("kept", None), "q": ("suppressed", "d")}
+    for method in METHODS:
+        hits, _, _, _ = _walk(forest, SearchConfig(method=method), None, scores, 0)
+        ids = [h.node.id for h in hits]
+        assert len(ids) == len(set(ids)), (method, ids)
+
+
 def test_the_depth_guard_stops_a_chain_deeper_than_max_depth_and_says_so(caplog):
     chain = [TreeNode(id=f"n{i}", doc_id="d", level=i, is_leaf=i == 9, span=Span(0, 0), text=str(i),
                       parent_id=f"n{i - 1}" if i else None, child_ids=() if i == 9 else (f"n{i + 1}",))
