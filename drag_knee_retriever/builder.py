@@ -1,6 +1,7 @@
 """Documents -> leaves -> trees. No I/O, no vectors: the index embeds and writes what this builds.
 
-Leaves are pages (when a document has pages: one leaf each, never merged or split), otherwise
+Leaves are pages (when a document has pages: one leaf each, never merged; a page longer than
+``BuildConfig.passage_words`` becomes a page node over its passage leaves), otherwise
 Markdown sections' paragraphs (headings become natural parents) or plain paragraphs, merged below
 ``min_leaf_chars`` and split above ``max_leaf_chars`` at sentence boundaries. Consecutive siblings
 are grouped by ``branching`` until one root per document remains (a one-leaf document's root is
@@ -56,6 +57,7 @@ class _Leaf:
     text: str
     page: Optional[int] = None
     title: Optional[str] = None
+    part: Optional[int] = None  # passage number within its page (1-based), if the page was split
 
 
 @dataclass
@@ -118,6 +120,53 @@ def _split_long(text: str, limit: int) -> List[str]:
     return [p for p in pieces if p]
 
 
+# Where a passage may end: after a sentence's end mark and its whitespace, or at a line break
+# (PDF text layers put table rows and list items on lines of their own).
+_PASSAGE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
+
+
+def passage_bounds(text: str, max_words: int) -> List[Tuple[int, int]]:
+    """``[start, end)`` character ranges of ``text``'s passages of at most ~``max_words`` words.
+
+    Consecutive sentences / lines are packed greedily; a segment longer than ``max_words`` is cut
+    at a word boundary; a last passage under a fifth of ``max_words`` joins the one before. Every
+    range is an exact, stripped substring of ``text`` (so a passage can be found in its page).
+    """
+    segments: List[Tuple[int, int]] = []
+    start = 0
+    for match in _PASSAGE_BREAK.finditer(text):
+        if match.start() > start:
+            segments.append((start, match.start()))
+        start = match.end()
+    if start < len(text):
+        segments.append((start, len(text)))
+    pieces: List[Tuple[int, int]] = []
+    for lo, hi in segments:  # cut over-long segments at word boundaries
+        words = list(re.finditer(r"\S+", text[lo:hi]))
+        for i in range(0, len(words), max_words):
+            chunk = words[i : i + max_words]
+            pieces.append((lo + chunk[0].start(), lo + chunk[-1].end()))
+    passages: List[List[int]] = []
+    count = 0
+    for lo, hi in pieces:
+        n = len(text[lo:hi].split())
+        if passages and count + n <= max_words:
+            passages[-1][1] = hi
+            count += n
+        else:
+            passages.append([lo, hi])
+            count = n
+    if len(passages) > 1 and len(text[passages[-1][0]:passages[-1][1]].split()) < max_words / 5:
+        last = passages.pop()
+        passages[-1][1] = last[1]
+    return [(lo, hi) for lo, hi in passages]
+
+
+def split_passages(text: str, max_words: int) -> List[str]:
+    """``text`` as passages of at most ~``max_words`` words (see :func:`passage_bounds`)."""
+    return [text[lo:hi] for lo, hi in passage_bounds(text, max_words)]
+
+
 def _paragraphs(text: str, config: BuildConfig) -> List[str]:
     """Paragraphs (blank-line separated), merged when short and split when long."""
     # Paragraphs are separated by blank lines; text without any blank line but with line breaks
@@ -176,13 +225,25 @@ def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> 
 def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]]:
     leaves: List[_Leaf] = []
 
-    def new_leaf(text: str, page: Optional[int] = None, title: Optional[str] = None) -> _Draft:
-        leaf = _Leaf(text=text, page=page, title=title)
+    def new_leaf(text: str, page: Optional[int] = None, title: Optional[str] = None,
+                 part: Optional[int] = None) -> _Draft:
+        leaf = _Leaf(text=text, page=page, title=title, part=part)
         leaves.append(leaf)
         return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
 
     if document.pages is not None:
-        drafts = [new_leaf(p.strip(), page=n) for n, p in enumerate(document.pages, start=1) if p.strip()]
+        drafts = []
+        for n, page in enumerate(document.pages, start=1):
+            text = page.strip()
+            if not text:
+                continue
+            parts = split_passages(text, config.passage_words) if config.passage_words else [text]
+            if len(parts) == 1:
+                drafts.append(new_leaf(text, page=n))
+            else:
+                # A page node: its passages are the leaves the dense side reads whole; the node
+                # itself is what a user cites and returns the whole page.
+                drafts.append(_Draft(children=[new_leaf(part, page=n, part=i) for i, part in enumerate(parts, 1)]))
         return _group(drafts, config.branching), leaves
 
     text = document.text or ""
@@ -257,7 +318,7 @@ def build_document_trees(
             nid = leaf_id(document.id, draft.ordinal)
             leaf = draft.leaf
             assert leaf is not None
-            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page)
+            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page, leaf.part, leaf.part)
             records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
                                 children=[], span=span, height=0, title=leaf.title, leaf_texts=[leaf.text])
         else:

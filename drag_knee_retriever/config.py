@@ -187,6 +187,11 @@ class BuildConfig:
       (plus its keywords), or ``"description"``, its summary as ``sparse_text`` says. With
       ``"span"`` BM25's length normalisation lets a specific child outrank its parent, and a parent
       wins only where the query's terms are spread over its children (measured: README, Quality).
+    - ``passage_words``: a page longer than this many words becomes a *page node* whose leaves
+      are its passages (consecutive sentences/lines of at most about this many words), so the
+      dense side reads the whole page and not only the encoder's first window; the page node's
+      span text is the whole page and citations keep the page (``p.37 ¶2``). ``None``: a page
+      is always one leaf.
     """
 
     branching: int = 3
@@ -200,8 +205,16 @@ class BuildConfig:
     leaf_text: LeafTextSource = "own"
     sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
+    passage_words: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.passage_words is not None and (
+            isinstance(self.passage_words, bool) or not isinstance(self.passage_words, int) or self.passage_words < 20
+        ):
+            raise ConfigError(
+                f"passage_words must be an integer >= 20 (words per passage of a long page) or None, "
+                f"got {self.passage_words!r}."
+            )
         if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
             raise ConfigError(f"branching must be an integer >= 2, got {self.branching!r}.")
         if not isinstance(self.max_leaf_chars, int) or self.max_leaf_chars < 50:

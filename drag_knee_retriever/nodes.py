@@ -126,10 +126,18 @@ class Span:
     last_leaf: int
     first_page: Optional[int] = None
     last_page: Optional[int] = None
+    # Passages of one page (1-based, inclusive) when a long page was split into passage leaves:
+    # the citation stays the page's, with the passage numbers after it ("p.37 ¶2-3").
+    first_part: Optional[int] = None
+    last_part: Optional[int] = None
 
     def __str__(self) -> str:
         if self.first_page is not None:
             if self.first_page == self.last_page:
+                if self.first_part is not None:
+                    parts = (f"¶{self.first_part}" if self.first_part == self.last_part
+                             else f"¶{self.first_part}-{self.last_part}")
+                    return f"p.{self.first_page} {parts}"
                 return f"p.{self.first_page}"
             return f"pp.{self.first_page}-{self.last_page}"
         if self.first_leaf == self.last_leaf:
@@ -176,6 +184,8 @@ class TreeNode:
             "last_leaf": self.span.last_leaf,
             "first_page": self.span.first_page,
             "last_page": self.span.last_page,
+            "first_part": self.span.first_part,
+            "last_part": self.span.last_part,
             "text": self.text,
             "keywords": list(self.keywords),
             "title": self.title,
@@ -198,6 +208,8 @@ class TreeNode:
                 int(payload["last_leaf"]),
                 payload.get("first_page"),
                 payload.get("last_page"),
+                payload.get("first_part"),
+                payload.get("last_part"),
             ),
             text=payload.get("text", ""),
             parent_id=payload.get("parent_id"),

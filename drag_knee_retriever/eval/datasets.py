@@ -30,7 +30,7 @@ from .errors import EvalError
 
 log = logging.getLogger(__name__)
 
-DATASET_NAMES: Tuple[str, ...] = ("covidqa", "xquad-en", "xquad-ru", "hotpotqa")
+DATASET_NAMES: Tuple[str, ...] = ("covidqa", "xquad-en", "xquad-ru", "hotpotqa", "mmlongbench", "qmsum")
 ENV_VAR = "DRAG_KNEE_DATASETS"
 
 GoldLeaf = Tuple[str, int]
@@ -77,6 +77,9 @@ class EvalDataset:
     units: Dict[str, List[str]]
     source: str = ""
     notes: List[str] = field(default_factory=list)
+    # Per document, the PDF outline (bookmarks) as ``[{title, page (0-based), level}]`` where the
+    # dataset has one (MMLongBench); empty otherwise.
+    outlines: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
 
     SEPARATOR = "\n\n"
 
@@ -437,8 +440,15 @@ def load_dataset(
     *,
     limit_docs: Optional[int] = None,
     limit_questions: Optional[int] = None,
+    shared_store: bool = False,
 ) -> EvalDataset:
-    """Load a dataset by name: ``covidqa``, ``xquad-en``, ``xquad-ru`` or ``hotpotqa``."""
+    """Load a dataset by name: ``covidqa``, ``xquad-en``, ``xquad-ru``, ``hotpotqa``, ``mmlongbench``
+    or ``qmsum`` (the last two: one document per question by default, ``shared_store`` for all)."""
+    if name in ("mmlongbench", "qmsum"):
+        from .longdoc_datasets import load_mmlongbench, load_qmsum
+
+        loader = load_mmlongbench if name == "mmlongbench" else load_qmsum
+        return loader(root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store)
     if name == "covidqa":
         return load_covidqa(root, limit_docs=limit_docs, limit_questions=limit_questions)
     if name in ("xquad-en", "xquad-ru"):
