@@ -66,6 +66,10 @@ class SearchConfig:
     - ``region_sensitivity``: with a focus step, the walk's own cuts use this sensitivity (or
       ``sensitivity`` if smaller): the focus cuts again at the leaves, so the walk keeps more
       regions than a walk that has the last word (measured: ``benchmarks/RESULTS.md``).
+    - ``focus_global``: with a focus step, also rank this many leaves of the whole (filtered)
+      collection in the same round trip and fuse both lists by reciprocal rank: a leaf under the
+      walk's regions that the global ranking also likes wins, and a strong leaf whose region the
+      walk cut stays a candidate. ``None``: the walk's regions alone.
     - ``merge_ratio``: a node the walk chose is returned whole (its whole span) when more than
       this share of its leaves survive the focus cut: the evidence is spread over it, and the
       model reads the passage in one piece. ``None``: always return leaves.
@@ -83,8 +87,16 @@ class SearchConfig:
     focus_pool: Optional[int] = 10
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5
+    focus_global: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.focus_global is not None and (
+            isinstance(self.focus_global, bool) or not isinstance(self.focus_global, int) or self.focus_global < 1
+        ):
+            raise ConfigError(
+                f"focus_global must be an integer >= 1 (global leaves fused into the focus step) or None, "
+                f"got {self.focus_global!r}."
+            )
         if self.method not in SEARCH_METHODS:
             raise ConfigError(
                 f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."

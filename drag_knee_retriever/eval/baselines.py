@@ -266,6 +266,11 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_walk_only", {"config": "walk_only"}),
         # Focus without merging: always leaves, never a whole span.
         ("drag_knee_no_merge", {"config": "no_merge"}),
+        # The tree as evidence: the walk's region leaves fused with a global leaf ranking.
+        ("drag_knee_global", {"config": "global"}),
+        # A deeper focus pool (broad questions: many gold leaves), alone and with the global list.
+        ("drag_knee_pool20", {"config": "pool20"}),
+        ("drag_knee_global_pool20", {"config": "global_pool20"}),
     ]
 
 
@@ -274,6 +279,9 @@ _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
     "rrf60": {"method": "knee", "rrf_k": 60},
     "walk_only": {"method": "knee", "focus_pool": None},
     "no_merge": {"method": "knee", "merge_ratio": None},
+    "global": {"method": "knee", "focus_global": 20},
+    "pool20": {"method": "knee", "focus_pool": 20},
+    "global_pool20": {"method": "knee", "focus_pool": 20, "focus_global": 20},
 }
 
 
@@ -300,7 +308,7 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         if "config" in kwargs:
             config = kwargs["config"]
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
-                           "merge_ratio": config.merge_ratio})
+                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods
