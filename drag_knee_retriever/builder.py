@@ -206,6 +206,48 @@ def _markdown_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str
     return [(lvl, title, "\n".join(body)) for lvl, title, body in sections]
 
 
+def _outline_page_titles(outline: Sequence[dict], pages: int) -> Dict[int, str]:
+    """Each page's section title: the innermost outline entry open at the page (the last one
+    starting on or before it), so a page is indexed with the heading it sits under."""
+    titles: Dict[int, str] = {}
+    entries = sorted(enumerate(outline), key=lambda e: (e[1]["page"], e[0]))
+    current: Optional[str] = None
+    at = 0
+    for page in range(1, pages + 1):
+        while at < len(entries) and entries[at][1]["page"] <= page:
+            current = entries[at][1]["title"]
+            at += 1
+        if current is not None:
+            titles[page] = current
+    return titles
+
+
+def _outline_sections(drafts: List[Tuple[int, _Draft]], outline: Sequence[dict], branching: int) -> _Draft:
+    """Pages nested under the document's own sections (outline entries by level); a page belongs
+    to the innermost section open at it; pages before the first entry stay at the top. Sections
+    holding no page vanish; a section's pages are grouped by ``branching`` under its title."""
+    entries = sorted(enumerate(outline), key=lambda e: (e[1]["page"], e[0]))
+    stack: List[Tuple[int, Optional[str], List[_Draft]]] = [(-1, None, [])]
+
+    def close() -> None:
+        _level, title, items = stack.pop()
+        if items:
+            stack[-1][2].append(_group(items, branching, title))
+
+    at = 0
+    for page, draft in drafts:
+        while at < len(entries) and entries[at][1]["page"] <= page:
+            level, title = entries[at][1]["level"], entries[at][1]["title"]
+            while len(stack) > 1 and stack[-1][0] >= level:
+                close()
+            stack.append((level, title, []))
+            at += 1
+        stack[-1][2].append(draft)
+    while len(stack) > 1:
+        close()
+    return _group(stack[0][2], branching)
+
+
 def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> _Draft:
     """Group consecutive items by ``branching`` until one node remains."""
     level = items
@@ -232,19 +274,25 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
         return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
 
     if document.pages is not None:
-        drafts = []
+        outline = list(document.outline or ()) if config.use_outline else []
+        titles = _outline_page_titles(outline, len(document.pages))
+        drafts: List[Tuple[int, _Draft]] = []
         for n, page in enumerate(document.pages, start=1):
             text = page.strip()
             if not text:
                 continue
+            title = titles.get(n)
             parts = split_passages(text, config.passage_words) if config.passage_words else [text]
             if len(parts) == 1:
-                drafts.append(new_leaf(text, page=n))
+                drafts.append((n, new_leaf(text, page=n, title=title)))
             else:
                 # A page node: its passages are the leaves the dense side reads whole; the node
                 # itself is what a user cites and returns the whole page.
-                drafts.append(_Draft(children=[new_leaf(part, page=n, part=i) for i, part in enumerate(parts, 1)]))
-        return _group(drafts, config.branching), leaves
+                drafts.append((n, _Draft(children=[new_leaf(part, page=n, part=i, title=title)
+                                                   for i, part in enumerate(parts, 1)])))
+        if outline:
+            return _outline_sections(drafts, outline, config.branching), leaves
+        return _group([d for _, d in drafts], config.branching), leaves
 
     text = document.text or ""
     sections = _markdown_sections(text) if config.use_markdown_sections else None
@@ -285,6 +333,8 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
     """A hash of everything that shapes a document's tree: content, metadata, settings, summariser."""
     digest = hashlib.sha256()
     body = {"text": document.text, "pages": list(document.pages) if document.pages is not None else None}
+    if document.outline:
+        body["outline"] = [dict(e) for e in document.outline]
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
     digest.update(json.dumps(dict(document.metadata), ensure_ascii=False, sort_keys=True, default=str).encode())
     digest.update(repr(config).encode())

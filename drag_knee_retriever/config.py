@@ -204,6 +204,9 @@ class BuildConfig:
       dense side reads the whole page and not only the encoder's first window; the page node's
       span text is the whole page and citations keep the page (``p.37 ¶2``). ``None``: a page
       is always one leaf.
+    - ``use_outline``: a document with an ``outline`` (PDF bookmarks) gets its sections as the
+      tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
+      with its section title in front; ``False`` ignores the outline.
     """
 
     branching: int = 3
@@ -218,6 +221,7 @@ class BuildConfig:
     sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
     passage_words: Optional[int] = None
+    use_outline: bool = True
 
     def __post_init__(self) -> None:
         if self.passage_words is not None and (

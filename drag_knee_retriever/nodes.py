@@ -77,13 +77,16 @@ class Document:
     """A document to index: an id plus either ``text`` or ``pages``, and JSON metadata.
 
     With ``pages`` each page becomes one leaf (what a user cites); with ``text`` the builder makes
-    leaves from Markdown sections or paragraphs.
+    leaves from Markdown sections or paragraphs. ``outline`` (with ``pages`` only): the document's
+    own sections, e.g. a PDF's bookmarks, as ``{"title", "page" (1-based), "level" (0 = top)}``
+    entries in document order; the builder makes them the tree's section nodes.
     """
 
     id: str
     text: Optional[str] = None
     pages: Optional[Sequence[str]] = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    outline: Optional[Sequence[Mapping[str, Any]]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -115,7 +118,33 @@ class Document:
             if not any(p.strip() for p in pages):
                 raise InvalidDocumentError(f"{where}: every page is empty; nothing to index.")
             object.__setattr__(self, "pages", pages)
+        if self.outline is not None:
+            object.__setattr__(self, "outline", _check_outline(self.outline, self.pages, where))
         object.__setattr__(self, "metadata", _check_json_metadata(self.metadata, where))
+
+
+def _check_outline(outline: Any, pages: Optional[Sequence[str]], where: str) -> Tuple[Dict[str, Any], ...]:
+    """Validate outline entries: a title, a page of the document (1-based) and a level >= 0."""
+    if pages is None:
+        raise InvalidDocumentError(f"{where}: an outline needs pages (its entries point at pages).")
+    if isinstance(outline, (str, bytes, Mapping)) or not isinstance(outline, Sequence):
+        raise InvalidDocumentError(f"{where}: outline must be a list of {{'title', 'page', 'level'}} entries.")
+    entries = []
+    for number, entry in enumerate(outline, start=1):
+        if not isinstance(entry, Mapping):
+            raise InvalidDocumentError(f"{where}: outline entry {number} is {type(entry).__name__}, not a mapping.")
+        title, page, level = entry.get("title"), entry.get("page"), entry.get("level", 0)
+        if not isinstance(title, str) or not title.strip():
+            raise InvalidDocumentError(f"{where}: outline entry {number} needs a non-empty 'title' string.")
+        check_unicode(title, f"{where}: outline entry {number} title")
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= len(pages):
+            raise InvalidDocumentError(
+                f"{where}: outline entry {number} ({title!r}) points at page {page!r}; pages are 1..{len(pages)}."
+            )
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise InvalidDocumentError(f"{where}: outline entry {number} has level {level!r}; use an integer >= 0.")
+        entries.append({"title": " ".join(title.split()), "page": page, "level": level})
+    return tuple(entries)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..nodes import Document
 from .datasets import DatasetError, EvalDataset, Question, _clean_units, _finish, datasets_root
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,26 @@ def load_mmlongbench(
              f"documents with an outline: {sum(1 for d, *_ in docs if outlines.get(d))}"]
     ds = _finish("mmlongbench-shared" if shared_store else "mmlongbench", "english", docs, questions,
                  limit_docs, limit_questions, str(folder), notes)
-    ds.outlines = {d.id: outlines.get(d.id, []) for d in ds.documents}  # type: ignore[attr-defined]
+    ds.outlines = {d.id: outlines.get(d.id, []) for d in ds.documents}
+    # The PDFs' bookmarks go to the builder as each document's outline, in unit numbers (a
+    # bookmark on a page without text moves to the next page that has text).
+    ds.documents = [Document(id=d.id, pages=d.pages, metadata=d.metadata,
+                             outline=_unit_outline(outlines.get(d.id, []), mappings[d.id]) or None)
+                    for d in ds.documents]
     return ds
+
+
+def _unit_outline(outline: List[Dict[str, Any]], mapping: Dict[int, int]) -> List[Dict[str, Any]]:
+    """Outline entries with 0-based raw pages -> entries with 1-based unit numbers."""
+    kept = sorted(mapping)
+    out = []
+    for entry in outline:
+        page = next((p for p in kept if p >= int(entry.get("page", -1)) >= 0), None)
+        title = str(entry.get("title") or "").strip()
+        if page is None or not title:
+            continue
+        out.append({"title": title, "page": mapping[page] + 1, "level": max(0, int(entry.get("level", 0)))})
+    return out
 
 
 def load_qmsum(

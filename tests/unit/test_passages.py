@@ -74,3 +74,68 @@ def test_span_citation_forms():
 def test_passage_words_is_validated(bad):
     with pytest.raises(ConfigError, match="passage_words"):
         BuildConfig(passage_words=bad)
+
+
+# -- outline sections ----------------------------------------------------------------------------
+
+OUTLINE = [{"title": "1 Intro", "page": 1, "level": 0}, {"title": "2 Method", "page": 2, "level": 0},
+           {"title": "2.1 Data", "page": 3, "level": 1}, {"title": "3 Results", "page": 5, "level": 0}]
+
+
+def test_outline_entries_become_section_nodes_with_titles():
+    pages = [f"Page {i} text about things." for i in range(1, 7)]
+    tree = build_document_trees([Document(id="paper", pages=pages, outline=OUTLINE)], BuildConfig())[0]
+    sections = {n.title: n for n in tree.nodes if not n.is_leaf and n.title}
+    assert str(sections["2 Method"].span) == "pp.2-4"  # its own page and its subsection's
+    assert str(sections["2.1 Data"].span) == "pp.3-4"
+    assert str(sections["3 Results"].span) == "pp.5-6"
+    assert "1 Intro" not in sections  # one page: the page itself, titled
+    leaves = {n.span.first_page: n for n in tree.nodes if n.is_leaf}
+    assert leaves[1].title == "1 Intro" and leaves[4].title == "2.1 Data" and leaves[6].title == "3 Results"
+    assert sections["2.1 Data"].parent_id == sections["2 Method"].id
+
+
+def test_outline_can_be_ignored_and_is_part_of_the_document_hash():
+    pages = [f"Page {i}." for i in range(1, 7)]
+    plain = build_document_trees([Document(id="p", pages=pages)], BuildConfig())[0]
+    off = build_document_trees([Document(id="p", pages=pages, outline=OUTLINE)], BuildConfig(use_outline=False))[0]
+    assert [n.span for n in plain.nodes] == [n.span for n in off.nodes]
+    assert plain.doc_hash != off.doc_hash
+
+
+@pytest.mark.parametrize("outline, message", [
+    ([{"title": "x", "page": 9}], "pages are 1..2"),
+    ([{"title": "", "page": 1}], "title"),
+    ([{"title": "x", "page": 1, "level": -1}], "level"),
+    ("not a list", "outline must be a list"),
+])
+def test_bad_outline_is_a_clear_error(outline, message):
+    from drag_knee_retriever.errors import InvalidDocumentError
+
+    with pytest.raises(InvalidDocumentError, match=message):
+        Document(id="d", pages=["a", "b"], outline=outline)
+
+
+def test_pdf_loader_reads_bookmarks_as_the_outline(tmp_path):
+    pypdf = pytest.importorskip("pypdf")
+    from drag_knee_retriever.loaders import load_file
+    from drag_knee_retriever.sample import text_pdf_bytes
+
+    plain = tmp_path / "plain.pdf"
+    plain.write_bytes(text_pdf_bytes(["Intro page about lighthouses.", "Method page about lenses.",
+                                      "Data page about keepers."]))
+    writer = pypdf.PdfWriter(clone_from=str(plain))
+    top = writer.add_outline_item(title="1 Intro", page_number=0)
+    method = writer.add_outline_item(title="2 Method", page_number=1)
+    writer.add_outline_item(title="2.1 Data", page_number=2, parent=method)
+    assert top is not None
+    marked = tmp_path / "marked.pdf"
+    with open(marked, "wb") as handle:
+        writer.write(handle)
+    doc = load_file(marked)
+    assert [dict(e) for e in doc.outline] == [{"title": "1 Intro", "page": 1, "level": 0},
+                                              {"title": "2 Method", "page": 2, "level": 0},
+                                              {"title": "2.1 Data", "page": 3, "level": 1}]
+    assert load_file(plain).outline is None
+    tree = build_document_trees([doc], BuildConfig())[0]
+    assert {n.title for n in tree.nodes if not n.is_leaf} >= {"2 Method"}
