@@ -441,14 +441,17 @@ def load_dataset(
     limit_docs: Optional[int] = None,
     limit_questions: Optional[int] = None,
     shared_store: bool = False,
+    max_doc_pages: Optional[int] = None,
 ) -> EvalDataset:
     """Load a dataset by name: ``covidqa``, ``xquad-en``, ``xquad-ru``, ``hotpotqa``, ``mmlongbench``
     or ``qmsum`` (the last two: one document per question by default, ``shared_store`` for all)."""
     if name in ("mmlongbench", "qmsum"):
         from .longdoc_datasets import load_mmlongbench, load_qmsum
 
-        loader = load_mmlongbench if name == "mmlongbench" else load_qmsum
-        return loader(root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store)
+        if name == "mmlongbench":
+            return load_mmlongbench(root, limit_docs=limit_docs, limit_questions=limit_questions,
+                                    shared_store=shared_store, max_doc_pages=max_doc_pages)
+        return load_qmsum(root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store)
     if name == "covidqa":
         return load_covidqa(root, limit_docs=limit_docs, limit_questions=limit_questions)
     if name in ("xquad-en", "xquad-ru"):

@@ -160,3 +160,37 @@ def test_cut_size_correlation_uses_tied_ranks():
     assert list(_average_ranks(__import__("numpy").array([2, 1, 2, 3]))) == [1.5, 0.0, 1.5, 3.0]
     rows = {"m": [_row(1, 1, results=r) for r in (1, 2, 3, 4)]}
     assert cut_size_correlation(rows, [1, 2, 3, 9], "m")["all"] == pytest.approx(1.0)
+
+
+def test_build_variant_parses_booleans_and_none():
+    from drag_knee_retriever.eval.runner import parse_build_variant
+
+    variant = parse_build_variant("use_outline=false,passage_words=120")
+    assert variant.build.use_outline is False and variant.build.passage_words == 120
+    assert parse_build_variant("passage_words=none").build.passage_words is None
+
+
+@needs_data
+def test_mmlongbench_max_doc_pages_keeps_short_documents_and_their_questions():
+    ds = load_dataset("mmlongbench", max_doc_pages=20)
+    assert len(ds.documents) == 23 and all(len(d.pages) <= 20 for d in ds.documents)
+    assert {q.metadata["doc_id"] for q in ds.questions} <= {d.id for d in ds.documents}
+
+
+def test_caching_encoder_saves_while_it_encodes(tmp_path):
+    import numpy as np
+
+    from drag_knee_retriever.eval.runner import CachingEncoder
+
+    class Dense:
+        model_id, dense_size = "toy", 3
+
+        def encode_dense(self, texts, progress=None):
+            return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+    cache = CachingEncoder(Dense(), tmp_path)
+    cache.SLICE, cache.SAVE_EVERY_S = 2, 0.0  # save after every slice
+    cache.encode_dense(["a", "bb", "ccc"])
+    again = CachingEncoder(Dense(), tmp_path)  # a later run, before any explicit save()
+    again.encode_dense(["a", "bb", "ccc"])
+    assert again.misses == 0 and again.hits == 3
