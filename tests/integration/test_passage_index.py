@@ -52,12 +52,15 @@ def test_long_pages_are_split_and_pages_still_map(passage_index, passage_corpus)
         assert (info.first_page, info.last_page) == (1, len(doc.pages))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", METHODS + ["knee+global"])
 def test_invariants_with_passages(passage_index, passage_corpus, method):
+    from drag_knee_retriever import SearchConfig
+
     docs, questions = passage_corpus
     pages = {d.id: d.pages for d in docs}
+    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
     for question, _doc in questions[:4]:
-        result = passage_index.search(question, method=method)
+        result = passage_index.search(question, **kwargs)
         assert result.nodes
         ids = [h.node.id for h in result.nodes]
         assert len(ids) == len(set(ids))
@@ -73,15 +76,19 @@ def test_invariants_with_passages(passage_index, passage_corpus, method):
                 assert " ".join(hit.text.split()) == " ".join(page.split())
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", METHODS + ["knee+global"])
 def test_one_encoding_per_search_with_passages(passage_index, passage_corpus, method, monkeypatch):
+    from drag_knee_retriever import SearchConfig
+
     question = passage_corpus[1][0][0]
     counter = CountingRank(passage_index.store)
     monkeypatch.setattr(passage_index.store, "rank", counter)
     before = passage_index.encoder.query_encodings
-    result = passage_index.search(question, method=method)
+    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    result = passage_index.search(question, **kwargs)
     assert passage_index.encoder.query_encodings == before + 1
-    levels = len({(s.kind, s.level) for s in result.trace.steps if s.kind != "roots"})
+    # the global leaf list rides in the focus step's round trip: not a level of its own
+    levels = len({(s.kind, s.level) for s in result.trace.steps if s.kind not in ("roots", "global")})
     assert counter.calls == 1 + levels
 
 
