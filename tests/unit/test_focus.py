@@ -138,22 +138,6 @@ def test_bad_focus_settings_are_refused_when_built(field, value, message):
 # -- the tree as evidence: region leaves fused with a global leaf ranking (focus_global) ---------
 
 
-class LeafAwareRanker(Ranker):
-    """The stand-in ranker, also honouring ``leaves_only`` (the global leaf request)."""
-
-    def __call__(self, requests):
-        out = []
-        for r in requests:
-            hits = super().__call__([r])[0] if not r.leaves_only else None
-            if hits is None:
-                self.requests.append(r)
-                pool = [n for n in self.forest.values() if n.is_leaf and node_matches(n, r.filters)]
-                hits = sorted((RankedHit(node=n, score=self.scores.get(n.id, 0.0)) for n in pool),
-                              key=lambda h: (-h.score, h.node.id))[: r.limit]
-            out.append(hits)
-        return out
-
-
 def two_documents():
     forest = {**document("bees", 4), **document("ants", 4), **document("wasps", 2)}
     # bees' root wins the roots by far (the knee keeps bees only); ants holds the best leaf
@@ -165,10 +149,10 @@ def two_documents():
 
 def test_focus_global_recovers_a_strong_leaf_whose_root_the_walk_cut():
     forest, scores = two_documents()
-    walk_only = LeafAwareRanker(forest, scores)
+    walk_only = FakeRanker(forest, scores)
     hits = walk(walk_only, SearchConfig(merge_ratio=None), (), Trace(query="q", method="knee"))
     assert leaf_id("ants", 2) not in {h.node.id for h in hits}, "the walk alone never sees ants"
-    ranker = LeafAwareRanker(forest, scores)
+    ranker = FakeRanker(forest, scores)
     trace = Trace(query="q", method="knee")
     calls = []
     hits = walk(lambda reqs: calls.append(len(reqs)) or ranker(reqs), SearchConfig(focus_global=3, merge_ratio=None),
@@ -186,6 +170,7 @@ def test_focus_global_recovers_a_strong_leaf_whose_root_the_walk_cut():
 
 
 def test_combine_rankings_sums_reciprocal_ranks():
+    from drag_knee_retriever.store import RankedHit
     from drag_knee_retriever.traversal import combine_rankings
 
     forest = document("d", 3)
