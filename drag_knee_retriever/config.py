@@ -206,7 +206,8 @@ class BuildConfig:
       is always one leaf.
     - ``use_outline``: a document with an ``outline`` (PDF bookmarks) gets its sections as the
       tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
-      with its section title in front; ``False`` ignores the outline.
+      with its section title in front. Off by default: not yet measured better
+      (benchmarks/RESULTS.md, "Long documents").
     """
 
     branching: int = 3
@@ -221,7 +222,7 @@ class BuildConfig:
     sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
     passage_words: Optional[int] = None
-    use_outline: bool = True
+    use_outline: bool = False
 
     def __post_init__(self) -> None:
         if self.passage_words is not None and (

@@ -84,7 +84,7 @@ OUTLINE = [{"title": "1 Intro", "page": 1, "level": 0}, {"title": "2 Method", "p
 
 def test_outline_entries_become_section_nodes_with_titles():
     pages = [f"Page {i} text about things." for i in range(1, 7)]
-    tree = build_document_trees([Document(id="paper", pages=pages, outline=OUTLINE)], BuildConfig())[0]
+    tree = build_document_trees([Document(id="paper", pages=pages, outline=OUTLINE)], BuildConfig(use_outline=True))[0]
     sections = {n.title: n for n in tree.nodes if not n.is_leaf and n.title}
     assert str(sections["2 Method"].span) == "pp.2-4"  # its own page and its subsection's
     assert str(sections["2.1 Data"].span) == "pp.3-4"
@@ -98,7 +98,7 @@ def test_outline_entries_become_section_nodes_with_titles():
 def test_outline_can_be_ignored_and_is_part_of_the_document_hash():
     pages = [f"Page {i}." for i in range(1, 7)]
     plain = build_document_trees([Document(id="p", pages=pages)], BuildConfig())[0]
-    off = build_document_trees([Document(id="p", pages=pages, outline=OUTLINE)], BuildConfig(use_outline=False))[0]
+    off = build_document_trees([Document(id="p", pages=pages, outline=OUTLINE)], BuildConfig())[0]  # off by default
     assert [n.span for n in plain.nodes] == [n.span for n in off.nodes]
     assert plain.doc_hash != off.doc_hash
 
@@ -137,5 +137,5 @@ def test_pdf_loader_reads_bookmarks_as_the_outline(tmp_path):
                                               {"title": "2 Method", "page": 2, "level": 0},
                                               {"title": "2.1 Data", "page": 3, "level": 1}]
     assert load_file(plain).outline is None
-    tree = build_document_trees([doc], BuildConfig())[0]
+    tree = build_document_trees([doc], BuildConfig(use_outline=True))[0]
     assert {n.title for n in tree.nodes if not n.is_leaf} >= {"2 Method"}
