@@ -1,6 +1,7 @@
 """Documents -> leaves -> trees. No I/O, no vectors: the index embeds and writes what this builds.
 
-Leaves are pages (when a document has pages: one leaf each, never merged or split), otherwise
+Leaves are pages (when a document has pages: one leaf each, never merged; a page longer than
+``BuildConfig.passage_words`` becomes a page node over its passage leaves), otherwise
 Markdown sections' paragraphs (headings become natural parents) or plain paragraphs, merged below
 ``min_leaf_chars`` and split above ``max_leaf_chars`` at sentence boundaries. Consecutive siblings
 are grouped by ``branching`` until one root per document remains (a one-leaf document's root is
@@ -57,6 +58,7 @@ class _Leaf:
     text: str
     page: Optional[int] = None
     title: Optional[str] = None
+    part: Optional[int] = None  # passage number within its page (1-based), if the page was split
 
 
 @dataclass
@@ -119,6 +121,53 @@ def _split_long(text: str, limit: int) -> List[str]:
     return [p for p in pieces if p]
 
 
+# Where a passage may end: after a sentence's end mark and its whitespace, or at a line break
+# (PDF text layers put table rows and list items on lines of their own).
+_PASSAGE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
+
+
+def passage_bounds(text: str, max_words: int) -> List[Tuple[int, int]]:
+    """``[start, end)`` character ranges of ``text``'s passages of at most ~``max_words`` words.
+
+    Consecutive sentences / lines are packed greedily; a segment longer than ``max_words`` is cut
+    at a word boundary; a last passage under a fifth of ``max_words`` joins the one before. Every
+    range is an exact, stripped substring of ``text`` (so a passage can be found in its page).
+    """
+    segments: List[Tuple[int, int]] = []
+    start = 0
+    for match in _PASSAGE_BREAK.finditer(text):
+        if match.start() > start:
+            segments.append((start, match.start()))
+        start = match.end()
+    if start < len(text):
+        segments.append((start, len(text)))
+    pieces: List[Tuple[int, int]] = []
+    for lo, hi in segments:  # cut over-long segments at word boundaries
+        words = list(re.finditer(r"\S+", text[lo:hi]))
+        for i in range(0, len(words), max_words):
+            chunk = words[i : i + max_words]
+            pieces.append((lo + chunk[0].start(), lo + chunk[-1].end()))
+    passages: List[List[int]] = []
+    count = 0
+    for lo, hi in pieces:
+        n = len(text[lo:hi].split())
+        if passages and count + n <= max_words:
+            passages[-1][1] = hi
+            count += n
+        else:
+            passages.append([lo, hi])
+            count = n
+    if len(passages) > 1 and len(text[passages[-1][0]:passages[-1][1]].split()) < max_words / 5:
+        last = passages.pop()
+        passages[-1][1] = last[1]
+    return [(lo, hi) for lo, hi in passages]
+
+
+def split_passages(text: str, max_words: int) -> List[str]:
+    """``text`` as passages of at most ~``max_words`` words (see :func:`passage_bounds`)."""
+    return [text[lo:hi] for lo, hi in passage_bounds(text, max_words)]
+
+
 def _paragraphs(text: str, config: BuildConfig) -> List[str]:
     """Paragraphs (blank-line separated), merged when short and split when long."""
     # Paragraphs are separated by blank lines; text without any blank line but with line breaks
@@ -158,6 +207,48 @@ def _markdown_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str
     return [(lvl, title, "\n".join(body)) for lvl, title, body in sections]
 
 
+def _outline_page_titles(outline: Sequence[dict], pages: int) -> Dict[int, str]:
+    """Each page's section title: the innermost outline entry open at the page (the last one
+    starting on or before it), so a page is indexed with the heading it sits under."""
+    titles: Dict[int, str] = {}
+    entries = sorted(enumerate(outline), key=lambda e: (e[1]["page"], e[0]))
+    current: Optional[str] = None
+    at = 0
+    for page in range(1, pages + 1):
+        while at < len(entries) and entries[at][1]["page"] <= page:
+            current = entries[at][1]["title"]
+            at += 1
+        if current is not None:
+            titles[page] = current
+    return titles
+
+
+def _outline_sections(drafts: List[Tuple[int, _Draft]], outline: Sequence[dict], branching: int) -> _Draft:
+    """Pages nested under the document's own sections (outline entries by level); a page belongs
+    to the innermost section open at it; pages before the first entry stay at the top. Sections
+    holding no page vanish; a section's pages are grouped by ``branching`` under its title."""
+    entries = sorted(enumerate(outline), key=lambda e: (e[1]["page"], e[0]))
+    stack: List[Tuple[int, Optional[str], List[_Draft]]] = [(-1, None, [])]
+
+    def close() -> None:
+        _level, title, items = stack.pop()
+        if items:
+            stack[-1][2].append(_group(items, branching, title))
+
+    at = 0
+    for page, draft in drafts:
+        while at < len(entries) and entries[at][1]["page"] <= page:
+            level, title = entries[at][1]["level"], entries[at][1]["title"]
+            while len(stack) > 1 and stack[-1][0] >= level:
+                close()
+            stack.append((level, title, []))
+            at += 1
+        stack[-1][2].append(draft)
+    while len(stack) > 1:
+        close()
+    return _group(stack[0][2], branching)
+
+
 def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> _Draft:
     """Group consecutive items by ``branching`` until one node remains."""
     level = items
@@ -177,14 +268,32 @@ def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> 
 def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]]:
     leaves: List[_Leaf] = []
 
-    def new_leaf(text: str, page: Optional[int] = None, title: Optional[str] = None) -> _Draft:
-        leaf = _Leaf(text=text, page=page, title=title)
+    def new_leaf(text: str, page: Optional[int] = None, title: Optional[str] = None,
+                 part: Optional[int] = None) -> _Draft:
+        leaf = _Leaf(text=text, page=page, title=title, part=part)
         leaves.append(leaf)
         return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
 
     if document.pages is not None:
-        drafts = [new_leaf(p.strip(), page=n) for n, p in enumerate(document.pages, start=1) if p.strip()]
-        return _group(drafts, config.branching), leaves
+        outline = list(document.outline or ()) if config.use_outline else []
+        titles = _outline_page_titles(outline, len(document.pages))
+        drafts: List[Tuple[int, _Draft]] = []
+        for n, page in enumerate(document.pages, start=1):
+            text = page.strip()
+            if not text:
+                continue
+            title = titles.get(n)
+            parts = split_passages(text, config.passage_words) if config.passage_words else [text]
+            if len(parts) == 1:
+                drafts.append((n, new_leaf(text, page=n, title=title)))
+            else:
+                # A page node: its passages are the leaves the dense side reads whole; the node
+                # itself is what a user cites and returns the whole page.
+                drafts.append((n, _Draft(children=[new_leaf(part, page=n, part=i, title=title)
+                                                   for i, part in enumerate(parts, 1)])))
+        if outline:
+            return _outline_sections(drafts, outline, config.branching), leaves
+        return _group([d for _, d in drafts], config.branching), leaves
 
     text = document.text or ""
     sections = _markdown_sections(text) if config.use_markdown_sections else None
@@ -225,6 +334,8 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
     """A hash of everything that shapes a document's tree: content, metadata, settings, summariser."""
     digest = hashlib.sha256()
     body = {"text": document.text, "pages": list(document.pages) if document.pages is not None else None}
+    if document.outline:
+        body["outline"] = [dict(e) for e in document.outline]
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
     digest.update(json.dumps(dict(document.metadata), ensure_ascii=False, sort_keys=True, default=str).encode())
     digest.update(repr(config).encode())
@@ -258,7 +369,7 @@ def build_document_trees(
             nid = leaf_id(document.id, draft.ordinal)
             leaf = draft.leaf
             assert leaf is not None
-            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page)
+            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page, leaf.part, leaf.part)
             records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
                                 children=[], span=span, height=0, title=leaf.title, leaf_texts=[leaf.text])
         else:

@@ -66,6 +66,10 @@ class SearchConfig:
     - ``region_sensitivity``: with a focus step, the walk's own cuts use this sensitivity (or
       ``sensitivity`` if smaller): the focus cuts again at the leaves, so the walk keeps more
       regions than a walk that has the last word (measured: ``benchmarks/RESULTS.md``).
+    - ``focus_global``: with a focus step, also rank this many leaves of the whole (filtered)
+      collection in the same round trip and fuse both lists by reciprocal rank: a leaf under the
+      walk's regions that the global ranking also likes wins, and a strong leaf whose region the
+      walk cut stays a candidate. ``None``: the walk's regions alone.
     - ``merge_ratio``: a node the walk chose is returned whole (its whole span) when more than
       this share of its leaves survive the focus cut: the evidence is spread over it, and the
       model reads the passage in one piece. ``None``: always return leaves.
@@ -83,8 +87,16 @@ class SearchConfig:
     focus_pool: Optional[int] = 10
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5
+    focus_global: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.focus_global is not None and (
+            isinstance(self.focus_global, bool) or not isinstance(self.focus_global, int) or self.focus_global < 1
+        ):
+            raise ConfigError(
+                f"focus_global must be an integer >= 1 (global leaves fused into the focus step) or None, "
+                f"got {self.focus_global!r}."
+            )
         if self.method not in SEARCH_METHODS:
             raise ConfigError(
                 f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
@@ -187,6 +199,15 @@ class BuildConfig:
       (plus its keywords), or ``"description"``, its summary as ``sparse_text`` says. With
       ``"span"`` BM25's length normalisation lets a specific child outrank its parent, and a parent
       wins only where the query's terms are spread over its children (measured: README, Quality).
+    - ``passage_words``: a page longer than this many words becomes a *page node* whose leaves
+      are its passages (consecutive sentences/lines of at most about this many words), so the
+      dense side reads the whole page and not only the encoder's first window; the page node's
+      span text is the whole page and citations keep the page (``p.37 ¶2``). ``None``: a page
+      is always one leaf.
+    - ``use_outline``: a document with an ``outline`` (PDF bookmarks) gets its sections as the
+      tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
+      with its section title in front. Off by default: not yet measured better
+      (benchmarks/RESULTS.md, "Long documents").
     """
 
     branching: int = 3
@@ -200,8 +221,17 @@ class BuildConfig:
     leaf_text: LeafTextSource = "own"
     sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
+    passage_words: Optional[int] = None
+    use_outline: bool = False
 
     def __post_init__(self) -> None:
+        if self.passage_words is not None and (
+            isinstance(self.passage_words, bool) or not isinstance(self.passage_words, int) or self.passage_words < 20
+        ):
+            raise ConfigError(
+                f"passage_words must be an integer >= 20 (words per passage of a long page) or None, "
+                f"got {self.passage_words!r}."
+            )
         if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
             raise ConfigError(f"branching must be an integer >= 2, got {self.branching!r}.")
         if not isinstance(self.max_leaf_chars, int) or self.max_leaf_chars < 50:

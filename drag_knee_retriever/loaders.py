@@ -329,7 +329,7 @@ def load_file(
         base[OCR_PAGES_KEY] = ocr_pages
         if title:
             base["title"] = title
-        return Document(id=doc_id, pages=pages, metadata=base)
+        return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(path, len(pages)))
     text = _read_text(path, where)
     title = markdown_title(text) if kind == "markdown" else text_title(text)
     if title:
@@ -562,6 +562,36 @@ def _ocr_pages(
     from .ocr import fill_pages
 
     return fill_pages(raw, pages, ocr, name=path.name, progress=progress)
+
+
+def pdf_outline(path: PathLike, page_count: int) -> Optional[List[Dict[str, Any]]]:
+    """A PDF's bookmarks as ``[{"title", "page" (1-based), "level" (0 = top)}]`` in document
+    order, or ``None`` when it has none or they cannot be read (an outline is optional: a broken
+    one must never lose the pages). Entries that point at no page of the document are skipped."""
+    try:
+        import pypdf
+
+        reader = pypdf.PdfReader(str(path))
+        entries: List[Dict[str, Any]] = []
+
+        def visit(items: Any, level: int) -> None:
+            for item in items:
+                if isinstance(item, list):  # the children of the entry before it
+                    visit(item, level + 1)
+                    continue
+                title = " ".join(str(getattr(item, "title", "") or "").split())
+                try:
+                    page = reader.get_destination_page_number(item)
+                except Exception:
+                    continue
+                if title and page is not None and 0 <= page < page_count:
+                    entries.append({"title": title[:300], "page": page + 1, "level": level})
+
+        visit(reader.outline, 0)
+    except Exception as exc:  # pypdf raises many kinds of errors on odd outlines
+        log.info("%s: outline not read (%s: %s); the pages are grouped without it", path, type(exc).__name__, exc)
+        return None
+    return entries or None
 
 
 def _clean_page(text: str) -> str:

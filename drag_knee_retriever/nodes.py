@@ -77,13 +77,16 @@ class Document:
     """A document to index: an id plus either ``text`` or ``pages``, and JSON metadata.
 
     With ``pages`` each page becomes one leaf (what a user cites); with ``text`` the builder makes
-    leaves from Markdown sections or paragraphs.
+    leaves from Markdown sections or paragraphs. ``outline`` (with ``pages`` only): the document's
+    own sections, e.g. a PDF's bookmarks, as ``{"title", "page" (1-based), "level" (0 = top)}``
+    entries in document order; the builder makes them the tree's section nodes.
     """
 
     id: str
     text: Optional[str] = None
     pages: Optional[Sequence[str]] = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    outline: Optional[Sequence[Mapping[str, Any]]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -115,7 +118,33 @@ class Document:
             if not any(p.strip() for p in pages):
                 raise InvalidDocumentError(f"{where}: every page is empty; nothing to index.")
             object.__setattr__(self, "pages", pages)
+        if self.outline is not None:
+            object.__setattr__(self, "outline", _check_outline(self.outline, self.pages, where))
         object.__setattr__(self, "metadata", _check_json_metadata(self.metadata, where))
+
+
+def _check_outline(outline: Any, pages: Optional[Sequence[str]], where: str) -> Tuple[Dict[str, Any], ...]:
+    """Validate outline entries: a title, a page of the document (1-based) and a level >= 0."""
+    if pages is None:
+        raise InvalidDocumentError(f"{where}: an outline needs pages (its entries point at pages).")
+    if isinstance(outline, (str, bytes, Mapping)) or not isinstance(outline, Sequence):
+        raise InvalidDocumentError(f"{where}: outline must be a list of {{'title', 'page', 'level'}} entries.")
+    entries = []
+    for number, entry in enumerate(outline, start=1):
+        if not isinstance(entry, Mapping):
+            raise InvalidDocumentError(f"{where}: outline entry {number} is {type(entry).__name__}, not a mapping.")
+        title, page, level = entry.get("title"), entry.get("page"), entry.get("level", 0)
+        if not isinstance(title, str) or not title.strip():
+            raise InvalidDocumentError(f"{where}: outline entry {number} needs a non-empty 'title' string.")
+        check_unicode(title, f"{where}: outline entry {number} title")
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= len(pages):
+            raise InvalidDocumentError(
+                f"{where}: outline entry {number} ({title!r}) points at page {page!r}; pages are 1..{len(pages)}."
+            )
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise InvalidDocumentError(f"{where}: outline entry {number} has level {level!r}; use an integer >= 0.")
+        entries.append({"title": " ".join(title.split()), "page": page, "level": level})
+    return tuple(entries)
 
 
 @dataclass(frozen=True)
@@ -126,10 +155,18 @@ class Span:
     last_leaf: int
     first_page: Optional[int] = None
     last_page: Optional[int] = None
+    # Passages of one page (1-based, inclusive) when a long page was split into passage leaves:
+    # the citation stays the page's, with the passage numbers after it ("p.37 ¶2-3").
+    first_part: Optional[int] = None
+    last_part: Optional[int] = None
 
     def __str__(self) -> str:
         if self.first_page is not None:
             if self.first_page == self.last_page:
+                if self.first_part is not None:
+                    parts = (f"¶{self.first_part}" if self.first_part == self.last_part
+                             else f"¶{self.first_part}-{self.last_part}")
+                    return f"p.{self.first_page} {parts}"
                 return f"p.{self.first_page}"
             return f"pp.{self.first_page}-{self.last_page}"
         if self.first_leaf == self.last_leaf:
@@ -176,6 +213,8 @@ class TreeNode:
             "last_leaf": self.span.last_leaf,
             "first_page": self.span.first_page,
             "last_page": self.span.last_page,
+            "first_part": self.span.first_part,
+            "last_part": self.span.last_part,
             "text": self.text,
             "keywords": list(self.keywords),
             "title": self.title,
@@ -198,6 +237,8 @@ class TreeNode:
                 int(payload["last_leaf"]),
                 payload.get("first_page"),
                 payload.get("last_page"),
+                payload.get("first_part"),
+                payload.get("last_part"),
             ),
             text=payload.get("text", ""),
             parent_id=payload.get("parent_id"),

@@ -16,7 +16,9 @@ no longer changes or has no inner node left.
 Focus (knee methods, ``SearchConfig.focus_pool``): the walk's nodes are regions; the leaves under
 them are ranked together in one more round trip, the best ``focus_pool`` are cut at their knee, and
 those leaves are the result, except that a region most of whose leaves survive
-(``merge_ratio``) is returned whole. Why: the walk reliably finds the right documents and
+(``merge_ratio``) is returned whole. With ``focus_global`` the same round trip also ranks the best
+leaves of the whole filtered collection, and the two lists are fused (the tree as evidence, a
+global leaf ranking as a second opinion; the trace shows it as a "global" step). Why: the walk reliably finds the right documents and
 sections, but a knee over the few candidates of one beam step decides badly between a parent and
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
 generously (``region_sensitivity``) and the leaves compete once, directly.
@@ -172,8 +174,26 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
-    limit = min(config.focus_pool, len(candidate_ids))
-    hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+    if config.focus_global:
+        # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
+        # best leaves of the whole (filtered) collection are ranked in the same round trip, and
+        # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
+        # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
+        # still a candidate.
+        deep = min(max(config.focus_pool, config.focus_global), len(candidate_ids))
+        region_hits, global_hits = (yield [
+            RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
+            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
+        ])
+        glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
+                         weights=weights)
+        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
+        glob.kept_count = len(global_hits)
+        trace.steps.append(glob)
+        hits = combine_rankings([region_hits, global_hits], config.rrf_k)[: config.focus_pool]
+    else:
+        limit = min(config.focus_pool, len(candidate_ids))
+        hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
     trace.steps.append(step)
@@ -211,6 +231,21 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
             results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
     step.kept_count = len(results)
     return results
+
+
+def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
+    """Fuse ranked lists of the same kind of nodes: each node scores ``sum 1 / (rrf_k + rank)``
+    over the lists it appears in (rank from 0, Qdrant's convention); ties by node id."""
+    scores: Dict[str, float] = {}
+    first: Dict[str, RankedHit] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking):
+            nid = hit.node.id
+            scores[nid] = scores.get(nid, 0.0) + 1.0 / (rrf_k + rank)
+            first.setdefault(nid, hit)
+    order = sorted(scores, key=lambda nid: (-scores[nid], nid))
+    return [RankedHit(node=first[n].node, score=scores[n], dense_rank=first[n].dense_rank,
+                      sparse_rank=first[n].sparse_rank) for n in order]
 
 
 def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> Steps:

@@ -47,15 +47,48 @@ class Retrieval:
     trace: Any = None
 
 
+class LeafTable(Dict[str, List[int]]):
+    """Whitespace tokens of every dataset unit per document, with the units' texts (``texts``):
+    a passage leaf returns part of a unit, and the metrics need to know which part."""
+
+    texts: Mapping[str, Sequence[str]]
+
+
 def leaf_token_table(dataset: EvalDataset) -> Dict[str, List[int]]:
     """Whitespace tokens of every leaf, per document (index = leaf ordinal)."""
-    return {doc_id: [count_tokens(u) for u in units] for doc_id, units in dataset.units.items()}
+    table = LeafTable({doc_id: [count_tokens(u) for u in units] for doc_id, units in dataset.units.items()})
+    table.texts = dataset.units
+    return table
+
+
+def _unit_hit(hit: ScoredNode, counts: Sequence[int], texts: Optional[Mapping[str, Sequence[str]]]) -> ContextHit:
+    """A hit in dataset units. Every dataset passes its units as pages (unit i = page i + 1), so a
+    node's pages name its units whether or not the index split long pages into passages; a passage
+    (a part of one page) returns only its own tokens and characters of that unit."""
+    node = hit.node
+    span = node.span
+    if span.first_page is None:
+        return ContextHit.from_span(node.doc_id, span.first_leaf, span.last_leaf, counts, node_id=node.id,
+                                    level=node.level)
+    first, last = span.first_page - 1, span.last_page - 1
+    if span.first_part is None:
+        return ContextHit.from_span(node.doc_id, first, last, counts, node_id=node.id, level=node.level)
+    text = hit.text if hit.text else node.text
+    ranges: Dict[int, Tuple[int, int]] = {}
+    unit = texts[node.doc_id][first] if texts is not None else None
+    if unit is not None:
+        at = unit.find(text)
+        if at >= 0:
+            ranges[first] = (at, at + len(text))
+    return ContextHit(doc_id=node.doc_id, leaf_tokens={first: count_tokens(text)}, node_id=node.id,
+                      level=node.level, char_ranges=ranges)
 
 
 def hits_from_scored(nodes: Sequence[ScoredNode], leaf_tokens: LeafTokens) -> Tuple[List[ContextHit], List[List[Any]]]:
     """Turn our search results into metric hits (a node covers every leaf of its span)."""
     hits: List[ContextHit] = []
     returned: List[List[Any]] = []
+    texts = getattr(leaf_tokens, "texts", None)
     for hit in nodes:
         node = hit.node
         try:
@@ -65,12 +98,37 @@ def hits_from_scored(nodes: Sequence[ScoredNode], leaf_tokens: LeafTokens) -> Tu
                 f"the index returned document {node.doc_id!r}, which the dataset does not hold; "
                 "evaluate on a fresh in-memory index built from the dataset only."
             ) from None
-        hits.append(ContextHit.from_span(node.doc_id, node.span.first_leaf, node.span.last_leaf, counts,
-                                         node_id=node.id, level=node.level))
+        hits.append(_unit_hit(hit, counts, texts))
         # Compact: [doc_id, first_leaf, last_leaf, level, is_leaf, score] (see RETURNED_FIELDS).
         returned.append([node.doc_id, node.span.first_leaf, node.span.last_leaf, node.level,
                          node.is_leaf, round(float(hit.score), 5)])
     return hits, returned
+
+
+class ScopedIndex:
+    """An index whose searches all carry the current question's filters.
+
+    The single-document setting (MMLongBench, QMSum) filters every search to the question's
+    document; the runner sets ``filters`` before each question and every method built on this
+    object (flat, collapsed, DRAG) searches within it. Everything else passes through.
+    """
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+        self.filters: Optional[Mapping[str, Any]] = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    def search(self, query: str, **kwargs: Any) -> Any:
+        if self.filters is not None:
+            kwargs.setdefault("filters", self.filters)
+        return self._index.search(query, **kwargs)
+
+    def flat_search(self, query: str, **kwargs: Any) -> Any:
+        if self.filters is not None:
+            kwargs.setdefault("filters", self.filters)
+        return self._index.flat_search(query, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,6 +266,11 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_walk_only", {"config": "walk_only"}),
         # Focus without merging: always leaves, never a whole span.
         ("drag_knee_no_merge", {"config": "no_merge"}),
+        # The tree as evidence: the walk's region leaves fused with a global leaf ranking.
+        ("drag_knee_global", {"config": "global"}),
+        # A deeper focus pool (broad questions: many gold leaves), alone and with the global list.
+        ("drag_knee_pool20", {"config": "pool20"}),
+        ("drag_knee_global_pool20", {"config": "global_pool20"}),
     ]
 
 
@@ -216,6 +279,9 @@ _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
     "rrf60": {"method": "knee", "rrf_k": 60},
     "walk_only": {"method": "knee", "focus_pool": None},
     "no_merge": {"method": "knee", "merge_ratio": None},
+    "global": {"method": "knee", "focus_global": 20},
+    "pool20": {"method": "knee", "focus_pool": 20},
+    "global_pool20": {"method": "knee", "focus_pool": 20, "focus_global": 20},
 }
 
 
@@ -242,7 +308,7 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         if "config" in kwargs:
             config = kwargs["config"]
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
-                           "merge_ratio": config.merge_ratio})
+                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods

@@ -30,6 +30,8 @@ class DatasetName(str, enum.Enum):
     xquad_en = "xquad-en"
     xquad_ru = "xquad-ru"
     hotpotqa = "hotpotqa"
+    mmlongbench = "mmlongbench"
+    qmsum = "qmsum"
 
 
 app = typer.Typer(add_completion=False, help="Evaluate DRAG with KNEE against flat and hierarchical baselines.")
@@ -54,6 +56,8 @@ def eval_command(
     engine: Annotated[str, typer.Option("--engine", help="Store engine: auto, edge or local.")] = "auto",
     plot: Annotated[bool, typer.Option("--plot/--no-plot", help="Write recall_vs_tokens.png (needs matplotlib).")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    max_doc_pages: Annotated[Optional[int], typer.Option("--max-doc-pages", min=1, help="mmlongbench: only documents of at most N pages (a cheaper run).")] = None,
+    shared_store: Annotated[bool, typer.Option("--shared-store", help="mmlongbench / qmsum: index every document and search them all (default: each question filtered to its own document).")] = False,
 ) -> None:
     """Evaluate every retriever on one dataset; write the table, raw JSON and a recall-vs-tokens plot."""
     from .runner import parse_build_variant, progress_log, run_eval
@@ -73,6 +77,7 @@ def eval_command(
             datasets_root=datasets_dir, build=base_build, build_variants=variants,
             automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
             embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot,
+            shared_store=shared_store, max_doc_pages=max_doc_pages,
             **(ctx.obj if isinstance(ctx.obj, dict) else {}),
         )
     except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:

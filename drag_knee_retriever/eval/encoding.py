@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
@@ -43,8 +44,12 @@ class CachingEncoder:
     never cached: each question is encoded once per run, and ``query_encodings`` counts that.
     """
 
+    SLICE = 256
+    SAVE_EVERY_S = 180.0
+
     def __init__(self, inner: Any, cache_dir: Optional[os.PathLike | str] = None) -> None:
         self._inner = inner
+        self._saved_at = time.monotonic()
         self._vectors: Dict[str, Any] = {}
         self._path: Optional[Path] = None
         self.hits = 0
@@ -88,9 +93,21 @@ class CachingEncoder:
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
         if missing:
-            vectors = self._inner.encode_dense(list(missing.values()), progress=progress)
-            for key, vector in zip(missing, vectors):
-                self._vectors[key] = vector
+            # In slices, saved to disk every few minutes: on a crowded machine a long-document
+            # run encodes for an hour, and a run stopped half-way keeps what it encoded.
+            items = list(missing.items())
+            done = 0
+            for lo in range(0, len(items), self.SLICE):
+                part = items[lo : lo + self.SLICE]
+                inner_progress = None
+                if progress:
+                    inner_progress = lambda d, t, base=done: progress(base + d, len(items))  # noqa: E731
+                vectors = self._inner.encode_dense([t for _, t in part], progress=inner_progress)
+                for (key, _), vector in zip(part, vectors):
+                    self._vectors[key] = vector
+                done += len(part)
+                if self._path is not None and time.monotonic() - self._saved_at > self.SAVE_EVERY_S:
+                    self.save()
         elif progress:
             progress(len(texts), len(texts))
         if not texts:
@@ -113,6 +130,7 @@ class CachingEncoder:
                         self._vectors.setdefault(key, vector)
         keys = np.array(list(self._vectors), dtype="S40")
         vectors = np.stack(list(self._vectors.values())) if self._vectors else np.zeros((0, self._inner.dense_size))
-        tmp = self._path.with_suffix(".tmp.npz")
+        tmp = self._path.with_name(f"{self._path.stem}.{os.getpid()}.tmp.npz")
         np.savez(tmp, keys=keys, vectors=vectors.astype(np.float32))
         tmp.replace(self._path)
+        self._saved_at = time.monotonic()

@@ -16,7 +16,7 @@ import math
 import os
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -28,6 +28,7 @@ from .baselines import (
     FLAT_KS,
     LeafTokens,
     Method,
+    ScopedIndex,
     collapsed_methods,
     drag_methods,
     drag_variants,
@@ -39,7 +40,7 @@ from .datasets import EvalDataset, load_dataset
 from .encoding import CachingEncoder, encoder_fingerprint
 from .errors import EvalConsistencyError, EvalSetupError
 from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
-from .metrics import QuestionMetrics, mean_metrics, question_metrics
+from .metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
 from .progress import _Progress, progress_log
 
 #: Extra methods for an index: ``factory(index, leaf_tokens, label)`` (label "default" or a build
@@ -78,7 +79,12 @@ def parse_build_variant(spec: str) -> BuildVariant:
         key, value = (x.strip() for x in part.split("=", 1))
         if key not in BuildConfig.__dataclass_fields__:
             raise EvalSetupError(f"unknown BuildConfig field {key!r}; use one of {', '.join(BuildConfig.__dataclass_fields__)}.")
-        kwargs[key] = int(value) if value.lstrip("-").isdigit() else value
+        if value.lower() in ("true", "false"):
+            kwargs[key] = value.lower() == "true"
+        elif value.lower() == "none":
+            kwargs[key] = None
+        else:
+            kwargs[key] = int(value) if value.lstrip("-").isdigit() else value
     return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**kwargs))
 
 
@@ -146,7 +152,10 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
     wrong = []
     for doc_id, units in dataset.units.items():
         info = infos.get(doc_id)
-        if info is None or info.leaves != len(units):
+        # A long page split into passages (BuildConfig.passage_words) has several leaves; its
+        # pages still map one to one onto the units.
+        paged = info is not None and info.leaves > len(units) and info.first_page == 1 and info.last_page == len(units)
+        if info is None or (info.leaves != len(units) and not paged):
             wrong.append((doc_id, len(units), None if info is None else info.leaves))
     if wrong:
         sample = ", ".join(f"{d}: {u} units vs {l} leaves" for d, u, l in wrong[:5])
@@ -201,6 +210,8 @@ def run_eval(
     extra_methods: Optional[MethodFactory] = None,
     progress: bool = True,
     plot: bool = True,
+    shared_store: bool = False,
+    max_doc_pages: Optional[int] = None,
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
 
@@ -217,7 +228,10 @@ def run_eval(
     """
     started = time.perf_counter()
     ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
-        dataset, datasets_root, limit_docs=limit_docs, limit_questions=limit_questions)
+        dataset, datasets_root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store,
+        max_doc_pages=max_doc_pages)
+    # The single-document setting: each question's searches are filtered to its own document.
+    scoped = any(q.metadata.get("filters") for q in ds.questions)
     if not ds.questions:
         raise EvalSetupError(
             f"{ds.name}: no questions left on the {len(ds.documents)} kept documents; raise --limit-docs."
@@ -227,6 +241,7 @@ def run_eval(
     bar = _Progress(progress)
     meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
                             "limit_docs": limit_docs, "limit_questions": limit_questions,
+                            "max_doc_pages": max_doc_pages, "shared_store": shared_store,
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
@@ -270,6 +285,17 @@ def run_eval(
 
             stages: List[Tuple[str, List[Method]]] = []
             default_methods: List[Method] = []
+            scope = ScopedIndex(index) if scoped else None
+            if scoped:
+                # Extra methods (proto_*) and AutoMerging rank outside the index's search API and
+                # cannot take the per-question filter: they would search every document.
+                meta["per_question_filters"] = True
+                if extra_methods is not None or automerging_top_ks:
+                    log.warning("%s filters each question to its document: extra methods and AutoMerging "
+                                "are skipped", ds.name)
+                extra_methods = None
+                automerging_top_ks = ()
+                index = scope  # type: ignore[assignment]
             default_methods += flat_methods(index, leaf_tokens, ks=flat_ks)
             default_methods += flat_knee_methods(index, leaf_tokens)
             default_methods += collapsed_methods(index, leaf_tokens, ks=FLAT_KS)
@@ -291,24 +317,30 @@ def run_eval(
                     meta["automerging_skipped"] = "llama-index-core not installed"
             stages.append(("default", [m for m in default_methods if _wanted(m.name, methods)]))
             _run_stage(stages[-1], ds, vectors, per_question, rows, method_info, trace_rows, traces, bar,
-                       trace_methods)
+                       trace_methods, scope=scope)
 
             for variant in variants:
                 vindex = _open_index(ds, variant.build, encoder=encoder, model_path=None, engine=engine,
                                      collection="eval_variant")
                 indexes.append(vindex)
+                vscope = ScopedIndex(vindex) if scoped else None
+                searched = vscope if vscope is not None else vindex
                 meta["indexes"][variant.label] = {"build": _build_dict(variant.build),
                                                   **_build(vindex, ds, bar, variant.label)}
-                vmethods = collapsed_methods(vindex, leaf_tokens, ks=FLAT_KS, label=variant.label)
-                vmethods += drag_methods(vindex, leaf_tokens, label=variant.label,
+                vmethods = collapsed_methods(searched, leaf_tokens, ks=FLAT_KS, label=variant.label)
+                vmethods += drag_methods(searched, leaf_tokens, label=variant.label,
                                          variants=drag_variants(fusion_schedule))
+                # The flat sweep on the variant's own index: its leaves may differ (passages).
+                vmethods += [replace(m, name=f"{m.name}[{variant.label}]", family=f"{m.family}[{variant.label}]",
+                                     curve=f"{m.curve}[{variant.label}]", index_label=variant.label)
+                             for m in flat_methods(searched, leaf_tokens, ks=flat_ks, modes=("hybrid",))]
                 if extra_methods is not None:
                     vmethods += extra_methods(vindex, leaf_tokens, variant.label)
                 keep = [m for m in vmethods
-                        if any(fnmatch.fnmatchcase(m.name.split("[")[0], p) for p in variant.methods)
+                        if any(fnmatch.fnmatchcase(m.name.split("[")[0], p) for p in variant.methods + ("flat_hybrid_*",))
                         and _wanted(m.name, methods)]
                 _run_stage((variant.label, keep), ds, vectors, per_question, rows, method_info,
-                           trace_rows, traces, bar, trace_methods)
+                           trace_rows, traces, bar, trace_methods, scope=vscope)
                 vindex.close()
                 indexes.remove(vindex)
             meta["embedding_cache"] = {"hits": encoder.hits, "misses": encoder.misses,
@@ -329,6 +361,7 @@ def run_eval(
     summary = {name: mean_metrics(values) for name, values in rows.items()}
     headline = compute_headline(summary, method_info)
     headline.update(bootstrap_headline_gain(rows, method_info))
+    headline.update(default_headline(rows, method_info, summary, headline, ds, variants))
     for name, gain in headline.get("gains_at_equal_tokens", {}).items():
         summary[name]["recall_gain_at_equal_tokens"] = gain
     meta["seconds"] = round(time.perf_counter() - started, 1)
@@ -347,7 +380,8 @@ def _build_dict(build: BuildConfig) -> Dict[str, Any]:
 def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequence[Any],
                per_question: List[Dict[str, Any]], rows: Dict[str, List[QuestionMetrics]],
                method_info: Dict[str, Dict[str, Any]], trace_rows: List[Dict[str, Any]],
-               traces: int, bar: _Progress, trace_methods: Sequence[str] = ()) -> None:
+               traces: int, bar: _Progress, trace_methods: Sequence[str] = (),
+               scope: Optional[ScopedIndex] = None) -> None:
     label, methods = stage
     if not methods:
         return
@@ -358,6 +392,8 @@ def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequen
     bar.stage(f"searching [{label}] ({len(methods)} methods)", len(ds.questions))
     for i, (q, qv) in enumerate(zip(ds.questions, vectors)):
         record = per_question[i]["methods"]
+        if scope is not None:
+            scope.filters = q.metadata.get("filters")
         for m in methods:
             result = m.run(q.text, qv)
             metrics = question_metrics(result.hits, q.gold, latency_ms=result.latency_ms,
@@ -368,6 +404,59 @@ def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequen
                 trace_rows.append({"question": q.id, "method": m.name, "gold": sorted([d, o] for d, o in q.gold),
                                    "trace": result.trace.to_dict()})
         bar.update(i + 1)
+
+
+DEFAULT_METHOD = "drag_knee"  # index.search() with the default SearchConfig (method "knee")
+
+
+def default_headline(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str, Mapping[str, Any]],
+                     summary: Mapping[str, Mapping[str, float]], headline: Mapping[str, Any], ds: EvalDataset,
+                     variants: Sequence[BuildVariant] = ()) -> Dict[str, Any]:
+    """The headline every dataset carries: the default method's recall gain at equal tokens over
+    flat hybrid on the same index (``default_recall_gain_at_equal_tokens``, 95% paired bootstrap),
+    plus the figures of :mod:`~drag_knee_retriever.eval.budget_metrics` for the adaptive methods
+    (all-gold on multi-gold questions, recall at a matched per-question budget, p90 tokens).
+
+    A build variant's DRAG methods are also measured against the flat sweep on the variant's own
+    index (``gains_on_own_index``): a variant may change the leaves (passages), and flat hybrid
+    on those same leaves is the fair reference there.
+    """
+    from .budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation
+
+    out: Dict[str, Any] = {"default_method": DEFAULT_METHOD,
+                           "default_recall_gain_at_equal_tokens": headline.get("knee_recall_gain_at_equal_tokens"),
+                           "default_recall_gain_ci95": headline.get("knee_recall_gain_ci95")}
+    gold_sizes = [len(q.gold) for q in ds.questions]
+    adaptive = [n for n, info in method_info.items() if info.get("adaptive")]
+    out["budget"] = budget_figures(rows, method_info, gold_sizes, adaptive)
+    out["cut_size_vs_gold_spearman"] = {n: cut_size_correlation(rows, gold_sizes, n) for n in adaptive
+                                        if n.startswith("drag_knee")}
+    # Every adaptive DRAG method of the default index gets its interval too (a candidate default
+    # is judged by its interval, not its point estimate).
+    out["gains_ci95"] = {n: bootstrap_gain(rows, method_info, n) for n in adaptive
+                         if n.startswith("drag") and "[" not in n}
+    own: Dict[str, Any] = {}
+    for variant in variants:
+        suffix = f"[{variant.label}]"
+        sub_info = {n.replace(suffix, ""): dict(info, curve=(info.get("curve") or "").replace(suffix, "") or None)
+                    for n, info in method_info.items() if n.endswith(suffix)}
+        sub_rows = {n.replace(suffix, ""): rows[n + suffix] for n in sub_info if n + suffix in rows}
+        if not any(i.get("curve") == REFERENCE_CURVE for i in sub_info.values()):
+            continue
+        sub_summary = {n: summary[n + suffix] for n in sub_rows}
+        flat = curve_points(sub_summary, sub_info, REFERENCE_CURVE)
+        for name in sub_rows:
+            if not sub_info[name].get("adaptive"):
+                continue
+            at, extra = interpolate_curve(flat, sub_summary[name]["tokens"])
+            own[name + suffix] = {"gain": sub_summary[name]["recall"] - at, "beyond_flat_curve": extra,
+                                  "ci95": bootstrap_gain(sub_rows, sub_info, name)}
+        out.setdefault("budget_on_own_index", {}).update(
+            {n + suffix: v for n, v in budget_figures(sub_rows, sub_info, gold_sizes,
+                                                        [n for n in sub_rows if sub_info[n].get("adaptive")]).items()})
+    if own:
+        out["gains_on_own_index"] = own
+    return out
 
 
 def _round(values: Mapping[str, Any]) -> Dict[str, Any]:

@@ -54,6 +54,14 @@ def test_json_has_summary_and_headline(run):
     headline = payload["headline"]
     assert isinstance(headline["knee_recall_gain_at_equal_tokens"], float)
     assert headline["knee_recall"] == summary["drag_knee"]["recall"]
+    # every dataset's headline: the default method's gain at equal tokens, with its interval
+    assert headline["default_method"] == "drag_knee"
+    assert headline["default_recall_gain_at_equal_tokens"] == headline["knee_recall_gain_at_equal_tokens"]
+    low, high = headline["default_recall_gain_ci95"]
+    assert low <= headline["default_recall_gain_at_equal_tokens"] <= high
+    budget = headline["budget"]["drag_knee"]
+    assert budget["tokens_p90"] >= budget["tokens_p50"] > 0
+    assert 0.0 <= budget["flat_recall_at_matched_budget"] <= 1.0
     assert headline["knee_recall_per_1k_tokens"] > 0 and headline["automerging_recall_per_1k_tokens"] > 0
 
 

@@ -133,3 +133,54 @@ def test_the_walk_cuts_at_the_region_sensitivity_when_it_focuses():
 def test_bad_focus_settings_are_refused_when_built(field, value, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         SearchConfig(**{field: value})
+
+
+# -- the tree as evidence: region leaves fused with a global leaf ranking (focus_global) ---------
+
+
+def two_documents():
+    forest = {**document("bees", 4), **document("ants", 4), **document("wasps", 2)}
+    # bees' root wins the roots by far (the knee keeps bees only); ants holds the best leaf
+    scores = {"bees:r": 10.0, "ants:r": 0.1, "wasps:r": 0.05,
+              leaf_id("bees", 0): 0.9, leaf_id("bees", 1): 0.2, leaf_id("bees", 2): 0.1, leaf_id("bees", 3): 0.05,
+              leaf_id("ants", 2): 1.0, leaf_id("ants", 0): 0.01, leaf_id("ants", 1): 0.01, leaf_id("ants", 3): 0.01}
+    return forest, scores
+
+
+def test_focus_global_recovers_a_strong_leaf_whose_root_the_walk_cut():
+    forest, scores = two_documents()
+    walk_only = FakeRanker(forest, scores)
+    hits = walk(walk_only, SearchConfig(merge_ratio=None), (), Trace(query="q", method="knee"))
+    assert leaf_id("ants", 2) not in {h.node.id for h in hits}, "the walk alone never sees ants"
+    ranker = FakeRanker(forest, scores)
+    trace = Trace(query="q", method="knee")
+    calls = []
+    hits = walk(lambda reqs: calls.append(len(reqs)) or ranker(reqs), SearchConfig(focus_global=3, merge_ratio=None),
+                (), trace)
+    assert hits[0].node.id == leaf_id("bees", 0)
+    assert [s.kind for s in trace.steps][-2:] == ["global", "focus"]
+    assert calls[-1] == 2, "region leaves and global leaves go in one round trip"
+    focus = trace.steps[-1]
+    # region ranks b0 b1 b2 b3, global ranks a2 b0 b1; fused with 1 / (2 + rank):
+    # b0 1/2 + 1/3, b1 1/3 + 1/4, a2 1/2, b2 1/4, b3 1/5
+    assert [c.node_id for c in focus.candidates] == [leaf_id("bees", 0), leaf_id("bees", 1), leaf_id("ants", 2),
+                                                     leaf_id("bees", 2), leaf_id("bees", 3)]
+    assert focus.candidates[0].fused_score == pytest.approx(1 / 2 + 1 / 3)
+    assert focus.candidates[2].fused_score == pytest.approx(1 / 2)
+
+
+def test_combine_rankings_sums_reciprocal_ranks():
+    from drag_knee_retriever.store import RankedHit
+    from drag_knee_retriever.traversal import combine_rankings
+
+    forest = document("d", 3)
+    a, b, c = (RankedHit(node=forest[leaf_id("d", i)], score=0.0) for i in range(3))
+    fused = combine_rankings([[a, b], [b, c]], rrf_k=2)
+    assert [h.node.id for h in fused] == [b.node.id, a.node.id, c.node.id]
+    assert [round(h.score, 4) for h in fused] == [round(1 / 3 + 1 / 2, 4), 0.5, round(1 / 3, 4)]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_focus_global_is_validated(bad):
+    with pytest.raises(ConfigError, match="focus_global"):
+        SearchConfig(focus_global=bad)

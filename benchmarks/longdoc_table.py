@@ -1,0 +1,85 @@
+"""Aggregate rows for benchmarks/RESULTS.md from `drag-knee eval --json` outputs (no per-question data).
+
+    python benchmarks/longdoc_table.py RUN.json [RUN.json ...] [--methods drag_knee drag_knee_global ...]
+
+For every run and adaptive DRAG method: recall and mean / p90 tokens, the gain at equal tokens over
+flat hybrid on the same index with its 95% paired-bootstrap interval (a build variant's methods
+against the flat sweep on the variant's own index), the gain at a matched per-question budget, and
+the all-gold rate on multi-gold questions next to flat's at equal tokens. MMLongBench's and QMSum's
+licenses allow aggregate figures only: this prints nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Dict, List, Optional
+
+
+def _f(x: Optional[float], digits: int = 3, sign: bool = False) -> str:
+    if x is None:
+        return "–"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def _ci(ci: Optional[List[float]]) -> str:
+    return "–" if not ci else f"{ci[0]:+.3f} to {ci[1]:+.3f}"
+
+
+def rows(payload: Dict[str, Any], methods: Optional[List[str]]) -> List[str]:
+    summary, headline = payload["summary"], payload["headline"]
+    budget = dict(headline.get("budget", {}))
+    budget.update(headline.get("budget_on_own_index", {}))
+    own = headline.get("gains_on_own_index", {})
+    dataset = payload["dataset"]
+    questions = payload["meta"]["dataset"]["questions"]
+    out = []
+    names = [n for n in summary if n.startswith("drag_") and n in budget]
+    if methods:
+        names = [n for n in names if n.split("[")[0] in methods]
+    for name in names:
+        means, b = summary[name], budget[name]
+        if name in own:
+            gain, ci = own[name]["gain"], own[name]["ci95"]
+        elif name == headline.get("default_method"):
+            gain, ci = headline["default_recall_gain_at_equal_tokens"], headline.get("default_recall_gain_ci95")
+        else:
+            gain = headline.get("gains_at_equal_tokens", {}).get(name)
+            ci = headline.get("gains_ci95", {}).get(name)
+        multi = b.get("all_gold_multi") or {}
+        out.append(
+            f"| {dataset} | {questions} | `{name}` | {_f(means['recall'])} | {means['tokens']:.0f} | {b['tokens_p90']:.0f} "
+            f"| **{_f(gain, sign=True)}** | {_ci(ci)} | {_f(b.get('recall_gain_at_matched_budget'), sign=True)} "
+            f"({_ci(b.get('recall_gain_at_matched_budget_ci95'))}) | {_f(multi.get('rate'))} vs {_f(multi.get('flat_at_tokens'))} |"
+        )
+    flat5 = summary.get("flat_hybrid_k5")
+    if flat5:
+        out.append(f"| {dataset} | {questions} | `flat_hybrid_k5` (reference) | {_f(flat5['recall'])} | {flat5['tokens']:.0f} "
+                   f"| – | – | – | – | {_f(flat5['all_gold'])} (all questions) |")
+    for key, value in summary.items():
+        if key.startswith("flat_hybrid_k5["):
+            out.append(f"| {dataset} | {questions} | `{key}` (reference) | {_f(value['recall'])} | {value['tokens']:.0f} "
+                       f"| – | – | – | – | {_f(value['all_gold'])} (all questions) |")
+    return out
+
+
+HEADER = ("| dataset | questions | method | recall | tokens | p90 tokens | gain @ equal tokens | 95% interval "
+          "| gain @ matched budget (95%) | all-gold, multi-gold q: method vs flat @ tokens |\n"
+          "|---|---:|---|---:|---:|---:|---:|---|---|---|")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--methods", nargs="*")
+    args = parser.parse_args()
+    print(HEADER)
+    for path in args.runs:
+        with open(path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+        for row in rows(payload, args.methods):
+            print(row)
+
+
+if __name__ == "__main__":
+    main()

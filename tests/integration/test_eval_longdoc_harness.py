@@ -1,0 +1,39 @@
+"""`drag-knee eval --dataset qmsum` end to end on one real meeting: per-question document filters,
+a passage build variant measured against flat hybrid on its own leaves, and the budget figures.
+Real model, real store; per-question output goes to a temporary folder (QMSum text stays out of git)."""
+
+import json
+
+import pytest
+
+pytest.importorskip("typer")
+
+from drag_knee_retriever.eval.datasets import DatasetError, datasets_root  # noqa: E402
+
+try:
+    if not (datasets_root() / "qmsum" / "load.py").is_file():
+        raise DatasetError("no qmsum")
+except DatasetError:  # pragma: no cover
+    pytest.skip("qmsum not in the shared datasets folder", allow_module_level=True)
+
+
+def test_qmsum_single_document_run_with_a_passage_variant(tmp_path, model_path):
+    from typer.testing import CliRunner
+
+    from drag_knee_retriever.eval.cli import app
+
+    result = CliRunner().invoke(app, [
+        "--dataset", "qmsum", "--out", str(tmp_path / "q"), "--limit-docs", "1", "--limit-questions", "4",
+        "--json", "--quiet", "--no-plot", "--model-path", model_path, "--build-variant", "passage_words=60",
+        "-m", "flat_hybrid_*", "-m", "drag_knee*",
+    ])
+    assert result.exit_code == 0, (result.output, result.exception)
+    payload = json.loads(result.stdout)
+    headline, meta = payload["headline"], payload["meta"]
+    assert meta["per_question_filters"] is True and meta["query_encodings"] == 4
+    assert isinstance(headline["default_recall_gain_at_equal_tokens"], float)
+    assert "drag_knee[passage_words=60]" in headline["gains_on_own_index"]
+    assert "flat_hybrid_k5[passage_words=60]" in payload["summary"]
+    variant = meta["indexes"]["passage_words=60"]["stats"]
+    assert variant["leaves"] > meta["dataset"]["leaves"], "blocks over 60 words became passages"
+    assert headline["budget"]["drag_knee"]["all_gold_multi"]["questions"] >= 1

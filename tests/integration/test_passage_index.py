@@ -1,0 +1,101 @@
+"""Passages under pages on a real index (real MiniLM, real store): invariants for every method."""
+
+import pytest
+
+from drag_knee_retriever import BuildConfig
+from drag_knee_retriever.builder import leaf_id
+
+METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
+
+
+def ancestors(index, node):
+    out, parent = [], node.parent_id
+    while parent:
+        (p,) = index.store.retrieve([parent])
+        out.append(p.id)
+        parent = p.parent_id
+    return out
+
+
+class CountingRank:
+    """Wraps store.rank to count round trips (one call = one round trip)."""
+
+    def __init__(self, store):
+        self.store, self.calls, self.inner = store, 0, store.rank
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.inner(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def passage_corpus(covid_corpus):
+    """The session's three COVID-QA papers (one page per line; many lines run past 40 words)."""
+    return covid_corpus
+
+
+@pytest.fixture(scope="module")
+def passage_index(make_index, passage_corpus):
+    docs, _ = passage_corpus
+    index = make_index(collection="covid_passages", build=BuildConfig(passage_words=40))
+    index.add_documents(docs)
+    return index
+
+
+def test_long_pages_are_split_and_pages_still_map(passage_index, passage_corpus):
+    docs, _ = passage_corpus
+    infos = {i.doc_id: i for i in passage_index.list_documents()}
+    for doc in docs:
+        pages = [p for p in doc.pages if p.strip()]
+        info = infos[doc.id]
+        assert info.leaves > len(pages), "some COVID-QA lines are longer than 40 words"
+        assert (info.first_page, info.last_page) == (1, len(doc.pages))
+
+
+@pytest.mark.parametrize("method", METHODS + ["knee+global"])
+def test_invariants_with_passages(passage_index, passage_corpus, method):
+    from drag_knee_retriever import SearchConfig
+
+    docs, questions = passage_corpus
+    pages = {d.id: d.pages for d in docs}
+    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    for question, _doc in questions[:4]:
+        result = passage_index.search(question, **kwargs)
+        assert result.nodes
+        ids = [h.node.id for h in result.nodes]
+        assert len(ids) == len(set(ids))
+        for hit in result.nodes:
+            assert not set(ancestors(passage_index, hit.node)) & set(ids), "a node came with its ancestor"
+            span = hit.span
+            if hit.node.is_leaf and span.first_part is not None:
+                page = pages[hit.doc_id][span.first_page - 1]
+                assert hit.text in page and str(span).startswith(f"p.{span.first_page} ¶")
+            elif span.first_page == span.last_page:
+                # a page node (or an unsplit page) returns the whole page
+                page = pages[hit.doc_id][span.first_page - 1]
+                assert " ".join(hit.text.split()) == " ".join(page.split())
+
+
+@pytest.mark.parametrize("method", METHODS + ["knee+global"])
+def test_one_encoding_per_search_with_passages(passage_index, passage_corpus, method, monkeypatch):
+    from drag_knee_retriever import SearchConfig
+
+    question = passage_corpus[1][0][0]
+    counter = CountingRank(passage_index.store)
+    monkeypatch.setattr(passage_index.store, "rank", counter)
+    before = passage_index.encoder.query_encodings
+    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    result = passage_index.search(question, **kwargs)
+    assert passage_index.encoder.query_encodings == before + 1
+    # the global leaf list rides in the focus step's round trip: not a level of its own
+    levels = len({(s.kind, s.level) for s in result.trace.steps if s.kind not in ("roots", "global")})
+    assert counter.calls == 1 + levels
+
+
+def test_flat_search_finds_passages_with_page_citations(passage_index, passage_corpus):
+    question = passage_corpus[1][0][0]
+    hits = passage_index.flat_search(question, k=10)
+    parts = [h for h in hits if h.span.first_part is not None]
+    assert parts, "the top passages of long pages are leaves of their own"
+    stored = passage_index.store.retrieve([leaf_id(parts[0].doc_id, parts[0].span.first_leaf)])
+    assert stored[0].span == parts[0].span
