@@ -73,13 +73,25 @@ class DragKneeIndex:
         language: Optional[str] = None,
         build: Optional[BuildConfig] = None,
         search: Optional[SearchConfig] = None,
-        embedding: Optional[EmbeddingConfig] = None,
+        embedding: Any = None,
         summarizer: Optional[Summarizer] = None,
         encoder: Optional[Encoder] = None,
         store: Optional[NodeStore] = None,
     ) -> None:
         if path is not None:
             location = path
+        # embedding= is the fastembed settings (EmbeddingConfig) or a dense model of the user's own
+        # (LangChain Embeddings, LlamaIndex embedding, function, DenseEmbedder): see embeddings.py.
+        dense = None
+        if embedding is not None and not isinstance(embedding, EmbeddingConfig):
+            if encoder is not None:
+                raise ConfigError("Give either encoder= or embedding= (a dense model), not both.")
+            if model_name or model_path:
+                raise ConfigError(
+                    "embedding= is your own dense model, so model_name/model_path (a fastembed model) "
+                    "cannot apply too; drop one of them."
+                )
+            dense, embedding = embedding, None
         self.build_config = build or BuildConfig()
         self.search_config = search or SearchConfig()
         if not isinstance(self.build_config, BuildConfig) or not isinstance(self.search_config, SearchConfig):
@@ -102,7 +114,7 @@ class DragKneeIndex:
             if language is None and encoder is None and stored_language(info):
                 # An existing collection keeps the BM25 language it was built with.
                 emb = replace(emb, language=stored_language(info))
-            self.encoder = encoder if encoder is not None else Encoder(emb)
+            self.encoder = encoder if encoder is not None else Encoder(emb, dense=dense)
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
                                         dense_size=self.encoder.dense_size, sparse_model=self.encoder.sparse_model)
             self.store.open_collection(
@@ -229,7 +241,7 @@ class DragKneeIndex:
         """
         query_vectors = kwargs.pop("query_vectors", None)
         plan = self._plan(query, **kwargs)
-        vectors = query_vectors if query_vectors is not None else await asyncio.to_thread(self.encoder.encode_query, plan.query)
+        vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
         plan.mark("encode")
 
         async def rank(requests: Sequence[RankRequest]):
@@ -323,6 +335,14 @@ def _validate_query(query: Any) -> str:
         log.warning("query of %d characters cut to %d", len(query), MAX_QUERY_CHARS)
         query = query[:MAX_QUERY_CHARS]
     return query
+
+
+async def _aencode_query(encoder: Any, text: str) -> QueryVectors:
+    # The embedder's own async method when its class has one (a LangChain/LlamaIndex model's
+    # aembed_query); wrappers that only define encode_query run it in a worker thread.
+    if callable(getattr(type(encoder), "aencode_query", None)):
+        return await encoder.aencode_query(text)
+    return await asyncio.to_thread(encoder.encode_query, text)
 
 
 def _make_store(config: StoreConfig) -> NodeStore:
