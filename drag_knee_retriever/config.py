@@ -69,6 +69,10 @@ class SearchConfig:
     - ``merge_ratio``: a node the walk chose is returned whole (its whole span) when more than
       this share of its leaves survive the focus cut: the evidence is spread over it, and the
       model reads the passage in one piece. ``None``: always return leaves.
+    - ``max_results``: a cap on the number of results (the frameworks' ``k``); the method still
+      decides how many up to the cap, the best ones by score are kept. ``None``: no cap.
+    - ``min_score``: drop results whose fused score is below it (LangChain's ``score_threshold``;
+      scores follow the RRF convention above, e.g. at most ``2 / rrf_k`` with both sides at rank 0).
     """
 
     method: SearchMethod = "knee"
@@ -83,8 +87,18 @@ class SearchConfig:
     focus_pool: Optional[int] = 10
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5
+    max_results: Optional[int] = None
+    min_score: Optional[float] = None
 
     def __post_init__(self) -> None:
+        if self.max_results is not None and (
+            isinstance(self.max_results, bool) or not isinstance(self.max_results, int) or self.max_results < 1
+        ):
+            raise ConfigError(f"max_results (k) must be an integer >= 1 or None, got {self.max_results!r}.")
+        if self.min_score is not None:
+            if isinstance(self.min_score, bool) or not isinstance(self.min_score, (int, float)) or not math.isfinite(self.min_score):
+                raise ConfigError(f"min_score (score_threshold) must be a finite number or None, got {self.min_score!r}.")
+            object.__setattr__(self, "min_score", float(self.min_score))
         if self.method not in SEARCH_METHODS:
             raise ConfigError(
                 f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
