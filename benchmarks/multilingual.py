@@ -104,14 +104,14 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
     results: dict = {}
     for name in args.datasets:
-        ds = load_dataset(name)
+        ds = load_dataset(name, os.environ.get("DRAG_KNEE_DATASETS") or REPO.parent / "shared/datasets")
         encoders = {}
         for model in args.models:
             t0 = time.perf_counter()
             cfg = EmbeddingConfig(language=ds.language, model_path=str(MINILM))
             encoders[model] = Encoder(cfg, dense=make_dense(model))
             load_s = time.perf_counter() - t0
-            report = run_eval(ds, encoder=encoders[model], methods=METHODS, prototypes=False, automerging_top_ks=(),
+            report = run_eval(ds, encoder=encoders[model], methods=METHODS, automerging_top_ks=(),
                               embedding_cache=cache / "vectors", progress=False, plot=False)
             rows = {m: [q["methods"][m]["metrics"] for q in report.questions] for m in METHODS}
             results[(name, model)] = rows
