@@ -73,6 +73,10 @@ class SearchConfig:
     - ``merge_ratio``: a node the walk chose is returned whole (its whole span) when more than
       this share of its leaves survive the focus cut: the evidence is spread over it, and the
       model reads the passage in one piece. ``None``: always return leaves.
+    - ``max_results``: a cap on the number of results (the frameworks' ``k``); the method still
+      decides how many up to the cap, the best ones by score are kept. ``None``: no cap.
+    - ``min_score``: drop results whose fused score is below it (LangChain's ``score_threshold``;
+      scores follow the RRF convention above, e.g. at most ``2 / rrf_k`` with both sides at rank 0).
     """
 
     method: SearchMethod = "knee"
@@ -88,6 +92,8 @@ class SearchConfig:
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5
     focus_global: Optional[int] = None
+    max_results: Optional[int] = None
+    min_score: Optional[float] = None
 
     def __post_init__(self) -> None:
         if self.focus_global is not None and (
@@ -97,6 +103,14 @@ class SearchConfig:
                 f"focus_global must be an integer >= 1 (global leaves fused into the focus step) or None, "
                 f"got {self.focus_global!r}."
             )
+        if self.max_results is not None and (
+            isinstance(self.max_results, bool) or not isinstance(self.max_results, int) or self.max_results < 1
+        ):
+            raise ConfigError(f"max_results (k) must be an integer >= 1 or None, got {self.max_results!r}.")
+        if self.min_score is not None:
+            if isinstance(self.min_score, bool) or not isinstance(self.min_score, (int, float)) or not math.isfinite(self.min_score):
+                raise ConfigError(f"min_score (score_threshold) must be a finite number or None, got {self.min_score!r}.")
+            object.__setattr__(self, "min_score", float(self.min_score))
         if self.method not in SEARCH_METHODS:
             raise ConfigError(
                 f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
@@ -269,7 +283,10 @@ class EmbeddingConfig:
     ``model_name`` is any fastembed dense model; ``model_path`` a local fastembed-ready folder
     (see :mod:`drag_knee_retriever.embeddings` for the resolution order). ``language`` selects the
     BM25 stemmer and stop words. ``batch_size`` and ``max_batch_tokens`` bound the encoder's
-    memory; ``threads`` is passed to onnxruntime.
+    memory; ``threads``, ``providers`` (e.g. GPU) and ``cache_dir`` are passed to fastembed.
+    ``query_prefix`` / ``passage_prefix`` override the model's own prefixes (e5: "query: ").
+    These settings describe the fastembed model; a dense model of your own is passed as
+    ``DragKneeIndex(embedding=...)`` instead (see :mod:`drag_knee_retriever.embeddings`).
     """
 
     model_name: str = DEFAULT_DENSE_MODEL
@@ -278,6 +295,16 @@ class EmbeddingConfig:
     batch_size: int = 4
     max_batch_chars: int = 8_000
     threads: Optional[int] = None
+    # onnxruntime execution providers, e.g. ("CUDAExecutionProvider", "CPUExecutionProvider").
+    providers: Optional[Tuple[str, ...]] = None
+    # Where fastembed keeps downloaded models (fastembed's own default: a temp folder).
+    cache_dir: Optional[str] = None
+    # Texts put in front of queries / passages (e5-style models: "query: " / "passage: ").
+    # None: the model's own convention (e5 names get the e5 prefixes; others none).
+    query_prefix: Optional[str] = None
+    passage_prefix: Optional[str] = None
+    # For a custom ONNX folder whose model fastembed does not list: how token vectors are pooled.
+    pooling: Literal["mean", "cls"] = "mean"
     # Tokens the dense model reads per text; None keeps the model's own limit (512 for MiniLM in
     # fastembed). 256 (sentence-transformers' setting for all-MiniLM-L6-v2) ingests ~18% faster on
     # long paragraphs but measured 1 of 133 COVID-QA questions lost at flat top-5 (README, Speed).
@@ -297,6 +324,22 @@ class EmbeddingConfig:
             raise ConfigError(f"max_batch_chars must be >= 100, got {self.max_batch_chars!r}.")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 16):
             raise ConfigError(f"max_tokens must be an integer >= 16 or None, got {self.max_tokens!r}.")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ConfigError(f"threads must be an integer >= 1 or None, got {self.threads!r}.")
+        if self.providers is not None:
+            providers = (self.providers,) if isinstance(self.providers, str) else tuple(self.providers)
+            if not providers or not all(isinstance(p, str) and p for p in providers):
+                raise ConfigError(
+                    "providers must be onnxruntime provider names, e.g. "
+                    f"('CUDAExecutionProvider', 'CPUExecutionProvider'), got {self.providers!r}."
+                )
+            object.__setattr__(self, "providers", providers)
+        for name in ("query_prefix", "passage_prefix", "cache_dir"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string or None, got {type(value).__name__}.")
+        if self.pooling not in ("mean", "cls"):
+            raise ConfigError(f"pooling must be 'mean' or 'cls', got {self.pooling!r}.")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ class ModelLoadError(DragKneeError, RuntimeError):
     """No embedding model could be loaded; the message lists the ways to provide one."""
 
 
+class EmbeddingError(DragKneeError, RuntimeError):
+    """A dense embedder returned vectors of the wrong shape, or values that are not finite."""
+
+
 class ModelMismatchError(DragKneeError, RuntimeError):
     """The collection was built with another embedding model or vector size."""
 

@@ -33,7 +33,7 @@ from .vectorize import Vectorizer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DocumentInfo", "DragKneeIndex", "IngestReport", "MAX_QUERY_CHARS"]
+__all__ = ["DocumentInfo", "DragKneeIndex", "IngestReport", "MAX_QUERY_CHARS", "StoredDocument"]
 
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
@@ -49,6 +49,15 @@ class DocumentInfo:
     doc_hash: str
     first_page: Optional[int] = None
     last_page: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """One indexed document's text and metadata, as :meth:`DragKneeIndex.get_documents` returns it."""
+
+    doc_id: str
+    text: str
+    metadata: Mapping[str, Any]
 
 
 class DragKneeIndex:
@@ -73,13 +82,27 @@ class DragKneeIndex:
         language: Optional[str] = None,
         build: Optional[BuildConfig] = None,
         search: Optional[SearchConfig] = None,
-        embedding: Optional[EmbeddingConfig] = None,
+        embedding: Any = None,
         summarizer: Optional[Summarizer] = None,
         encoder: Optional[Encoder] = None,
         store: Optional[NodeStore] = None,
+        client: Any = None,
+        async_client: Any = None,
     ) -> None:
         if path is not None:
             location = path
+        # embedding= is the fastembed settings (EmbeddingConfig) or a dense model of the user's own
+        # (LangChain Embeddings, LlamaIndex embedding, function, DenseEmbedder): see embeddings.py.
+        dense = None
+        if embedding is not None and not isinstance(embedding, EmbeddingConfig):
+            if encoder is not None:
+                raise ConfigError("Give either encoder= or embedding= (a dense model), not both.")
+            if model_name or model_path:
+                raise ConfigError(
+                    "embedding= is your own dense model, so model_name/model_path (a fastembed model) "
+                    "cannot apply too; drop one of them."
+                )
+            dense, embedding = embedding, None
         self.build_config = build or BuildConfig()
         self.search_config = search or SearchConfig()
         if not isinstance(self.build_config, BuildConfig) or not isinstance(self.search_config, SearchConfig):
@@ -96,13 +119,18 @@ class DragKneeIndex:
             engine=engine,  # type: ignore[arg-type]
         )
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer(self.build_config)
-        self.store = store if store is not None else _make_store(self.store_config)
+        if (client is not None or async_client is not None) and (store is not None or url is not None):
+            raise ConfigError("client= is the Qdrant connection itself; drop url=/store= (or drop client=).")
+        if client is not None or async_client is not None:
+            self.store = _client_store(self.store_config, client, async_client)
+        else:
+            self.store = store if store is not None else _make_store(self.store_config)
         try:
             info = stored_collection_info(self.store)
             if language is None and encoder is None and stored_language(info):
                 # An existing collection keeps the BM25 language it was built with.
                 emb = replace(emb, language=stored_language(info))
-            self.encoder = encoder if encoder is not None else Encoder(emb)
+            self.encoder = encoder if encoder is not None else Encoder(emb, dense=dense)
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
                                         dense_size=self.encoder.dense_size, sparse_model=self.encoder.sparse_model)
             self.store.open_collection(
@@ -113,6 +141,9 @@ class DragKneeIndex:
             raise
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
+        # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
+        # a document being replaced by a concurrent writer must not make its keys "unknown".
+        self._metadata_keys: frozenset = frozenset()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -164,6 +195,22 @@ class DragKneeIndex:
             ))
         return infos
 
+    def get_documents(self, doc_ids: Sequence[str]) -> List["StoredDocument"]:
+        """The indexed documents with these ids: whole text (leaves in order, joined by a blank
+        line) and metadata, in the order given; ids not indexed are skipped."""
+        out = []
+        for doc_id in dict.fromkeys(doc_ids):
+            if not isinstance(doc_id, str) or not doc_id:
+                raise InvalidQueryError(f"document ids are non-empty strings, got {doc_id!r}.")
+            nodes = self.store.scroll_nodes(filters=parse_filters({"doc_id": doc_id}))
+            if not any(n.level == 0 for n in nodes):
+                continue  # not indexed (or an interrupted ingest's rootless leftovers)
+            leaves = sorted((n for n in nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
+            root = next(n for n in nodes if n.level == 0)
+            out.append(StoredDocument(doc_id=doc_id, text="\n\n".join(leaf.text for leaf in leaves),
+                                      metadata=dict(root.metadata)))
+        return out
+
     def stats(self) -> Dict[str, Any]:
         """Documents, nodes per level, model and collection."""
         nodes = self.store.scroll_nodes(with_text=False)
@@ -200,14 +247,22 @@ class DragKneeIndex:
         max_roots: Optional[int] = None,
         sensitivity: Optional[float] = None,
         fusion_weights: Optional[Sequence[Tuple[float, float]]] = None,
-        filters: Optional[Mapping[str, Any]] = None,
+        filters: Any = None,
         order: Optional[str] = None,
+        max_results: Optional[int] = None,
+        min_score: Optional[float] = None,
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
     ) -> SearchResult:
-        """Walk the trees for ``query``; see :class:`SearchConfig` for the knobs."""
+        """Walk the trees for ``query``; see :class:`SearchConfig` for the knobs.
+
+        ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
+        (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
+        :mod:`drag_knee_retriever.store.filters`.
+        """
         plan = self._plan(query, method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
-                          fusion_weights=fusion_weights, filters=filters, order=order, config=config)
+                          fusion_weights=fusion_weights, filters=filters, order=order, max_results=max_results,
+                          min_score=min_score, config=config)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
 
@@ -219,7 +274,7 @@ class DragKneeIndex:
 
         hits = walk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        return self._result(plan, *fetch_context(self.store, hits, refresh=True))
+        return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
@@ -229,7 +284,7 @@ class DragKneeIndex:
         """
         query_vectors = kwargs.pop("query_vectors", None)
         plan = self._plan(query, **kwargs)
-        vectors = query_vectors if query_vectors is not None else await asyncio.to_thread(self.encoder.encode_query, plan.query)
+        vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
         plan.mark("encode")
 
         async def rank(requests: Sequence[RankRequest]):
@@ -238,23 +293,45 @@ class DragKneeIndex:
 
         hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        return self._result(plan, *await afetch_context(self.store, hits, refresh=True))
+        return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
               max_roots: Optional[int] = None, sensitivity: Optional[float] = None,
               fusion_weights: Optional[Sequence[Tuple[float, float]]] = None,
-              filters: Optional[Mapping[str, Any]] = None, order: Optional[str] = None,
-              config: Optional[SearchConfig] = None) -> "_SearchPlan":
+              filters: Any = None, order: Optional[str] = None, max_results: Optional[int] = None,
+              min_score: Optional[float] = None, config: Optional[SearchConfig] = None) -> "_SearchPlan":
         """Validate everything about a search before any work is done."""
         started = time.perf_counter()
         query = _validate_query(query)
         settings = (config or self.search_config).with_overrides(
             method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
-            fusion_weights=fusion_weights, order=order,
+            fusion_weights=fusion_weights, order=order, max_results=max_results, min_score=min_score,
         )
-        return _SearchPlan(query=query, settings=settings, filters=parse_filters(filters),
+        spec = parse_filters(filters)
+        self._check_filter_keys(spec)
+        return _SearchPlan(query=query, settings=settings, filters=spec,
                            trace=Trace(query=query, method=settings.method),
                            requests_before=self.store.requests, started=started)
+
+    def _check_filter_keys(self, spec: Any) -> None:
+        """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
+        there are (the roots are read again before refusing, for documents added since)."""
+        from .store.filters import filter_fields
+
+        wanted = {f[len("metadata."):].split(".")[0] for f in filter_fields(spec) if f.startswith("metadata.")}
+        if not wanted:
+            return
+        if wanted <= self._metadata_keys:
+            return
+        self._metadata_keys = self._metadata_keys | frozenset(
+            k for root in self.store.scroll_nodes(level=0, with_text=False) for k in root.metadata)
+        unknown = sorted(wanted - self._metadata_keys)
+        if not unknown:
+            return
+        raise InvalidQueryError(
+            f"filter key(s) {unknown} are in no indexed document's metadata; the keys are "
+            f"{sorted(self._metadata_keys)[:20]} (and doc_id, level, is_leaf)."
+        )
 
     def _result(self, plan: "_SearchPlan", hits: Sequence[Any], texts: Dict[str, str]) -> SearchResult:
         nodes = [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
@@ -272,7 +349,7 @@ class DragKneeIndex:
         k: int = 10,
         mode: str = "hybrid",
         scope: str = "leaves",
-        filters: Optional[Mapping[str, Any]] = None,
+        filters: Any = None,
         query_vectors: Optional[QueryVectors] = None,
         rrf_k: Optional[int] = None,
     ) -> List[ScoredNode]:
@@ -307,6 +384,16 @@ class _SearchPlan:
     started: float
     last: float = 0.0
 
+    def cap(self, hits: Sequence[Any]) -> List[Any]:
+        """The walk's results within ``min_score`` and ``max_results`` (best scores kept)."""
+        out = list(hits)
+        if self.settings.min_score is not None:
+            out = [h for h in out if h.score >= self.settings.min_score]
+        if self.settings.max_results is not None and len(out) > self.settings.max_results:
+            keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
+            out = [h for h in out if id(h) in keep]
+        return out
+
     def mark(self, phase: str) -> None:
         now = time.perf_counter()
         self.trace.timings_ms[phase] = (now - (self.last or self.started)) * 1e3
@@ -323,6 +410,33 @@ def _validate_query(query: Any) -> str:
         log.warning("query of %d characters cut to %d", len(query), MAX_QUERY_CHARS)
         query = query[:MAX_QUERY_CHARS]
     return query
+
+
+async def _aencode_query(encoder: Any, text: str) -> QueryVectors:
+    # The embedder's own async method when its class has one (a LangChain/LlamaIndex model's
+    # aembed_query); wrappers that only define encode_query run it in a worker thread.
+    if callable(getattr(type(encoder), "aencode_query", None)):
+        return await encoder.aencode_query(text)
+    return await asyncio.to_thread(encoder.encode_query, text)
+
+
+def _client_store(config: StoreConfig, client: Any, async_client: Any) -> NodeStore:
+    """A store over the user's own QdrantClient / AsyncQdrantClient (a sync client is needed for
+    writes and listings; the async one, if given, serves asearch)."""
+    if client is None:
+        raise ConfigError("async_client= needs client= too (writes and listings use the sync client).")
+    if type(client).__name__ != "QdrantClient" or (async_client is not None and type(async_client).__name__ != "AsyncQdrantClient"):
+        raise ConfigError(
+            f"client= takes a qdrant_client.QdrantClient and async_client= an AsyncQdrantClient, got "
+            f"{type(client).__name__}{'' if async_client is None else ' / ' + type(async_client).__name__}."
+        )
+    store = QdrantClientStore(config.collection, client=client, async_client=async_client,
+                              upsert_batch_size=config.upsert_batch_size)
+    # A client connected to a server (not local mode) is a server engine: payload indexes, no lock.
+    if type(getattr(client, "_client", None)).__name__ == "QdrantRemote":
+        store.engine = "server"
+        store._where = "<user client>"
+    return store
 
 
 def _make_store(config: StoreConfig) -> NodeStore:

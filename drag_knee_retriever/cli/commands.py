@@ -44,10 +44,20 @@ from .options import (
 from .output import PhaseProgress, configure_logging, count, err, out, print_results, quiet_native_logs
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"drag-knee-retriever {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log output (-vv for debug).")] = 0,
     debug: Annotated[bool, typer.Option("--debug", envvar=DEBUG_ENV, help="Show tracebacks (for bug reports).")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the package version and exit.")] = False,
 ) -> None:
     state["verbose"] = max(state["verbose"], verbose)
     state["debug"] = state["debug"] or debug

@@ -6,6 +6,10 @@ it, and ``python -m drag_knee_retriever.eval ...`` runs it directly. Needs the `
 
     drag-knee eval --dataset covidqa --out runs/covidqa --limit-docs 20
     drag-knee eval --dataset hotpotqa --out runs/hotpot --json | jq .headline
+    drag-knee eval --corpus docs/ --questions questions.jsonl --out runs/mine   # your own data
+
+The questions file format (one JSON object per line, gold as documents, pages or passages) is
+described in :mod:`drag_knee_retriever.eval.own`.
 """
 
 from __future__ import annotations
@@ -40,8 +44,11 @@ app = typer.Typer(add_completion=False, help="Evaluate DRAG with KNEE against fl
 @app.command("eval")
 def eval_command(
     ctx: typer.Context,
-    dataset: Annotated[DatasetName, typer.Option("--dataset", "-d", help="Which dataset to evaluate on.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for table.md, summary.json, questions.jsonl and the plot.")],
+    dataset: Annotated[Optional[DatasetName], typer.Option("--dataset", "-d", help="Which benchmark dataset to evaluate on.")] = None,
+    corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", help="Your own documents: a folder or files (repeatable); needs --questions.")] = None,
+    questions: Annotated[Optional[Path], typer.Option("--questions", help="JSON Lines: {\"question\": ..., \"gold\": [documents, pages or passages]} per line.")] = None,
+    language: Annotated[str, typer.Option("--language", help="BM25 language of your corpus: english or russian.")] = "english",
     limit_docs: Annotated[Optional[int], typer.Option("--limit-docs", min=1, help="Keep the first N documents.")] = None,
     limit_questions: Annotated[Optional[int], typer.Option("--limit-questions", min=1, help="Keep N questions, evenly spread over those on kept documents.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object (summary + headline) to stdout.")] = False,
@@ -69,11 +76,25 @@ def eval_command(
         progress_log.addHandler(handler)
         progress_log.setLevel(logging.INFO)
         progress_log.propagate = False
+    if (dataset is None) == (not corpus):
+        typer.echo("drag-knee eval: give either --dataset NAME or --corpus DIR --questions FILE.jsonl.", err=True)
+        raise typer.Exit(2)
+    if corpus and questions is None:
+        typer.echo("drag-knee eval: --corpus needs --questions FILE.jsonl (one question and its gold per line).", err=True)
+        raise typer.Exit(2)
     try:
         base_build = parse_build_variant(build).build if build else None
         variants = [parse_build_variant(v) for v in (build_variants or [])]
+        if corpus:
+            from .own import load_own_dataset
+
+            if language not in ("english", "russian"):
+                raise DatasetError(f"--language must be english or russian, got {language!r}.")
+            target: Any = load_own_dataset(corpus, questions, build=base_build, language=language)  # type: ignore[arg-type]
+        else:
+            target = dataset.value  # type: ignore[union-attr]
         report = run_eval(
-            dataset.value, out, limit_docs=limit_docs, limit_questions=limit_questions, methods=methods or None,
+            target, out, limit_docs=limit_docs, limit_questions=limit_questions, methods=methods or None,
             datasets_root=datasets_dir, build=base_build, build_variants=variants,
             automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
             embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot,

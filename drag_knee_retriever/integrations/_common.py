@@ -79,27 +79,21 @@ def search_overrides(
     k_name: str = "k",
     sensitivity: Optional[float] = None,
     max_roots: Optional[int] = None,
-    filters: Optional[Mapping[str, Any]] = None,
+    filters: Any = None,
     fusion_weights: Optional[Sequence[Sequence[float]]] = None,
     order: Optional[str] = None,
+    score_threshold: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Validate adapter search settings and return the keyword overrides for ``index.search``.
 
     ``k`` (named ``k_name`` in messages: LangChain's ``k``, LlamaIndex's ``similarity_top_k``) is
-    the frameworks' "number of results": it becomes the beam width, and, unless ``method`` is
-    given too, selects the ``"fixed"`` beam (a knee method chooses its own count, so a ``k``
-    without a method would otherwise be silently ignored). Values are checked here, once, by
-    building a :class:`SearchConfig` with them; settings left ``None`` fall back to the index's.
+    the frameworks' "number of results": a cap (``SearchConfig.max_results``). The method still
+    decides how many results up to the cap (the knee cuts where the scores fall); a fixed width is
+    asked for with ``method="fixed", beam_width=n``. ``score_threshold`` drops results scoring
+    below it (``SearchConfig.min_score``). ``filters`` is the LangChain / Mongo-style dict or a
+    qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Values are
+    checked here, once; settings left ``None`` fall back to the index's.
     """
-    if k is not None:
-        if beam_width is not None and beam_width != k:
-            raise ConfigError(
-                f"{k_name}={k!r} and beam_width={beam_width!r} disagree; {k_name} is the beam width, "
-                "give only one of them."
-            )
-        beam_width = k
-        if method is None:
-            method = "fixed"
     weights = None
     if fusion_weights is not None:
         if isinstance(fusion_weights, (str, bytes)) or not isinstance(fusion_weights, Sequence):
@@ -114,22 +108,27 @@ def search_overrides(
         "max_roots": max_roots,
         "fusion_weights": weights,
         "order": order,
+        "max_results": k,
+        "min_score": score_threshold,
     }
     overrides = {key: value for key, value in overrides.items() if value is not None}
     # Building the config runs its validation: a bad value fails now, not at the first query.
-    checked = SearchConfig().with_overrides(**overrides)
+    try:
+        checked = SearchConfig().with_overrides(**overrides)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("max_results (k)", k_name).replace("min_score (score_threshold)", "score_threshold")) from None
     if "fusion_weights" in overrides:
         overrides["fusion_weights"] = checked.fusion_weights
     if filters is not None:
-        parse_filters(filters)  # raises InvalidQueryError with the offending key
-        overrides["filters"] = dict(filters)
+        parse_filters(filters)  # raises InvalidQueryError naming the key, operator or value
+        overrides["filters"] = filters
     return overrides
 
 
 #: Search settings both retrievers take (at construction and per call), besides their framework's
 #: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
 SEARCH_SETTINGS: Tuple[str, ...] = (
-    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order",
+    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order", "score_threshold",
 )
 
 
@@ -137,46 +136,59 @@ class RetrieverSettings:
     """A retriever's search settings, validated once, and their merge with per-call overrides.
 
     ``k_name`` is the framework's name of the result count (``"k"`` or ``"similarity_top_k"``);
-    settings left ``None`` use the index's own :class:`SearchConfig`.
+    ``aliases`` maps a framework's own spelling to ours (LangChain's ``filter`` -> ``filters``);
+    ``convert_filters`` turns a framework's filter objects into the core dialect (LlamaIndex
+    ``MetadataFilters``). Settings left ``None`` use the index's own :class:`SearchConfig`.
     """
 
-    __slots__ = ("k_name", "values", "overrides")
+    __slots__ = ("k_name", "values", "overrides", "aliases", "convert_filters")
 
-    def __init__(self, k_name: str, **values: Any) -> None:
+    def __init__(self, k_name: str, *, aliases: Optional[Mapping[str, str]] = None,
+                 convert_filters: Optional[Callable[[Any], Any]] = None, **values: Any) -> None:
+        self.k_name = k_name
+        self.aliases = dict(aliases or {})
+        self.convert_filters = convert_filters
+        values = self._unalias(values, "setting")
         allowed = (k_name, *SEARCH_SETTINGS)
         unknown = sorted(set(values) - set(allowed))
         if unknown:
             raise TypeError(f"Unknown search setting(s) {unknown}; the settings are {', '.join(allowed)}.")
-        self.k_name = k_name
         self.values: Dict[str, Any] = {key: values.get(key) for key in allowed}
         #: The keyword overrides for ``index.search`` when a call passes no options of its own.
         self.overrides: Dict[str, Any] = self._resolve(self.values)
 
+    def _unalias(self, values: Mapping[str, Any], what: str) -> Dict[str, Any]:
+        out = {key: value for key, value in values.items() if key not in self.aliases}
+        for alias, name in self.aliases.items():
+            if values.get(alias) is not None:
+                if out.get(name) is not None:
+                    raise ConfigError(f"{alias}= and {name}= are the same {what}; give only one of them.")
+                out[name] = values[alias]
+        return out
+
     def _resolve(self, values: Mapping[str, Any]) -> Dict[str, Any]:
         settings = {key: values.get(key) for key in SEARCH_SETTINGS}
+        if settings["filters"] is not None and self.convert_filters is not None:
+            settings["filters"] = self.convert_filters(settings["filters"])
         return search_overrides(k=values.get(self.k_name), k_name=self.k_name, **settings)
 
     def for_call(self, call: Mapping[str, Any]) -> Dict[str, Any]:
         """The ``index.search`` overrides for one call: the retriever's settings, then ``call``'s.
 
-        A per-call width (``k`` or ``beam_width``) replaces the retriever's, and a per-call ``k``
-        without a per-call ``method`` asks for that many results: the fixed beam, whatever method
-        the retriever uses by default (a knee method would choose its own count and ignore ``k``).
+        A per-call value replaces the retriever's; ``k`` stays a cap, so the retriever's method
+        still decides how many results up to it.
         """
+        call = self._unalias(call, "option")
         allowed = (self.k_name, *SEARCH_SETTINGS)
         unknown = sorted(set(call) - set(allowed))
         if unknown:
             raise InvalidQueryError(
-                f"Unknown search option(s) {unknown}; per-call options are {', '.join(allowed)}."
+                f"Unknown search option(s) {unknown}; per-call options are "
+                f"{', '.join(sorted(set(allowed) | set(self.aliases)))}."
             )
         if not call:
             return self.overrides
         values = dict(self.values)
-        k = call.get(self.k_name)
-        if k is not None or call.get("beam_width") is not None:
-            values[self.k_name] = values["beam_width"] = None
-        if k is not None and call.get("method") is None:
-            values["method"] = None
         values.update({key: value for key, value in call.items() if value is not None})
         return self._resolve(values)
 
@@ -261,6 +273,39 @@ def _position_metadata(node: TreeNode) -> Dict[str, Any]:
     if node.title is not None:
         out[TITLE] = node.title
     return out
+
+
+def _finite(value: float) -> Optional[float]:
+    return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+
+def trace_payload(result: Any) -> Dict[str, Any]:
+    """A search's trace as JSON-ready data for tracing tools (LangSmith, Langfuse, Phoenix).
+
+    The walk's steps (kind, level, knee position, every candidate with its fused score and
+    outcome: kept, suppressed, cut or merged), the round trips, the timings, and the results
+    (node, document, span, score). Built only when a handler listens.
+    """
+    # Built field by field: dataclasses.asdict (Trace.to_dict) deep-copies every candidate and
+    # costs about as much as a tenth of a search; this is the same data at a fraction of that.
+    trace = result.trace
+    data: Dict[str, Any] = {
+        "query": trace.query, "method": trace.method, "requests": trace.requests,
+        "timings_ms": dict(trace.timings_ms),
+        "steps": [{
+            "step": st.step, "kind": st.kind, "level": st.level, "knee_index": st.knee_index,
+            "kept_count": st.kept_count, "parent_id": st.parent_id, "weights": list(st.weights),
+            "candidates": [{
+                "node_id": c.node_id, "doc_id": c.doc_id, "level": c.level, "is_leaf": c.is_leaf,
+                "label": c.label, "fused_score": _finite(c.fused_score), "fused_rank": c.fused_rank,
+                "dense_rank": c.dense_rank, "sparse_rank": c.sparse_rank, "parent_id": c.parent_id,
+                "outcome": c.outcome, "suppressed_by": c.suppressed_by,
+            } for c in st.candidates],
+        } for st in trace.steps],
+    }
+    data["results"] = [{"node_id": hit.node.id, "doc_id": hit.node.doc_id, "span": str(hit.node.span),
+                        "level": hit.node.level, "score": float(hit.score)} for hit in result.nodes]
+    return data
 
 
 def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:

@@ -27,6 +27,7 @@ from ._common import (
     SCORE,
     SEARCH_SETTINGS,
     RetrieverSettings,
+    trace_payload,
     check_index,
     check_query,
     hit_metadata,
@@ -44,7 +45,7 @@ try:
     )
     from langchain_core.documents import BaseDocumentCompressor
     from langchain_core.documents import Document as LCDocument
-    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
     from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
@@ -52,7 +53,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
-from ..errors import InvalidDocumentError, InvalidScoresError
+from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ __all__ = [
     "from_langchain_documents",
     "to_langchain_document",
 ]
+
+#: The name of the custom event that carries the walk's trace (see DragKneeRetriever).
+TRACE_EVENT = "drag_knee_trace"
+# as_retriever(search_kwargs=...) keys that belong to other search types (MMR): refused, not ignored.
+_MMR_KWARGS = ("fetch_k", "lambda_mult")
 
 # Keys PyPDFLoader (and PyMuPDFLoader) put on every page; they differ per page, so they are
 # dropped from the file-level metadata of the paged document.
@@ -82,6 +88,7 @@ def to_langchain_document(hit: ScoredNode) -> LCDocument:
 def from_langchain_documents(
     documents: Sequence[LCDocument],
     *,
+    group_pages: bool = True,
     ocr: Any = "auto",
     ocr_languages: Optional[str] = None,
     ocr_cache_dir: Optional[Any] = None,
@@ -122,7 +129,7 @@ def from_langchain_documents(
         source = meta.get("source")
         source = str(source) if source is not None and str(source).strip() else None
         page = meta.get("page")
-        is_page = source is not None and isinstance(page, int) and not isinstance(page, bool)
+        is_page = group_pages and source is not None and isinstance(page, int) and not isinstance(page, bool)
         entries.append(
             PageEntry(
                 text=doc.page_content,
@@ -139,50 +146,72 @@ def from_langchain_documents(
     return [doc for doc, _ in group_paged_documents(entries, ocr=config)]
 
 
-class DragKneeRetriever(BaseRetriever):
-    """DRAG with KNEE as a LangChain retriever: a drop-in replacement for any ``BaseRetriever``.
+class DragKneeRetriever(DocumentIndex):
+    """DRAG with KNEE as a LangChain retriever and ``DocumentIndex``: a drop-in replacement for any
+    ``BaseRetriever``, and a destination of ``langchain_core.indexing.index()``.
 
     Holds a :class:`~drag_knee_retriever.DragKneeIndex` and search settings; every setting left
     ``None`` uses the index's own :class:`~drag_knee_retriever.SearchConfig`.
 
     - ``method``: ``"knee"``, ``"sensitive_knee"``, ``"branch"`` or ``"fixed"``.
-    - ``k``: LangChain's number of results. It is the beam width, and selects the ``"fixed"``
-      beam unless ``method`` is also given (a knee method chooses its own count).
+    - ``k``: LangChain's number of results, a cap: the method still decides how many results up to
+      ``k`` (the knee cuts where the scores fall). A fixed width is ``method="fixed", beam_width=n``.
+    - ``filter`` (LangChain's name; ``filters`` too): ``{"year": 2019}``, ``{"year": {"$gte": 2020}}``,
+      ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
+      ``models.Filter``; applied at every level of the walk.
+    - ``score_threshold``: drop results whose fused score is below it.
+    - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
+      ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
     - ``beam_width``, ``sensitivity``, ``max_roots``, ``fusion_weights``, ``order``: as in
-      :class:`SearchConfig`; ``filters``: ``{"doc_id": [...], "<metadata key>": value}``.
+      :class:`SearchConfig`.
 
-    Every setting can also be passed per call: ``retriever.invoke(query, k=2)`` (the fixed beam of
-    two, unless ``method=`` is passed in the same call) or
-    ``retriever.invoke(query, filters={"lang": "en"})``. Settings are validated when the retriever
-    is built (and per call for per-call values).
+    Every setting can also be passed per call: ``retriever.invoke(query, k=2, filter={...})``.
+    Settings are validated when the retriever is built (and per call for per-call values); an
+    unknown setting is an error, never ignored.
 
-    Returned documents: ``page_content`` is the node's full span text, ``metadata`` the source
-    metadata plus ``drag_*`` fields (see :func:`to_langchain_document`).
+    Tracing: each search sends its trace (steps, kept / suppressed / cut candidates, knee
+    positions, round trips, timings) to the run's callback handlers as the custom event
+    ``"drag_knee_trace"`` (LangSmith, Langfuse and ``astream_events`` show it under the retriever
+    run), and the retriever run's metadata names the method and settings. The trace is built only
+    when a handler listens.
+
+    As a ``DocumentIndex`` (``upsert`` / ``get`` / ``delete`` by id), every LangChain document is
+    one document tree with the document's ``id`` as id, so ``index()`` with a record manager adds,
+    skips, updates and cleans up exactly what it tracks. Returned documents: ``page_content`` is
+    the node's full span text, ``metadata`` the source metadata plus ``drag_*`` fields (see
+    :func:`to_langchain_document`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: Any = Field(description="The DragKneeIndex to search.")
     method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = None
-    k: Optional[int] = Field(default=None, description="Beam width; selects the 'fixed' method unless method is set.")
+    k: Optional[int] = Field(default=None, description="Cap on the number of results; the method decides up to it.")
     beam_width: Optional[int] = None
     sensitivity: Optional[float] = None
     max_roots: Optional[int] = None
-    filters: Optional[Dict[str, Any]] = None
+    filter: Any = Field(default=None, description="LangChain filter dict or qdrant models.Filter.")
+    filters: Any = None
+    score_threshold: Optional[float] = None
     fusion_weights: Optional[List[Tuple[float, float]]] = None
     order: Optional[Literal["score", "document"]] = None
+    search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check_settings(self) -> "DragKneeRetriever":
         check_index(self.index)
-        values = {key: getattr(self, key) for key in ("k", *SEARCH_SETTINGS)}
-        self._settings = RetrieverSettings("k", **values)
+        values = {key: getattr(self, key) for key in ("k", "filter", *SEARCH_SETTINGS)}
+        for key, value in _search_kwargs(self.search_kwargs).items():
+            if values.get(key) is not None and values[key] != value:
+                raise ConfigError(f"{key} is given both directly and in search_kwargs ({values[key]!r} vs {value!r}); give it once.")
+            values[key] = value
+        self._settings = RetrieverSettings("k", aliases={"filter": "filters"}, **values)
         return self
 
     def _call_overrides(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        # Per call: retriever.invoke(query, k=2, filters={...}) (see RetrieverSettings.for_call).
+        # Per call: retriever.invoke(query, k=2, filter={...}) (see RetrieverSettings.for_call).
         assert self._settings is not None
         return self._settings.for_call(kwargs)
 
@@ -191,6 +220,8 @@ class DragKneeRetriever(BaseRetriever):
     ) -> List[LCDocument]:
         query = check_query(query)
         result = self.index.search(query, **self._call_overrides(kwargs))
+        if run_manager.handlers:
+            run_manager.get_child().on_custom_event(TRACE_EVENT, trace_payload(result), run_id=run_manager.run_id)
         return [to_langchain_document(hit) for hit in result.nodes]
 
     async def _aget_relevant_documents(
@@ -198,12 +229,55 @@ class DragKneeRetriever(BaseRetriever):
     ) -> List[LCDocument]:
         query = check_query(query)
         result = await self.index.asearch(query, **self._call_overrides(kwargs))
+        if run_manager.handlers:
+            await run_manager.get_child().on_custom_event(TRACE_EVENT, trace_payload(result), run_id=run_manager.run_id)
         return [to_langchain_document(hit) for hit in result.nodes]
 
     def _get_ls_params(self, **kwargs: Any) -> Dict[str, Any]:  # tracing metadata only
         params = dict(super()._get_ls_params(**kwargs))
         params["ls_vector_store_provider"] = "qdrant"
+        # The run's metadata (LangSmith / Langfuse show it on the retriever run): the method and
+        # the settings this call searches with. Per-call options are checked in the search itself.
+        assert self._settings is not None
+        try:
+            overrides = self._settings.for_call(kwargs)
+        except Exception:
+            overrides = self._settings.overrides
+        config = self.index.search_config if hasattr(self.index, "search_config") else None
+        params["drag_method"] = overrides.get("method") or getattr(config, "method", None)
+        params["drag_settings"] = {k: v for k, v in overrides.items() if k != "filters"} | (
+            {"filtered": True} if overrides.get("filters") is not None else {})
         return params  # type: ignore[return-value]
+
+    # -- DocumentIndex ---------------------------------------------------------------------------
+
+    def upsert(self, items: Sequence[LCDocument], /, **kwargs: Any) -> UpsertResponse:
+        """Add or replace documents by id: each LangChain document is one tree named by its ``id``
+        (a document without one gets a content-derived id). Returns the ids written."""
+        if kwargs:
+            raise TypeError(f"upsert takes no options, got {sorted(kwargs)}.")
+        core = from_langchain_documents(items, group_pages=False)
+        self.index.add_documents(core)
+        return UpsertResponse(succeeded=[doc.id for doc in core], failed=[])
+
+    def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
+        """Remove whole documents (their trees) by id; ids not indexed are reported as not found."""
+        if kwargs:
+            raise TypeError(f"delete takes only ids, got {sorted(kwargs)}.")
+        if ids is None:
+            raise ValueError("delete needs ids (the document ids to remove); there is no delete-all.")
+        if isinstance(ids, str):
+            raise ValueError("delete takes a list of ids; wrap a single id in a list.")
+        removed = [doc_id for doc_id in ids if self.index.delete_document(doc_id)]
+        return DeleteResponse(num_deleted=len(removed), succeeded=removed, failed=[], num_failed=0)
+
+    def get(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
+        """The documents with these ids (whole text, source metadata), in the order given; ids not
+        indexed are skipped."""
+        if kwargs:
+            raise TypeError(f"get takes only ids, got {sorted(kwargs)}.")
+        found = {doc.doc_id: doc for doc in self.index.get_documents(list(ids))}
+        return [LCDocument(id=i, page_content=found[i].text, metadata=dict(found[i].metadata)) for i in ids if i in found]
 
     def add_documents(self, documents: Sequence[LCDocument], *, progress: Optional[Callable[..., Any]] = None,
                       ocr: Any = "auto", ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None) -> Any:
@@ -228,12 +302,15 @@ class DragKneeRetriever(BaseRetriever):
         beam_width: Optional[int] = None,
         sensitivity: Optional[float] = None,
         max_roots: Optional[int] = None,
-        filters: Optional[Dict[str, Any]] = None,
+        filters: Any = None,
+        filter: Any = None,
+        score_threshold: Optional[float] = None,
         fusion_weights: Optional[List[Tuple[float, float]]] = None,
         order: Optional[str] = None,
         ocr: Any = "auto",
         ocr_languages: Optional[str] = None,
         ocr_cache_dir: Optional[Any] = None,
+        search_kwargs: Optional[Dict[str, Any]] = None,
         **index_kwargs: Any,
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
@@ -243,13 +320,37 @@ class DragKneeRetriever(BaseRetriever):
         converted before anything is built or written, so a bad document ingests nothing.
         ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
         """
-        settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity,
-                        max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order)
-        RetrieverSettings("k", **settings)  # validate before converting, building or writing
+        settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity, max_roots=max_roots,
+                        filters=filters, filter=filter, score_threshold=score_threshold,
+                        fusion_weights=fusion_weights, order=order)
+        RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
+                          **{**{k_: v for k_, v in settings.items() if v is not None}, **_search_kwargs(search_kwargs)})
+        if search_kwargs is not None:
+            settings["search_kwargs"] = search_kwargs
         core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
         index = make_index(index, index_kwargs)
         index.add_documents(core, progress=progress)
         return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
+
+
+def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """``as_retriever(search_kwargs=...)`` keys as retriever settings; other search types' keys
+    are refused, so that no setting is accepted and ignored."""
+    if search_kwargs is None:
+        return {}
+    if not isinstance(search_kwargs, dict):
+        raise ConfigError(f"search_kwargs must be a dict like {{'k': 4, 'filter': {{...}}}}, got {type(search_kwargs).__name__}.")
+    mmr = sorted(set(search_kwargs) & set(_MMR_KWARGS))
+    if mmr:
+        raise ConfigError(
+            f"search_kwargs {mmr} belong to MMR search, which this retriever does not do (the knee chooses "
+            "how many results; k caps them). Drop them."
+        )
+    allowed = ("k", "filter", *SEARCH_SETTINGS)
+    unknown = sorted(set(search_kwargs) - set(allowed))
+    if unknown:
+        raise ConfigError(f"Unknown search_kwargs {unknown}; the keys are {', '.join(allowed)}.")
+    return dict(search_kwargs)
 
 
 DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._common import (
@@ -39,6 +40,7 @@ from ._common import (
     hit_metadata,
     knee_keep,
     make_index,
+    trace_payload,
     tree_node_from_metadata,
     tree_node_metadata,
 )
@@ -47,7 +49,13 @@ from ._pages import PageEntry, group_paged_documents, page_number_from_label
 
 try:
     from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator
+    import llama_index.core.base.base_retriever as _base_retriever
     from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.callbacks.schema import CBEventType, EventPayload
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
     from llama_index.core.node_parser import NodeParser
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.retrievers import BaseRetriever
@@ -76,6 +84,8 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DragKneeRetriever",
+    "DragKneeTraceEvent",
+    "metadata_filters_to_dict",
     "DragTreeNodeParser",
     "KneeNodePostprocessor",
     "from_llamaindex_documents",
@@ -94,6 +104,88 @@ _FILE_KEYS = ("file_path", "file_name")
 # the query bundle only, so the options travel beside it (a context variable is per thread and per
 # asyncio task, so concurrent calls do not see each other's options).
 _CALL_OPTIONS: contextvars.ContextVar[Dict[str, Any]] = contextvars.ContextVar("drag_knee_call_options", default={})
+# The trace of the search _retrieve ran, for the RETRIEVE callback payload of retrieve()/aretrieve().
+_LAST_TRACE: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("drag_knee_last_trace", default=None)
+_dispatcher = get_dispatcher(__name__)
+
+
+class DragKneeTraceEvent(BaseEvent):
+    """The walk's trace of one retrieval, as a LlamaIndex instrumentation event.
+
+    ``trace`` holds the steps (kind, level, knee position, every candidate with its fused score
+    and outcome), the round trips, timings and results; ``query`` the query text. Arize Phoenix,
+    Langfuse and any ``BaseEventHandler`` on the root dispatcher receive it.
+    """
+
+    query: str
+    trace: Dict[str, Any]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "DragKneeTraceEvent"
+
+
+_LI_OPERATORS = {"==": "$eq", "!=": "$ne", ">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte", "in": "$in",
+                 "nin": "$nin", "any": "$in", "contains": "$eq"}
+
+
+def metadata_filters_to_dict(filters: Any) -> Any:
+    """LlamaIndex ``MetadataFilters`` (nested, AND / OR / NOT) in the core filter dialect.
+
+    Operators EQ, NE, GT, GTE, LT, LTE, IN, NIN, ANY (any of a list), ALL (every one of a list),
+    CONTAINS (a list field holds the value); conditions AND, OR and NOT (none of the filters
+    holds, as LlamaIndex defines it). TEXT_MATCH and IS_EMPTY are refused with the supported
+    list. A dict (the LangChain dialect) or a qdrant ``models.Filter`` passes through unchanged.
+    """
+    if filters is None or isinstance(filters, dict) or type(filters).__name__ == "Filter":
+        return filters
+    if isinstance(filters, MetadataFilter):
+        return _metadata_filter_to_dict(filters)
+    if not isinstance(filters, MetadataFilters):
+        raise InvalidQueryError(
+            "filters must be a llama_index MetadataFilters, a dict in the LangChain dialect "
+            f"({{'year': {{'$gte': 2020}}}}) or a qdrant models.Filter, got {type(filters).__name__}."
+        )
+    parts = [metadata_filters_to_dict(f) for f in filters.filters]
+    if not parts:
+        raise InvalidQueryError("MetadataFilters has no filters; give at least one MetadataFilter, or no filters.")
+    condition = getattr(filters.condition, "value", filters.condition) or "and"
+    if condition == "and":
+        return parts[0] if len(parts) == 1 else {"$and": parts}
+    if condition == "or":
+        return {"$or": parts}
+    if condition == "not":
+        return {"$not": parts[0] if len(parts) == 1 else {"$or": parts}}
+    raise InvalidQueryError(f"MetadataFilters condition {condition!r} is not supported; use AND, OR or NOT.")
+
+
+def _metadata_filter_to_dict(f: Any) -> Dict[str, Any]:
+    op = getattr(f.operator, "value", f.operator)
+    if op == "all":
+        values = f.value if isinstance(f.value, list) else [f.value]
+        return {"$and": [{f.key: {"$eq": v}} for v in values]}
+    if op not in _LI_OPERATORS:
+        raise InvalidQueryError(
+            f"MetadataFilter on {f.key!r}: operator {op!r} is not supported; use one of "
+            "EQ, NE, GT, GTE, LT, LTE, IN, NIN, ANY, ALL, CONTAINS."
+        )
+    return {f.key: {_LI_OPERATORS[op]: f.value}}
+
+
+def _with_embed_model(index_kwargs: Dict[str, Any], embed_model: Any) -> Dict[str, Any]:
+    """The new index's dense model: ``embed_model``, else a ``Settings.embed_model`` the user set."""
+    if embed_model is None and not any(k in index_kwargs for k in ("embedding", "encoder", "model_name", "model_path")):
+        from llama_index.core import Settings
+
+        # The private field, so that an unset model is not resolved (LlamaIndex would load OpenAI).
+        embed_model = getattr(Settings, "_embed_model", None)
+        if embed_model is not None:
+            log.info("using Settings.embed_model %s as the index's dense model", type(embed_model).__name__)
+    if embed_model is None:
+        return index_kwargs
+    if "embedding" in index_kwargs:
+        raise TypeError("embed_model and embedding are the same thing (the dense model); give only one.")
+    return {**index_kwargs, "embedding": embed_model}
 
 
 def _hidden_keys(metadata: Dict[str, Any]) -> Tuple[List[str], List[str]]:
@@ -200,6 +292,14 @@ def _node_text(node: Any, where: str) -> str:
     return text
 
 
+def _random_id(node_id: str) -> bool:
+    """Whether an id is LlamaIndex's default (a random UUID4), not one the user or reader chose."""
+    try:
+        return uuid.UUID(node_id).version == 4 and str(uuid.UUID(node_id)) == node_id
+    except (ValueError, TypeError, AttributeError):
+        return False
+
+
 def _entries(documents: Sequence[Any], group_pages: bool) -> List[PageEntry]:
     if isinstance(documents, BaseNode) or not isinstance(documents, Sequence):
         raise InvalidDocumentError(
@@ -220,9 +320,12 @@ def _entries(documents: Sequence[Any], group_pages: bool) -> List[PageEntry]:
                 where=f"{where} (id={doc.node_id!r})",
                 group=file_key if is_page else None,
                 page=page_number_from_label(meta.get("page_label")) if is_page else None,
-                # A LlamaIndex id is always set (random unless the reader was asked for stable
-                # ids, e.g. SimpleDirectoryReader(filename_as_id=True)); it names the document.
-                preferred_id=doc.node_id,
+                # A LlamaIndex id is always set, random unless the reader was asked for stable
+                # ids (SimpleDirectoryReader(filename_as_id=True)) or the user gave one. A random
+                # one would duplicate the document on every re-ingest, so it is replaced by the
+                # file it came from, else by a hash of the text.
+                preferred_id=None if _random_id(doc.node_id) else doc.node_id,
+                source=file_key if _random_id(doc.node_id) else None,
                 drop_keys=_PAGE_KEYS if is_page else (),
             )
         )
@@ -252,17 +355,36 @@ def from_llamaindex_documents(
     return [doc for doc, _ in group_paged_documents(_entries(documents, group_pages), ocr=config)]
 
 
+def _dispatcher_has_handlers() -> bool:
+    # Walk the dispatcher chain as Dispatcher.event does (propagate up to the root).
+    current: Any = _dispatcher
+    while current is not None:
+        if current.event_handlers:
+            return True
+        current = current.parent if current.propagate else None
+    return False
+
+
 class DragKneeRetriever(BaseRetriever):
     """DRAG with KNEE as a LlamaIndex retriever: a drop-in replacement for any ``BaseRetriever``.
 
     Returns ``NodeWithScore(TextNode)``: the node's full span text, the source metadata plus
     ``drag_*`` fields, and SOURCE / PARENT / CHILD relationships. Settings left ``None`` use the
-    index's :class:`~drag_knee_retriever.SearchConfig`; ``similarity_top_k`` is the beam width and
-    selects the ``"fixed"`` beam unless ``method`` is given (as LangChain's ``k`` does).
+    index's :class:`~drag_knee_retriever.SearchConfig`. ``similarity_top_k`` caps the number of
+    results; the method still decides how many up to the cap (a fixed width is
+    ``method="fixed", beam_width=n``). ``filters``: LlamaIndex ``MetadataFilters`` (nested, AND /
+    OR / NOT), a LangChain-style dict or a qdrant ``models.Filter``, applied at every level of the
+    walk. ``score_threshold`` drops results scoring below it.
 
     Every setting can also be passed per call, as in the LangChain retriever:
-    ``retriever.retrieve(query, similarity_top_k=2)`` (the fixed beam of two, unless ``method=``
-    is passed in the same call) or ``retriever.retrieve(query, filters={"lang": "en"})``.
+    ``retriever.retrieve(query, similarity_top_k=2)`` or ``retriever.retrieve(query, filters=...)``.
+
+    Tracing: each retrieval's walk (steps, kept / suppressed / cut candidates, knee positions) is
+    dispatched as a :class:`DragKneeTraceEvent` instrumentation event and rides in the RETRIEVE
+    callback's end payload under ``"drag_knee_trace"``; both only when a handler listens.
+
+    The index's documents are managed with ``insert`` / ``insert_documents``, ``refresh_ref_docs``
+    and ``delete_ref_doc`` (whole document trees by id).
 
     If the caller puts a query embedding in the ``QueryBundle`` and its size is the index's dense
     size, that vector is used instead of encoding the query again (it must come from the index's
@@ -278,17 +400,19 @@ class DragKneeRetriever(BaseRetriever):
         beam_width: Optional[int] = None,
         sensitivity: Optional[float] = None,
         max_roots: Optional[int] = None,
-        filters: Optional[Dict[str, Any]] = None,
+        filters: Any = None,
         fusion_weights: Optional[Sequence[Sequence[float]]] = None,
         order: Optional[str] = None,
+        score_threshold: Optional[float] = None,
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
     ) -> None:
         self._index = check_index(index)
         self._settings = RetrieverSettings(
-            "similarity_top_k", method=method, similarity_top_k=similarity_top_k, beam_width=beam_width,
-            sensitivity=sensitivity, max_roots=max_roots, filters=filters,
-            fusion_weights=fusion_weights, order=order,
+            "similarity_top_k", convert_filters=metadata_filters_to_dict, method=method,
+            similarity_top_k=similarity_top_k, beam_width=beam_width, sensitivity=sensitivity,
+            max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order,
+            score_threshold=score_threshold,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -322,24 +446,74 @@ class DragKneeRetriever(BaseRetriever):
                 f"({str_or_query_bundle!r:.60}); pass the question text."
             )
 
+    @_base_retriever.dispatcher.span
     def retrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
         """Retrieve nodes for a query string or ``QueryBundle``; ``options`` override the
         retriever's search settings for this call (see the class docstring)."""
         self._check_input(str_or_query_bundle)
         token = _CALL_OPTIONS.set(self._settings.for_call(options))
+        trace_token = _LAST_TRACE.set(None)
         try:
-            return super().retrieve(str_or_query_bundle)
+            # BaseRetriever.retrieve's steps, with the walk's trace in the RETRIEVE end payload.
+            self._check_callback_manager()
+            _base_retriever.dispatcher.event(RetrievalStartEvent(str_or_query_bundle=str_or_query_bundle))
+            bundle = QueryBundle(str_or_query_bundle) if isinstance(str_or_query_bundle, str) else str_or_query_bundle
+            with self.callback_manager.as_trace("query"):
+                with self.callback_manager.event(
+                    CBEventType.RETRIEVE, payload={EventPayload.QUERY_STR: bundle.query_str}
+                ) as retrieve_event:
+                    nodes = self._retrieve(bundle)
+                    nodes = self._handle_recursive_retrieval(bundle, nodes)
+                    retrieve_event.on_end(payload=self._end_payload(nodes))
+            _base_retriever.dispatcher.event(RetrievalEndEvent(str_or_query_bundle=str_or_query_bundle, nodes=nodes))
+            return nodes
         finally:
+            _LAST_TRACE.reset(trace_token)
             _CALL_OPTIONS.reset(token)
 
+    @_base_retriever.dispatcher.span
     async def aretrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
         """Async :meth:`retrieve` (delegates to :meth:`DragKneeIndex.asearch`)."""
         self._check_input(str_or_query_bundle)
         token = _CALL_OPTIONS.set(self._settings.for_call(options))
+        trace_token = _LAST_TRACE.set(None)
         try:
-            return await super().aretrieve(str_or_query_bundle)
+            self._check_callback_manager()
+            _base_retriever.dispatcher.event(RetrievalStartEvent(str_or_query_bundle=str_or_query_bundle))
+            bundle = QueryBundle(str_or_query_bundle) if isinstance(str_or_query_bundle, str) else str_or_query_bundle
+            with self.callback_manager.as_trace("query"):
+                with self.callback_manager.event(
+                    CBEventType.RETRIEVE, payload={EventPayload.QUERY_STR: bundle.query_str}
+                ) as retrieve_event:
+                    nodes = await self._aretrieve(bundle)
+                    nodes = await self._ahandle_recursive_retrieval(query_bundle=bundle, nodes=nodes)
+                    retrieve_event.on_end(payload=self._end_payload(nodes))
+            _base_retriever.dispatcher.event(RetrievalEndEvent(str_or_query_bundle=str_or_query_bundle, nodes=nodes))
+            return nodes
         finally:
+            _LAST_TRACE.reset(trace_token)
             _CALL_OPTIONS.reset(token)
+
+    @staticmethod
+    def _end_payload(nodes: List[NodeWithScore]) -> Dict[str, Any]:
+        payload: Dict[str, Any] = {EventPayload.NODES: nodes}
+        trace = _LAST_TRACE.get()
+        if trace is not None:
+            payload["drag_knee_trace"] = trace
+        return payload
+
+    def _emit_trace(self, query: str, result: Any) -> None:
+        """The trace to the instrumentation handlers and (for retrieve()) the callback payload;
+        built only when someone listens."""
+        callbacks = bool(self.callback_manager.handlers)
+        listening = _dispatcher_has_handlers()
+        if not (callbacks or listening):
+            return
+        trace = trace_payload(result)
+        if callbacks:
+            _LAST_TRACE.set(trace)
+        if listening:
+            _dispatcher.event(DragKneeTraceEvent(query=query, trace=trace))
 
     def _overrides(self) -> Dict[str, Any]:
         # Set by retrieve()/aretrieve(); a framework calling _retrieve directly gets the defaults.
@@ -349,12 +523,14 @@ class DragKneeRetriever(BaseRetriever):
         query = check_query(query_bundle.query_str)
         vectors = self._query_vectors(query, query_bundle)
         result = self._index.search(query, query_vectors=vectors, **self._overrides())
+        self._emit_trace(query, result)
         return [to_node_with_score(hit) for hit in result.nodes]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = check_query(query_bundle.query_str)
         vectors = self._query_vectors(query, query_bundle)
         result = await self._index.asearch(query, query_vectors=vectors, **self._overrides())
+        self._emit_trace(query, result)
         return [to_node_with_score(hit) for hit in result.nodes]
 
     @classmethod
@@ -369,21 +545,56 @@ class DragKneeRetriever(BaseRetriever):
         ocr: Any = "auto",
         ocr_languages: Optional[str] = None,
         ocr_cache_dir: Optional[Any] = None,
+        embed_model: Any = None,
         **index_kwargs: Any,
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LlamaIndex ``documents``, return a retriever.
 
         ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given;
-        ``retriever_kwargs`` (method, similarity_top_k, ...) to the retriever. Every document is
-        converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
+        ``retriever_kwargs`` (method, similarity_top_k, ...) to the retriever. ``embed_model`` (a
+        LlamaIndex embedding) is the dense model of a new index; without it, a
+        ``Settings.embed_model`` you set is used, else the default offline MiniLM. Every document
+        is converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
         ``ocr_cache_dir``: see :func:`from_llamaindex_documents`.
         """
         core = from_llamaindex_documents(documents, group_pages=group_pages, ocr=ocr,
                                          ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
+        if index is None:
+            index_kwargs = _with_embed_model(index_kwargs, embed_model)
+        elif embed_model is not None:
+            raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
         index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
         index.add_documents(core, progress=progress)
         return retriever
+
+    # -- managing what the index holds (BaseIndex's names) ------------------------------------------
+
+    def insert(self, document: Any, **kwargs: Any) -> Any:
+        """Ingest one LlamaIndex document (replacing its old tree if it changed)."""
+        return self.insert_documents([document], **kwargs)
+
+    def insert_documents(self, documents: Sequence[Any], *, group_pages: bool = True, progress: Any = None) -> Any:
+        """Ingest LlamaIndex documents: unchanged ones are skipped, changed ones replaced; ids as
+        :func:`from_llamaindex_documents` gives them (stable for documents without ids)."""
+        return self._index.add_documents(from_llamaindex_documents(documents, group_pages=group_pages), progress=progress)
+
+    def refresh_ref_docs(self, documents: Sequence[Any], **kwargs: Any) -> List[bool]:
+        """Ingest documents and say, per document, whether it was added or changed (True) or was
+        already indexed as is (False), like ``BaseIndex.refresh_ref_docs``."""
+        core = from_llamaindex_documents(documents, **kwargs)
+        report = self._index.add_documents(core)
+        changed = set(report.added) | set(report.replaced)
+        return [doc.id in changed for doc in core]
+
+    def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = False, *,
+                       raise_if_missing: bool = False, **kwargs: Any) -> None:
+        """Remove a document's whole tree by its id (``delete_from_docstore`` has no meaning here:
+        the index is the only store). A missing id is ignored unless ``raise_if_missing``."""
+        if kwargs:
+            raise TypeError(f"delete_ref_doc takes no options {sorted(kwargs)}.")
+        if not self._index.delete_document(ref_doc_id) and raise_if_missing:
+            raise KeyError(f"No document {ref_doc_id!r} is indexed; list them with index.list_documents().")
 
     @classmethod
     def from_nodes(

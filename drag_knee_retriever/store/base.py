@@ -24,7 +24,8 @@ from ..nodes import TreeNode
 DENSE = "dense"
 SPARSE = "bm25"
 SCHEMA_VERSION = 1
-FilterSpec = Tuple[Tuple[str, Tuple[Any, ...]], ...]
+# A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
+FilterSpec = Tuple[Any, ...]
 
 # Fused rankings read at least this many hits per side (a candidate set reads its own size):
 # RRF over a short side list would score a node found only on the other side too high.

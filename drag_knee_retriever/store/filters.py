@@ -1,16 +1,31 @@
 """Filters: the user's filter parsed once, and every engine's conditions built by one rule.
 
-:func:`parse_filters` checks a user's ``{"doc_id": [...], "lang": "ru"}``; :func:`node_matches` is
-the rule the engines apply (used by in-memory rankers and tests). The ``*_conditions`` functions
-say which conditions a request, a listing, a count or a delete needs, as engine-neutral
-:class:`Condition` values that each engine turns into its own filter types: so the engines cannot
-drift apart on what a request means (the bookkeeping point kept out, the root deleted first...).
+:func:`parse_filters` turns a user's filter into engine-neutral :class:`Condition` values (a tuple
+that must all hold); :func:`node_matches` is the rule the engines apply (used by in-memory rankers
+and tests). The ``*_conditions`` functions say which conditions a request, a listing, a count or a
+delete needs; each engine turns them into its own filter types, so the engines cannot drift apart
+on what a request means (the bookkeeping point kept out, the root deleted first...).
+
+The filter language is LangChain's (Mongo-style), which the LlamaIndex adapter also translates
+into:
+
+- ``{"year": 2019}`` equality; ``{"tag": ["a", "b"]}`` any of; several keys: all must hold;
+- ``{"year": {"$gte": 2020, "$lt": 2023}}`` with ``$eq $ne $in $nin $gt $gte $lt $lte``;
+- ``{"$or": [{...}, {...}]}``, ``{"$and": [...]}``, ``{"$not": {...}}``, nested freely.
+
+A qdrant-client ``models.Filter`` is translated into the same conditions (keys as stored:
+``metadata.year`` or ``year``, ``doc_id``, ``level``, ``is_leaf``). Keys other than ``doc_id``,
+``level`` and ``is_leaf`` name document metadata fields (dotted paths reach nested values).
+Semantics are Qdrant's: on a list-valued field a match holds if any element matches, ``$ne`` /
+``$nin`` hold when no element matches (and when the field is missing), a range holds if an element
+is a number in range (never for a missing field, a string or a bool).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import InvalidQueryError
 from ..nodes import TreeNode, check_unicode
@@ -19,50 +34,268 @@ from .base import FilterSpec, RankRequest
 # Payload fields a filter may name directly; any other key is looked up in the document metadata.
 TOP_LEVEL_FIELDS = ("doc_id", "level", "is_leaf")
 
+# -- engine-neutral conditions -------------------------------------------------------------------
 
-def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
-    """Turn a user's ``{"doc_id": [...], "lang": "ru"}`` into typed conditions.
+MATCH = "match"    # the field equals one of ``values`` (one value: an exact match)
+EXCEPT = "except"  # the field equals none of ``values`` (a missing field passes)
+RANGE = "range"    # ``values`` = (gt, gte, lt, lte), None where unbounded; numbers only
+IDS = "ids"        # the point id is one of ``values``
+NODES = "nodes"    # ``level >= 0``: every node, never the bookkeeping point (which has no level)
+ALL = "and"        # every condition in ``values`` holds
+ANY = "or"         # at least one condition in ``values`` holds
+NONE = "not"       # no condition in ``values`` holds
 
-    Values must be str, int or bool, or a non-empty list of those (any of them matches). Keys other
-    than ``doc_id``, ``level`` and ``is_leaf`` name document metadata fields.
+OPERATORS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte")
+_BOUNDS = ("$gt", "$gte", "$lt", "$lte")
+_EXAMPLE = "{'year': {'$gte': 2020}, 'lang': {'$in': ['en', 'ru']}}"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition of a filter's ``must`` (or ``must_not``) list, before an engine builds it."""
+
+    kind: str
+    field: str = ""
+    values: Tuple[Any, ...] = ()
+
+
+def match(field: str, value: Any) -> Condition:
+    """The field equals ``value``."""
+    return Condition(MATCH, field, (value,))
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def _field(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
+        raise InvalidQueryError(f"filter key {key!r} must be a plain field name string.")
+    if key.startswith("$"):
+        raise InvalidQueryError(
+            f"filter key {key!r} is not a field, and the only operators allowed as keys are $and, $or "
+            f"and $not; comparison operators go inside a field: {_EXAMPLE}."
+        )
+    check_unicode(key, "filter key", InvalidQueryError)
+    return key if key in TOP_LEVEL_FIELDS else f"metadata.{key}"
+
+
+def _label(field: str) -> str:
+    return field[len("metadata."):] if field.startswith("metadata.") else field
+
+
+def _match_values(field: str, op: str, value: Any, *, listed: bool) -> Tuple[Any, ...]:
+    """Values an equality-type operator compares with: str, int or bool, one type."""
+    key = _label(field)
+    if listed:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+            raise InvalidQueryError(f"filter {key!r}: {op} takes a list of values, got {value!r}.")
+        values = tuple(value)
+        if not values:
+            raise InvalidQueryError(f"filter {key!r} has an empty list for {op}; give at least one value.")
+    else:
+        values = (value,)
+    kinds = set()
+    for item in values:
+        if isinstance(item, bool):
+            kinds.add(bool)
+        elif isinstance(item, int):
+            if not -(2**63) <= item <= 2**63 - 1:
+                raise InvalidQueryError(f"filter {key!r} value {item} does not fit in int64 (64-bit integers).")
+            kinds.add(int)
+        elif isinstance(item, str):
+            check_unicode(item, f"filter {key!r} value", InvalidQueryError)
+            kinds.add(str)
+        elif isinstance(item, float):
+            raise InvalidQueryError(
+                f"filter {key!r} compares {item!r} (type float) for equality ({op}); Qdrant matches only str, "
+                f"int and bool exactly. Use a range instead: {{{key!r}: {{'$gte': {item!r}, '$lte': {item!r}}}}}."
+            )
+        else:
+            raise InvalidQueryError(
+                f"filter {key!r} has value {item!r} of type {type(item).__name__} for {op}; "
+                "use str, int or bool (or a list of them)."
+            )
+    if len(kinds) > 1:
+        raise InvalidQueryError(f"filter {key!r} mixes value types {sorted(k.__name__ for k in kinds)}; use one type.")
+    if bool in kinds and len(values) > 1:
+        raise InvalidQueryError(f"filter {key!r}: give a single bool, not a list.")
+    return values
+
+
+def _bound(field: str, op: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidQueryError(
+            f"filter {_label(field)!r}: {op} takes a finite number, got {value!r} ({type(value).__name__})."
+        )
+    return value
+
+
+def _field_conditions(field: str, value: Any) -> List[Condition]:
+    if not isinstance(value, Mapping):
+        listed = isinstance(value, (list, tuple, set, frozenset))
+        return [Condition(MATCH, field, _match_values(field, "$in" if listed else "$eq", value, listed=listed))]
+    if not value:
+        raise InvalidQueryError(f"filter {_label(field)!r} has an empty operator mapping; e.g. {_EXAMPLE}.")
+    out: List[Condition] = []
+    bounds: List[Optional[float]] = [None, None, None, None]
+    for op, operand in value.items():
+        if op not in OPERATORS:
+            raise InvalidQueryError(
+                f"filter {_label(field)!r}: unknown operator {op!r}; supported: {', '.join(OPERATORS)} "
+                "(and $and / $or / $not around fields)."
+            )
+        if op in _BOUNDS:
+            bounds[_BOUNDS.index(op)] = _bound(field, op, operand)
+        elif op == "$eq":
+            out.append(Condition(MATCH, field, _match_values(field, op, operand, listed=False)))
+        elif op == "$in":
+            out.append(Condition(MATCH, field, _match_values(field, op, operand, listed=True)))
+        elif op == "$ne":
+            out.append(Condition(EXCEPT, field, _match_values(field, op, operand, listed=False)))
+        else:
+            out.append(Condition(EXCEPT, field, _match_values(field, op, operand, listed=True)))
+    if any(b is not None for b in bounds):
+        out.append(Condition(RANGE, field, tuple(bounds)))
+    return out
+
+
+def _parse_mapping(filters: Mapping[str, Any], where: str = "filter") -> List[Condition]:
+    out: List[Condition] = []
+    for key, value in filters.items():
+        if key in ("$and", "$or"):
+            if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
+                raise InvalidQueryError(f"{where}: {key} takes a non-empty list of filters, e.g. {{{key!r}: [{_EXAMPLE}]}}.")
+            parts = []
+            for i, part in enumerate(value):
+                if not isinstance(part, Mapping):
+                    raise InvalidQueryError(f"{where}: {key}[{i}] must be a filter mapping, got {type(part).__name__}.")
+                parts.append(_group(ALL, _parse_mapping(part, f"{where} {key}[{i}]")))
+            out.append(Condition(ALL if key == "$and" else ANY, "", tuple(parts)))
+        elif key == "$not":
+            if not isinstance(value, Mapping) or not value:
+                raise InvalidQueryError(f"{where}: $not takes one filter mapping, e.g. {{'$not': {{'lang': 'en'}}}}.")
+            out.append(Condition(NONE, "", (_group(ALL, _parse_mapping(value, f"{where} $not")),)))
+        else:
+            out.extend(_field_conditions(_field(key), value))
+    if not out:
+        raise InvalidQueryError(f"{where} is empty; give at least one condition or no filter at all.")
+    return out
+
+
+def _group(kind: str, conditions: List[Condition]) -> Condition:
+    return conditions[0] if len(conditions) == 1 else Condition(kind, "", tuple(conditions))
+
+
+def _is_qdrant_filter(value: Any) -> bool:
+    return type(value).__name__ == "Filter" and all(hasattr(value, a) for a in ("must", "should", "must_not"))
+
+
+def _as_list(value: Any) -> List[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _qdrant_key(key: str) -> str:
+    return key if key in TOP_LEVEL_FIELDS or key.startswith("metadata.") else f"metadata.{key}"
+
+
+def _from_qdrant_condition(cond: Any) -> Condition:
+    name = type(cond).__name__
+    if name == "Filter":
+        return _group(ALL, _from_qdrant_filter(cond))
+    if name == "HasIdCondition":
+        return Condition(IDS, "", tuple(str(i) for i in cond.has_id))
+    if name == "FieldCondition":
+        field = _qdrant_key(_field_key(cond.key))
+        parts: List[Condition] = []
+        if cond.match is not None:
+            m = cond.match
+            kind = type(m).__name__
+            if kind == "MatchValue":
+                parts.append(Condition(MATCH, field, _match_values(field, "MatchValue", m.value, listed=False)))
+            elif kind == "MatchAny":
+                parts.append(Condition(MATCH, field, _match_values(field, "MatchAny", m.any, listed=True)))
+            elif kind == "MatchExcept":
+                parts.append(Condition(EXCEPT, field, _match_values(field, "MatchExcept", getattr(m, "except_", None)
+                                                                    or getattr(m, "except", None), listed=True)))
+            else:
+                raise InvalidQueryError(
+                    f"Qdrant filter on {cond.key!r}: {kind} is not supported here; use MatchValue, MatchAny, "
+                    "MatchExcept or Range."
+                )
+        if cond.range is not None:
+            r = cond.range
+            if type(r).__name__ != "Range":
+                raise InvalidQueryError(f"Qdrant filter on {cond.key!r}: {type(r).__name__} is not supported; use Range.")
+            bounds = tuple(None if getattr(r, b) is None else _bound(field, b, getattr(r, b))
+                           for b in ("gt", "gte", "lt", "lte"))
+            parts.append(Condition(RANGE, field, bounds))
+        others = [a for a in ("geo_bounding_box", "geo_radius", "geo_polygon", "values_count", "is_empty", "is_null")
+                  if getattr(cond, a, None) is not None]
+        if others or not parts:
+            raise InvalidQueryError(
+                f"Qdrant filter on {cond.key!r}: only match (value/any/except) and range conditions are "
+                f"supported, not {others or 'an empty condition'}."
+            )
+        return _group(ALL, parts)
+    raise InvalidQueryError(
+        f"Qdrant filter condition {name} is not supported; use FieldCondition (match / range), "
+        "HasIdCondition or a nested Filter."
+    )
+
+
+def _field_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidQueryError(f"Qdrant filter key {key!r} must be a field name string.")
+    return key
+
+
+def _from_qdrant_filter(flt: Any) -> List[Condition]:
+    out: List[Condition] = [_from_qdrant_condition(c) for c in _as_list(flt.must)]
+    should = [_from_qdrant_condition(c) for c in _as_list(flt.should)]
+    if should:
+        out.append(_group(ANY, should))
+    must_not = [_from_qdrant_condition(c) for c in _as_list(flt.must_not)]
+    if must_not:
+        out.append(Condition(NONE, "", tuple(must_not)))
+    if getattr(flt, "min_should", None) is not None:
+        raise InvalidQueryError("Qdrant filter: min_should is not supported; use should (any of).")
+    return out
+
+
+def parse_filters(filters: Any) -> FilterSpec:
+    """Parse a user's filter into conditions that must all hold (``()`` for no filter).
+
+    Takes the LangChain / Mongo-style mapping described in this module's docstring or a
+    qdrant-client ``models.Filter``. Raises :class:`InvalidQueryError` naming the key, operator or
+    value that is wrong, and how to write it.
     """
     if filters is None:
         return ()
+    if _is_qdrant_filter(filters):
+        return tuple(_from_qdrant_filter(filters))
     if not isinstance(filters, Mapping):
         raise InvalidQueryError(
-            f"filters must be a mapping like {{'doc_id': ['a', 'b'], 'lang': 'ru'}}, got {type(filters).__name__}."
+            f"filters must be a mapping like {_EXAMPLE} or a qdrant_client.models.Filter, got {type(filters).__name__}."
         )
-    spec: List[Tuple[str, Tuple[Any, ...]]] = []
-    for key, value in filters.items():
-        if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
-            raise InvalidQueryError(f"filter key {key!r} must be a plain field name string.")
-        check_unicode(key, "filter key", InvalidQueryError)
-        values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
-        if not values:
-            raise InvalidQueryError(f"filter {key!r} has an empty list; give at least one value.")
-        kinds = set()
-        for item in values:
-            if isinstance(item, bool):
-                kinds.add(bool)
-            elif isinstance(item, int):
-                if not -(2**63) <= item <= 2**63 - 1:
-                    raise InvalidQueryError(f"filter {key!r} value {item} does not fit in int64 (64-bit integers).")
-                kinds.add(int)
-            elif isinstance(item, str):
-                check_unicode(item, f"filter {key!r} value", InvalidQueryError)
-                kinds.add(str)
-            else:
-                raise InvalidQueryError(
-                    f"filter {key!r} has value {item!r} of type {type(item).__name__}; "
-                    "use str, int or bool (or a list of them)."
-                )
-        if len(kinds) > 1:
-            raise InvalidQueryError(f"filter {key!r} mixes value types {sorted(k.__name__ for k in kinds)}; use one type.")
-        if bool in kinds and len(values) > 1:
-            raise InvalidQueryError(f"filter {key!r}: give a single bool, not a list.")
-        field = key if key in TOP_LEVEL_FIELDS else f"metadata.{key}"
-        spec.append((field, values))
-    return tuple(spec)
+    if not filters:
+        return ()
+    return tuple(_parse_mapping(filters))
+
+
+def filter_fields(spec: Iterable[Condition], kinds: Sequence[str] = (MATCH, EXCEPT, RANGE)) -> Set[str]:
+    """The payload fields the conditions of ``kinds`` name (nested groups included)."""
+    found: Set[str] = set()
+    for c in spec:
+        if c.kind in (ALL, ANY, NONE):
+            found |= filter_fields(c.values, kinds)
+        elif c.kind in kinds:
+            found.add(c.field)
+    return found
+
+
+# -- the rule --------------------------------------------------------------------------------------
 
 
 _MISSING = object()
@@ -87,45 +320,56 @@ def _same(actual: Any, wanted: Any) -> bool:
     )
 
 
+def _in_range(actual: Any, bounds: Tuple[Any, ...]) -> bool:
+    if isinstance(actual, bool) or not isinstance(actual, (int, float)):
+        return False
+    gt, gte, lt, lte = bounds
+    return ((gt is None or actual > gt) and (gte is None or actual >= gte)
+            and (lt is None or actual < lt) and (lte is None or actual <= lte))
+
+
+def _holds(node: TreeNode, c: Condition) -> bool:
+    if c.kind == ALL:
+        return all(_holds(node, sub) for sub in c.values)
+    if c.kind == ANY:
+        return any(_holds(node, sub) for sub in c.values)
+    if c.kind == NONE:
+        return not any(_holds(node, sub) for sub in c.values)
+    if c.kind == IDS:
+        return node.id in c.values
+    if c.kind == NODES:
+        return node.level >= 0
+    if c.field.startswith("metadata."):
+        actual = _lookup(node.metadata, c.field[len("metadata."):].split("."))
+    else:
+        actual = getattr(node, c.field)
+    items = actual if isinstance(actual, list) else ([] if actual is _MISSING or actual is None else [actual])
+    if c.kind == MATCH:
+        return any(_same(a, v) for a in items for v in c.values)
+    if c.kind == EXCEPT:
+        return not any(_same(a, v) for a in items for v in c.values)
+    if c.kind == RANGE:
+        return any(_in_range(a, c.values) for a in items)
+    raise ValueError(f"unknown condition kind {c.kind!r}")
+
+
+def _coerce(spec: Iterable[Any]) -> List[Condition]:
+    # A bare (field, values) pair is the older spelling of a match condition (kept for callers
+    # that build a spec by hand, e.g. (("doc_id", ("a",)),)).
+    return [c if isinstance(c, Condition) else Condition(MATCH, c[0], tuple(c[1])) for c in spec]
+
+
 def node_matches(node: TreeNode, spec: FilterSpec) -> bool:
     """Whether a node satisfies a parsed filter (the same rule the engines apply)."""
-    for field, values in spec:
-        if field.startswith("metadata."):
-            actual = _lookup(node.metadata, field[len("metadata.") :].split("."))
-        else:
-            actual = getattr(node, field)
-        if isinstance(actual, list):
-            if not any(_same(a, v) for a in actual for v in values):
-                return False
-        elif not any(_same(actual, v) for v in values):
-            return False
-    return True
+    return all(_holds(node, c) for c in _coerce(spec))
 
 
-# -- engine-neutral conditions -------------------------------------------------------------------
-
-MATCH = "match"  # the payload field equals one of ``values`` (one value: an exact match)
-IDS = "ids"      # the point id is one of ``values``
-NODES = "nodes"  # ``level >= 0``: every node, never the bookkeeping point (which has no level)
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One condition of a filter's ``must`` (or ``must_not``) list, before an engine builds it."""
-
-    kind: str
-    field: str = ""
-    values: Tuple[Any, ...] = ()
-
-
-def match(field: str, value: Any) -> Condition:
-    """The field equals ``value``."""
-    return Condition(MATCH, field, (value,))
+# -- what each operation asks the engine -----------------------------------------------------------
 
 
 def spec_conditions(spec: FilterSpec) -> List[Condition]:
-    """A parsed user filter as conditions (a list of values: any of them matches)."""
-    return [Condition(MATCH, field, tuple(values)) for field, values in spec]
+    """A parsed user filter as conditions (all must hold)."""
+    return _coerce(spec)
 
 
 def request_conditions(request: RankRequest) -> List[Condition]:

@@ -169,7 +169,7 @@ class MemoryStore(NodeStore):
                     return False
             else:
                 node = node or full_node(point_id, payload)
-                if not F.node_matches(node, ((c.field, c.values),)):
+                if not F.node_matches(node, (c,)):
                     return False
         return True
 

@@ -45,6 +45,7 @@ class QdrantClientStore(NodeStore):
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
         self._where = url or location
+        self._range_indexes: set = set()  # payload fields given a float index for range filters
         # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
         # it runs under the GIL anyway, so serialising its calls costs no parallelism.
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
@@ -96,9 +97,24 @@ class QdrantClientStore(NodeStore):
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
 
+    def _check_own_schema(self) -> None:
+        """Refuse a collection this library did not build (e.g. langchain-qdrant's: one unnamed
+        vector) before anything is written to it."""
+        params = self.client.get_collection(self.collection).config.params
+        vectors = params.vectors if isinstance(params.vectors, dict) else {}
+        sparse = params.sparse_vectors or {}
+        if DENSE not in vectors or SPARSE not in sparse:
+            found = sorted(vectors) if isinstance(params.vectors, dict) else ["<one unnamed vector>"]
+            raise StoreError(
+                f"Collection {self.collection!r} exists but was not built by drag-knee-retriever: it has the "
+                f"vectors {found + sorted(sparse)}, not {DENSE!r} + {SPARSE!r} (e.g. it was made by "
+                "langchain-qdrant or another tool). Nothing was written to it; open another collection name."
+            )
+
     def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
         m = self._m
         if exists:
+            self._check_own_schema()
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
         self.client.create_collection(
@@ -181,18 +197,46 @@ class QdrantClientStore(NodeStore):
 
     def _conditions(self, conditions: Sequence[F.Condition]) -> List[Any]:
         """qdrant-client's filter conditions for engine-neutral ones (see filters.Condition)."""
+        return [self._condition(c) for c in conditions]
+
+    def _condition(self, c: F.Condition) -> Any:
         m = self._m
-        out: List[Any] = []
-        for c in conditions:
-            if c.kind == F.IDS:
-                out.append(m.HasIdCondition(has_id=list(c.values)))
-            elif c.kind == F.NODES:
-                out.append(m.FieldCondition(key="level", range=m.Range(gte=0)))
-            elif len(c.values) == 1:
-                out.append(m.FieldCondition(key=c.field, match=m.MatchValue(value=c.values[0])))
-            else:
-                out.append(m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values))))
-        return out
+        if c.kind == F.IDS:
+            return m.HasIdCondition(has_id=list(c.values))
+        if c.kind == F.NODES:
+            return m.FieldCondition(key="level", range=m.Range(gte=0))
+        if c.kind == F.MATCH:
+            return self._match(c)
+        if c.kind == F.EXCEPT:  # must_not of the match: a missing field passes, as in node_matches
+            return m.Filter(must_not=[self._match(c)])
+        if c.kind == F.RANGE:
+            gt, gte, lt, lte = c.values
+            self._ensure_range_index(c.field)
+            return m.FieldCondition(key=c.field, range=m.Range(gt=gt, gte=gte, lt=lt, lte=lte))
+        parts = [self._condition(sub) for sub in c.values]
+        if c.kind == F.ALL:
+            return m.Filter(must=parts)
+        if c.kind == F.ANY:
+            return m.Filter(should=parts)
+        return m.Filter(must_not=parts)  # F.NONE
+
+    def _match(self, c: F.Condition) -> Any:
+        m = self._m
+        if len(c.values) == 1:
+            return m.FieldCondition(key=c.field, match=m.MatchValue(value=c.values[0]))
+        return m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values)))
+
+    def _ensure_range_index(self, field: str) -> None:
+        """A server filters a numeric range through a float payload index (in strict mode it
+        requires one): created once per field, the first time a range names it."""
+        if self.engine != "server" or field in self._range_indexes:
+            return
+        self._range_indexes.add(field)
+        try:
+            self.client.create_payload_index(self.collection, field, field_schema=self._m.PayloadSchemaType.FLOAT)
+        except Exception as exc:  # e.g. an index of another type exists: the range still runs
+            log.warning("could not create a float payload index on %s (%s); the range filter runs without it",
+                        field, type(exc).__name__)
 
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:

@@ -228,11 +228,15 @@ def test_list_metadata_round_trips(retriever: DragKneeRetriever) -> None:
     assert docs[0].metadata["tags"] == ["geology", "hazards"]
 
 
-def test_k_sets_the_beam_width_in_the_constructor_and_per_call(index: Any) -> None:
-    assert len(DragKneeRetriever(index=index, k=1).invoke("bread")) == 1
-    retriever = DragKneeRetriever(index=index, method="knee")
-    assert len(retriever.invoke("bread", k=2)) == 2
-    assert len(retriever.invoke("bread", k=3)) == 3
+def test_k_caps_the_results_in_the_constructor_and_per_call(index: Any) -> None:
+    # k is a cap; the method (the knee by default) decides how many results up to it.
+    everything = DragKneeRetriever(index=index, method="fixed", beam_width=3).invoke("bread")
+    assert len(everything) >= 2
+    assert len(DragKneeRetriever(index=index, method="fixed", beam_width=3, k=1).invoke("bread")) == 1
+    retriever = DragKneeRetriever(index=index, method="fixed", beam_width=3)
+    assert [d.id for d in retriever.invoke("bread", k=2)] == [d.id for d in everything][:2]
+    knee = DragKneeRetriever(index=index).invoke("bread")
+    assert [d.id for d in DragKneeRetriever(index=index).invoke("bread", k=50)] == [d.id for d in knee]
 
 
 def test_per_call_filters(retriever: DragKneeRetriever) -> None:
@@ -363,15 +367,15 @@ async def test_bad_query_async(retriever: DragKneeRetriever) -> None:
 def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeRetriever) -> None:
     # pydantic wraps a validator's ValueError (ConfigError is one) in its ValidationError, itself
     # a ValueError; our message is kept inside.
-    with pytest.raises(ValueError, match="beam_width must be an integer >= 1"):
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
         DragKneeRetriever(index=index, k=0)
-    with pytest.raises(ValueError, match="disagree"):
-        DragKneeRetriever(index=index, k=2, beam_width=3)
+    with pytest.raises(ValueError, match="beam_width must be an integer >= 1"):
+        DragKneeRetriever(index=index, beam_width=0)
     with pytest.raises(ValueError, match="sensitivity must be in"):
         DragKneeRetriever(index=index, sensitivity=1.5)
     with pytest.raises(ValueError, match="filter 'lang'"):
         DragKneeRetriever(index=index, filters={"lang": 1.5})
-    with pytest.raises(ConfigError, match="beam_width"):
+    with pytest.raises(ConfigError, match="k must be"):
         retriever.invoke("bees", k=0)
     with pytest.raises(InvalidQueryError, match="Unknown search option"):
         retriever.invoke("bees", top_k=3)
@@ -425,6 +429,16 @@ if RetrieversIntegrationTests is not None:
         @property
         def retriever_query_example(self) -> str:
             return "what harms honeybee colonies?"
+
+        # The suite expects k to be the exact number of results; here k caps them and the knee
+        # decides how many up to the cap (issue 15 item 4). The suite documents xfail for this.
+        @pytest.mark.xfail(reason="k caps the results; the method decides how many", strict=False)
+        def test_k_constructor_param(self) -> None:
+            super().test_k_constructor_param()
+
+        @pytest.mark.xfail(reason="k caps the results; the method decides how many", strict=False)
+        def test_invoke_with_k_kwarg(self, retriever: Any) -> None:
+            super().test_invoke_with_k_kwarg(retriever)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -228,17 +228,19 @@ def test_query_bundle_embedding_of_another_size_is_ignored(retriever: DragKneeRe
     assert results[0].node.metadata["drag_doc_id"] == "volcanoes"
 
 
-def test_similarity_top_k_is_the_fixed_beam(index: Any) -> None:
+def test_similarity_top_k_caps_the_results(index: Any) -> None:
     assert len(DragKneeRetriever(index, similarity_top_k=1).retrieve("bread")) == 1
-    assert len(DragKneeRetriever(index, similarity_top_k=3).retrieve("bread")) == 3
+    fixed = DragKneeRetriever(index, method="fixed", beam_width=3)
+    assert [r.node.node_id for r in fixed.retrieve("bread", similarity_top_k=2)] == \
+        [r.node.node_id for r in fixed.retrieve("bread")][:2]
     one_doc = DragKneeRetriever(index, filters={"topic": "baking"}).retrieve("volcano")
     assert {r.node.metadata["drag_doc_id"] for r in one_doc} == {"sourdough"}
 
 
 def test_per_call_options_like_langchain(index: Any) -> None:
-    retriever = DragKneeRetriever(index, method="knee")
+    retriever = DragKneeRetriever(index, method="fixed", beam_width=3)
     assert len(retriever.retrieve("bread", similarity_top_k=2)) == 2
-    assert len(retriever.retrieve("bread", similarity_top_k=3)) == 3
+    assert len(retriever.retrieve("bread", similarity_top_k=1)) == 1
     one_doc = retriever.retrieve("volcano", filters={"topic": "baking"})
     assert {r.node.metadata["drag_doc_id"] for r in one_doc} == {"sourdough"}
     # The options were for that call only: the retriever's own settings apply again.
@@ -250,7 +252,7 @@ def test_per_call_options_like_langchain(index: Any) -> None:
 
 
 async def test_per_call_options_async(index: Any) -> None:
-    retriever = DragKneeRetriever(index, method="knee")
+    retriever = DragKneeRetriever(index, method="fixed", beam_width=3)
     results = await retriever.aretrieve("bread", similarity_top_k=2)
     assert len(results) == 2
 
@@ -267,7 +269,7 @@ async def test_bad_query_async(retriever: DragKneeRetriever) -> None:
 
 
 def test_bad_settings_and_documents(index: Any) -> None:
-    with pytest.raises(ValueError, match="beam_width must be"):
+    with pytest.raises(ValueError, match="similarity_top_k must be"):
         DragKneeRetriever(index, similarity_top_k=0)
     with pytest.raises(TypeError, match="DragKneeIndex"):
         DragKneeRetriever("not an index")

@@ -187,7 +187,10 @@ def test_bad_queries(covid_index, query, kwargs, error, message):
 def test_huge_query_and_unknown_filter_field_are_sane(covid_index):
     result = covid_index.search("coronavirus " * 10_000)
     assert result.nodes
-    assert covid_index.search("coronavirus", filters={"no_such_field": "x"}).nodes == []
+    # A metadata key no document has is a typo: a clear error naming the keys there are (issue 15).
+    with pytest.raises(InvalidQueryError, match="no_such_field.*dataset"):
+        covid_index.search("coronavirus", filters={"no_such_field": "x"})
+    assert covid_index.search("coronavirus", filters={"dataset": "nope"}).nodes == []
 
 
 def test_empty_collection_gives_an_empty_result(make_index):

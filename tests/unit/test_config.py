@@ -47,7 +47,10 @@ def test_api_key_is_not_in_repr():
 
 def test_filters_become_typed_conditions():
     spec = parse_filters({"doc_id": ["a", "b"], "lang": "ru", "year": 2020})
-    assert spec == (("doc_id", ("a", "b")), ("metadata.lang", ("ru",)), ("metadata.year", (2020,)))
+    from drag_knee_retriever.store.filters import MATCH, Condition
+
+    assert spec == (Condition(MATCH, "doc_id", ("a", "b")), Condition(MATCH, "metadata.lang", ("ru",)),
+                    Condition(MATCH, "metadata.year", (2020,)))
 
 
 @pytest.mark.parametrize(
@@ -56,7 +59,7 @@ def test_filters_become_typed_conditions():
         ("doc_id=a", "mapping"),
         ({"doc_id": []}, "empty list"),
         ({"lang": 1.5}, "type float"),
-        ({"lang": {"$ne": "x"}}, "type dict"),
+        ({"lang": {"$ne": {"x": 1}}}, "type dict"),
         ({"lang": ["a", 1]}, "mixes value types"),
         ({"bad'key": "x"}, "plain field name"),
     ],

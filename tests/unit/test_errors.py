@@ -40,13 +40,13 @@ def test_every_exception_is_a_drag_knee_error_and_exported() -> None:
 def test_retriever_settings_merge_per_call_options() -> None:
     settings = RetrieverSettings("k", method="knee", filters={"lang": "en"})
     assert settings.overrides == {"method": "knee", "filters": {"lang": "en"}}
-    # A per-call k is the fixed beam of k (a knee method would ignore it) and keeps the filters.
-    assert settings.for_call({"k": 2}) == {"method": "fixed", "beam_width": 2, "filters": {"lang": "en"}}
+    # A per-call k caps the results; the retriever's method still decides up to it (issue 15).
+    assert settings.for_call({"k": 2}) == {"method": "knee", "max_results": 2, "filters": {"lang": "en"}}
     assert settings.for_call({"k": 2, "method": "branch"})["method"] == "branch"
     assert settings.for_call({}) is settings.overrides
     top = RetrieverSettings("similarity_top_k", similarity_top_k=3)
-    assert top.overrides == {"method": "fixed", "beam_width": 3}
-    assert top.for_call({"beam_width": 5}) == {"beam_width": 5}  # the retriever's width is replaced
+    assert top.overrides == {"max_results": 3}
+    assert top.for_call({"beam_width": 5}) == {"max_results": 3, "beam_width": 5}
     with pytest.raises(drag_knee_retriever.InvalidQueryError, match="similarity_top_k"):
         top.for_call({"k": 1})
     with pytest.raises(drag_knee_retriever.ConfigError):

@@ -293,18 +293,34 @@ class EdgeStore(NodeStore):
 
     def _conditions(self, conditions: Sequence[F.Condition]) -> List[Any]:
         """Edge's filter conditions for engine-neutral ones (see filters.Condition)."""
+        return [self._condition(c) for c in conditions]
+
+    def _condition(self, c: F.Condition) -> Any:
         qe = self._qe
-        out: List[Any] = []
-        for c in conditions:
-            if c.kind == F.IDS:
-                out.append(qe.HasIdCondition(_id_set(c.values)))
-            elif c.kind == F.NODES:  # every node has level >= 0; the bookkeeping point has no level
-                out.append(qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0)))
-            elif len(c.values) == 1:
-                out.append(qe.FieldCondition(key=c.field, match=_match_value(qe, c.values[0])))
-            else:  # parse_filters allows lists of str or int only (a single bool otherwise)
-                out.append(qe.FieldCondition(key=c.field, match=qe.MatchAny(list(c.values))))
-        return out
+        if c.kind == F.IDS:
+            return qe.HasIdCondition(_id_set(c.values))
+        if c.kind == F.NODES:  # every node has level >= 0; the bookkeeping point has no level
+            return qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))
+        if c.kind == F.MATCH:
+            return self._match(c)
+        if c.kind == F.EXCEPT:  # must_not of the match: a missing field passes, as in node_matches
+            return qe.Filter(must_not=[self._match(c)])
+        if c.kind == F.RANGE:
+            gt, gte, lt, lte = c.values
+            return qe.FieldCondition(key=c.field, range=qe.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
+        parts = [self._condition(sub) for sub in c.values]
+        if c.kind == F.ALL:
+            return qe.Filter(must=parts)
+        if c.kind == F.ANY:
+            return qe.Filter(should=parts)
+        return qe.Filter(must_not=parts)  # F.NONE
+
+    def _match(self, c: F.Condition) -> Any:
+        qe = self._qe
+        if len(c.values) == 1:
+            return qe.FieldCondition(key=c.field, match=_match_value(qe, c.values[0]))
+        # parse_filters allows lists of str or int only (a single bool otherwise)
+        return qe.FieldCondition(key=c.field, match=qe.MatchAny(list(c.values)))
 
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:
