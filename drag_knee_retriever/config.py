@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Literal, Optional, Sequence, Tuple
 
-from .errors import ConfigError
+from .errors import ConfigError, InvalidSettingError
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
 SEARCH_METHODS: Tuple[str, ...] = ("fixed", "knee", "sensitive_knee", "branch")
@@ -17,6 +17,15 @@ LeafTextSource = Literal["own", "description", "own+description"]
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: The largest count or constant a search setting may take: the engines take 32-bit (Edge: Rust
+#: usize / u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
+MAX_SETTING = 2**31 - 1
+
+
+def _check_count(name: str, value: object, low: int = 1, high: int = MAX_SETTING, extra: str = "") -> None:
+    """Raise ConfigError unless ``value`` is an int (not a bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer >= {low} (at most {high:,}){extra}, got {value!r}.")
 
 
 def _check_weight_pair(pair: object, position: int) -> Tuple[float, float]:
@@ -89,10 +98,8 @@ class SearchConfig:
             raise ConfigError(
                 f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
             )
-        if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
-            raise ConfigError(f"beam_width must be an integer >= 1, got {self.beam_width!r}.")
-        if isinstance(self.max_roots, bool) or not isinstance(self.max_roots, int) or self.max_roots < 1:
-            raise ConfigError(f"max_roots must be an integer >= 1, got {self.max_roots!r}.")
+        _check_count("beam_width", self.beam_width)
+        _check_count("max_roots", self.max_roots)
         if (
             isinstance(self.sensitivity, bool)
             or not isinstance(self.sensitivity, (int, float))
@@ -102,19 +109,13 @@ class SearchConfig:
                 f"sensitivity must be in (0, 1] (1.0 is the plain knee, smaller keeps more), "
                 f"got {self.sensitivity!r}."
             )
-        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int) or self.rrf_k < 1:
-            raise ConfigError(f"rrf_k must be an integer >= 1, got {self.rrf_k!r}.")
+        _check_count("rrf_k", self.rrf_k)
         if self.order not in ("score", "document"):
             raise ConfigError(f"order must be 'score' or 'document', got {self.order!r}.")
-        if not isinstance(self.max_depth, int) or self.max_depth < 1:
-            raise ConfigError(f"max_depth must be an integer >= 1, got {self.max_depth!r}.")
-        if self.focus_pool is not None and (
-            isinstance(self.focus_pool, bool) or not isinstance(self.focus_pool, int) or self.focus_pool < 1
-        ):
-            raise ConfigError(
-                f"focus_pool must be an integer >= 1 (leaves ranked in the focus step) or None to skip "
-                f"the focus step, got {self.focus_pool!r}."
-            )
+        _check_count("max_depth", self.max_depth)
+        if self.focus_pool is not None:
+            _check_count("focus_pool", self.focus_pool,
+                         extra=" (leaves ranked in the focus step) or None to skip the focus step")
         for name in ("region_sensitivity", "merge_ratio"):
             value = getattr(self, name)
             if name == "merge_ratio" and value is None:
@@ -162,7 +163,13 @@ class SearchConfig:
     def with_overrides(self, **overrides: object) -> "SearchConfig":
         """A copy with some fields replaced (validated again)."""
         clean = {k: v for k, v in overrides.items() if v is not None}
-        return replace(self, **clean) if clean else self
+        if not clean:
+            return self
+        try:
+            return replace(self, **clean)
+        except ConfigError as exc:
+            # A per-search setting is part of the query: an InvalidQueryError (and a ConfigError).
+            raise InvalidSettingError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ class InvalidQueryError(DragKneeError, ValueError):
     """A query or its search options cannot be run (empty, wrong type, bad filter)."""
 
 
+class InvalidSettingError(ConfigError, InvalidQueryError):
+    """A per-search setting (``beam_width=``, ``rrf_k=``, ...) is out of range: both a config and a query error."""
+
+
 class ModelLoadError(DragKneeError, RuntimeError):
     """No embedding model could be loaded; the message lists the ways to provide one."""
 
