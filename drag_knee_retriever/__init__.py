@@ -18,6 +18,7 @@ from .errors import (
     ModelMismatchError,
     OcrUnavailableError,
     StoreError,
+    StoreIOError,
     StoreLockedError,
     SummarizerError,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "Span",
     "StoreConfig",
     "StoreError",
+    "StoreIOError",
     "StoreLockedError",
     "SummarizerError",
     "Summarizer",

@@ -39,6 +39,17 @@ class StoreError(DragKneeError, RuntimeError):
     """The vector store failed or holds data this library cannot read."""
 
 
+class StoreIOError(StoreError):
+    """The disk refused the index a read or a write (full, read-only, no permission); the index is intact.
+
+    ``errno_code`` is the operating system's error number (``errno.ENOSPC``, ``errno.EROFS``, ...).
+    """
+
+    def __init__(self, message: str, *, errno_code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno_code = errno_code
+
+
 class InvalidScoresError(DragKneeError, ValueError):
     """A score list given to the knee is not finite or not in descending order."""
 
