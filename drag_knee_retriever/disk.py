@@ -27,6 +27,8 @@ MIB = 1024 * 1024
 EDGE_WAL_SEGMENT = 32 * MIB
 #: Head room kept free beyond the estimate (segment metadata, payload pages, the flush on close).
 MARGIN = 16 * MIB
+#: Kept free before every write with a WAL: the log may start a new segment at any batch.
+WRITE_MARGIN = EDGE_WAL_SEGMENT + MARGIN
 #: What one written node costs on disk, generously: its vectors, payload and text, in the WAL
 #: and again in a segment (measured ~6 kB for a 2,000-character leaf; 16 kB keeps a margin).
 BYTES_PER_NODE = 16 * 1024
@@ -40,9 +42,12 @@ _KNOWN = {
     errno.EPERM: ("the operation is not permitted", "check the folder's owner and permissions (ls -ld)"),
 }
 _OS_ERROR_TEXT = re.compile(r"\(os error (\d+)\)|\[Errno (\d+)\]|No space left on device|Read-only file system|"
-                            r"Permission denied|Disk quota exceeded", re.IGNORECASE)
+                            r"Permission denied|Disk quota exceeded|database or disk is full|"
+                            r"attempt to write a readonly database", re.IGNORECASE)
+# The same refusals in words: the OS's, and SQLite's (qdrant-client local mode stores in SQLite).
 _TEXT_ERRNO = {"no space left on device": errno.ENOSPC, "read-only file system": errno.EROFS,
-               "permission denied": errno.EACCES, "disk quota exceeded": errno.EDQUOT}
+               "permission denied": errno.EACCES, "disk quota exceeded": errno.EDQUOT,
+               "database or disk is full": errno.ENOSPC, "attempt to write a readonly database": errno.EROFS}
 
 
 def free_bytes(path: Union[str, Path]) -> Optional[int]:
@@ -76,9 +81,11 @@ def unallocated_bytes(folder: Union[str, Path]) -> int:
 
 def edge_open_needs(shard_folder: Union[str, Path], *, wal: bool = True) -> int:
     """Free bytes Qdrant Edge needs to open (or create) the shard in ``shard_folder``."""
-    shard = Path(shard_folder)
-    if shard.exists():
-        return unallocated_bytes(shard) + MARGIN
+    # Opening writes the WAL segments out in full (their sparse parts); the segments' own mapped
+    # files grow only as nodes are written (checked per write by the store).
+    log_folder = Path(shard_folder) / "wal"
+    if log_folder.exists():
+        return unallocated_bytes(log_folder) + MARGIN
     return (2 * EDGE_WAL_SEGMENT if wal else 0) + MARGIN
 
 
@@ -132,4 +139,4 @@ def _mb(size: int) -> str:
     return f"{size / MIB:.0f} MB" if size >= 10 * MIB else f"{size / MIB:.1f} MB"
 
 
-__all__ = ["check_free_space", "edge_open_needs", "free_bytes", "io_error", "os_errno", "unallocated_bytes"]
+__all__ = ["BYTES_PER_NODE", "MARGIN", "WRITE_MARGIN", "check_free_space", "edge_open_needs", "free_bytes", "io_error", "os_errno", "unallocated_bytes"]

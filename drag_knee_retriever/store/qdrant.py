@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import logging
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ..errors import StoreError, StoreLockedError
+from ..disk import io_error
+from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
 from .base import DENSE, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
@@ -143,8 +144,21 @@ class QdrantClientStore(NodeStore):
                 for r in chunk
             ]
             self._count()
-            with self._engine_lock:
+            with self._engine_lock, self._disk_errors(f"write {len(points)} nodes"):
                 self.client.upsert(self.collection, points, wait=True)
+
+    @contextlib.contextmanager
+    def _disk_errors(self, what: str) -> Iterator[None]:
+        """A write the disk refused (full, read-only, permissions; SQLite's words too) as StoreIOError."""
+        try:
+            yield
+        except DragKneeError:
+            raise
+        except Exception as exc:
+            refused = io_error(exc, what, self._where if self.engine == "local" else "the server")
+            if refused is None:
+                raise
+            raise refused from exc
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         m = self._m
@@ -153,7 +167,7 @@ class QdrantClientStore(NodeStore):
         # Local mode deletes point by point: the root first, so no cut leaves a root without children.
         for step in steps:
             self._count()
-            with self._engine_lock:
+            with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"):
                 self.client.delete(self.collection, points_selector=m.FilterSelector(
                     filter=m.Filter(must=self._conditions(step), must_not=must_not)), wait=True)
 

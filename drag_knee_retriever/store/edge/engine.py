@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import tempfile
@@ -12,7 +13,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
+from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
+from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError, StoreLockedError
 from ...nodes import TreeNode
 from .. import filters as F
 from ..base import (
@@ -80,13 +82,16 @@ def _match_value(qe: Any, value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _engine_errors(what: str) -> Iterator[None]:
+def _engine_errors(what: str, where: Optional[str] = None) -> Iterator[None]:
     """Turn the engine's bare exceptions into a StoreError that says what was being done."""
     try:
         yield
     except (StoreError, StoreLockedError, ModelMismatchError, InvalidQueryError):
         raise
     except Exception as exc:
+        refused = io_error(exc, what, where or "the index folder")
+        if refused is not None:  # the disk said no (full, read-only, permissions): the index is intact
+            raise refused from exc
         raise StoreError(f"Qdrant Edge failed to {what}: {exc}") from exc
 
 
@@ -148,10 +153,20 @@ class EdgeStore(NodeStore):
         self._closed = False
         self._lock = FolderLock(self.path / LOCK_FILE)
         self._finalizer = weakref.finalize(self, cleanup, self._lock, self._temp_dir)
+        if not self.in_memory and base.exists() and not os.access(base, os.W_OK):
+            self._finalizer()
+            raise StoreIOError(
+                f"The index folder {str(base)!r} is read-only (or not writable by this user). Qdrant Edge writes "
+                "its log whenever it opens an index, so it cannot open one there, not even to search. The index "
+                "is intact: copy the folder to a writable disk (cp -r) and open the copy.",
+                errno_code=errno.EROFS,
+            )
+        # Edge memory-maps its files: on a full disk it dies by SIGBUS instead of raising, so look first.
+        check_free_space(base, edge_open_needs(self.path, wal=not self.in_memory), "open the index")
         self._lock.acquire(f"{str(base)!r} (collection {collection!r})")
         try:
             if (self.path / _SHARD_MARKER).exists():
-                with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)"):
+                with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)", str(base)):
                     self._shard = self._qe.EdgeShard.load(str(self.path))
         except Exception:
             self._finalizer()
@@ -188,7 +203,8 @@ class EdgeStore(NodeStore):
             # An ephemeral index needs no write-ahead log (upserts ~35% faster without it).
             wal_enabled=not self.in_memory,
         )
-        with _engine_errors(f"create the index in {str(self.path)!r}"):
+        check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
+        with _engine_errors(f"create the index in {str(self.path)!r}", self.location):
             self._shard = qe.EdgeShard.create(str(self.path), config)
             # An empty shard made here: this store sees every write from now on.
             self._node_map = NodeCache(self._node_map.capacity, complete=True)
@@ -236,15 +252,18 @@ class EdgeStore(NodeStore):
                 )
                 for r, (node_id, payload) in zip(chunk, payloads)
             ]
+            # Twice each node's estimate: the WAL and the segment hold it.
+            check_free_space(self.path, (MARGIN if self.in_memory else WRITE_MARGIN) + 2 * sum(
+                BYTES_PER_NODE + 4 * len(p[1].get("text") or "") for p in payloads), f"write {len(points)} nodes")
             self._node_map.put(payloads)  # before the engine write: see NodeCache
             self._count()
             with self._dropping_node_map_on_error(), \
-                    _engine_errors(f"write {len(points)} nodes (vector size or payload rejected?)"):
+                    _engine_errors(f"write {len(points)} nodes (vector size or payload rejected?)", self.location):
                 shard.update(qe.UpdateOperation.upsert_points(points))
         if records:
             # Durable on return, like qdrant-client's wait=True (a WAL replays it anyway, but a
             # flush also bounds the time a reopen spends replaying).
-            with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk"):
+            with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk", self.location):
                 shard.flush()
 
     @contextlib.contextmanager
@@ -261,7 +280,7 @@ class EdgeStore(NodeStore):
         steps, excluded = F.delete_plan(doc_id, except_hash)
         must_not = self._conditions(excluded) or None
         of_doc = self._conditions(steps[-1])
-        with self._dropping_node_map_on_error(), _engine_errors(f"delete the nodes of document {doc_id!r}"):
+        with self._dropping_node_map_on_error(), _engine_errors(f"delete the nodes of document {doc_id!r}", self.location):
             # The index clears every document before writing it, new ones included: a count on
             # the doc_id index spares those the two deletes and the flush to disk.
             self._count()
