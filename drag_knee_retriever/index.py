@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
-from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
+from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .context import afetch_context, fetch_context
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError
@@ -282,8 +282,10 @@ class DragKneeIndex:
             raise InvalidQueryError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}.")
         if scope not in ("leaves", "all"):
             raise InvalidQueryError(f"scope must be 'leaves' or 'all', got {scope!r}.")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidQueryError(f"k must be an integer >= 1, got {k!r}.")
+        for name, value in (("k", k), ("rrf_k", rrf_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 1 <= value <= MAX_SETTING):
+                raise InvalidQueryError(f"{name} must be an integer >= 1 (at most {MAX_SETTING:,}), got {value!r}.")
         spec = parse_filters(filters)
         if query_vectors is None:
             query_vectors = self.encoder.encode_query(query)

@@ -9,6 +9,7 @@ drift apart on what a request means (the bookkeeping point kept out, the root de
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
@@ -18,6 +19,25 @@ from .base import FilterSpec, RankRequest
 
 # Payload fields a filter may name directly; any other key is looked up in the document metadata.
 TOP_LEVEL_FIELDS = ("doc_id", "level", "is_leaf")
+
+
+# A metadata field name as both engines' JSON paths accept it: words (letters, digits, "_", "-",
+# in any script) joined by dots. Spaces, "$", quotes, brackets, emoji, control and zero-width
+# characters made both raise a bare ValueError ("invalid JSON path").
+_FIELD_KEY = re.compile(r"[\w-]+(?:\.[\w-]+)*")
+
+
+def check_filter_key(key: Any) -> None:
+    """Raise :class:`InvalidQueryError` unless ``key`` is a field name both engines accept."""
+    if not isinstance(key, str):
+        raise InvalidQueryError(f"filter key {key!r} must be a string (a metadata field name such as 'lang').")
+    check_unicode(key, "filter key", InvalidQueryError)
+    if not _FIELD_KEY.fullmatch(key) or any(not (ch.isalnum() or ch in "_-.") for ch in key):
+        raise InvalidQueryError(
+            f"filter key {key!r} is not a field name: use letters, digits, '_' and '-', with '.' between the "
+            "parts of a nested field (e.g. 'lang' or 'author.name'); spaces, '$', quotes, brackets, emoji and "
+            "control characters cannot be matched."
+        )
 
 
 def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
@@ -34,9 +54,7 @@ def parse_filters(filters: Optional[Mapping[str, Any]]) -> FilterSpec:
         )
     spec: List[Tuple[str, Tuple[Any, ...]]] = []
     for key, value in filters.items():
-        if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
-            raise InvalidQueryError(f"filter key {key!r} must be a plain field name string.")
-        check_unicode(key, "filter key", InvalidQueryError)
+        check_filter_key(key)
         values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
         if not values:
             raise InvalidQueryError(f"filter {key!r} has an empty list; give at least one value.")
