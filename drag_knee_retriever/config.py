@@ -282,15 +282,19 @@ class StoreConfig:
 
     ``engine``: ``"edge"`` (Qdrant Edge, in process; the embedded default), ``"local"``
     (qdrant-client local mode) or ``"server"`` (qdrant-client against ``url``). ``location`` is a
-    folder path or ``":memory:"``. The API key is never shown in reprs or logs.
+    folder path or ``":memory:"``. The API key, and credentials written inside ``url``
+    (``user:KEY@`` or ``?api_key=KEY``), are never shown in reprs or logs. ``timeout``: seconds a
+    server has to answer a request (connecting included) before the call fails with a
+    :class:`~drag_knee_retriever.errors.StoreError` naming the cause.
     """
 
     location: Optional[str] = ":memory:"
-    url: Optional[str] = None
+    url: Optional[str] = field(default=None, repr=False)
     api_key: Optional[str] = field(default=None, repr=False)
     collection: str = "drag_knee"
     engine: Literal["edge", "local", "server", "auto"] = "auto"
     upsert_batch_size: int = 256
+    timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.collection, str) or not self.collection.strip():
@@ -301,11 +305,25 @@ class StoreConfig:
             )
         if self.url is not None and self.engine in ("edge", "local"):
             raise ConfigError(
-                f"engine={self.engine!r} is embedded but url={self.url!r} was given; "
+                f"engine={self.engine!r} is embedded but url={self.display_url!r} was given; "
                 "drop url, or use engine='server'."
             )
         if self.upsert_batch_size < 1:
             raise ConfigError("upsert_batch_size must be >= 1.")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not (
+                0 < float(self.timeout) <= 3600):
+            raise ConfigError(f"timeout must be a number of seconds in (0, 3600], got {self.timeout!r}.")
+
+    @property
+    def display_url(self) -> Optional[str]:
+        """``url`` with any credentials in it masked (what messages and logs show)."""
+        from .redact import redact_url
+
+        return redact_url(self.url)
+
+    def __repr__(self) -> str:
+        return (f"StoreConfig(location={self.location!r}, url={self.display_url!r}, collection={self.collection!r}, "
+                f"engine={self.engine!r}, upsert_batch_size={self.upsert_batch_size!r}, timeout={self.timeout!r})")
 
     @property
     def resolved_engine(self) -> str:

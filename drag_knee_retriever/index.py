@@ -77,6 +77,7 @@ class DragKneeIndex:
         summarizer: Optional[Summarizer] = None,
         encoder: Optional[Encoder] = None,
         store: Optional[NodeStore] = None,
+        timeout: float = 10.0,
     ) -> None:
         if path is not None:
             location = path
@@ -94,6 +95,7 @@ class DragKneeIndex:
             api_key=api_key or (os.environ.get("QDRANT_API_KEY") if url else None),
             collection=collection,
             engine=engine,  # type: ignore[arg-type]
+            timeout=timeout,
         )
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer(self.build_config)
         self.store = store if store is not None else _make_store(self.store_config)
@@ -339,4 +341,5 @@ def _make_store(config: StoreConfig) -> NodeStore:
         url=config.url if engine == "server" else None,
         api_key=config.api_key,
         upsert_batch_size=config.upsert_batch_size,
+        timeout=config.timeout,
     )

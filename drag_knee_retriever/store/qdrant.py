@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..disk import io_error
+from ..redact import protect, redact_text, redact_url
 from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
@@ -37,6 +39,7 @@ class QdrantClientStore(NodeStore):
         upsert_batch_size: int = 256,
         client: Any = None,
         async_client: Any = None,
+        timeout: float = 10.0,
     ) -> None:
         super().__init__()
         from qdrant_client import QdrantClient, models
@@ -45,7 +48,10 @@ class QdrantClientStore(NodeStore):
         self.collection = collection
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
-        self._where = url or location
+        self.timeout = timeout
+        # Credentials written into the URL never reach a message or a log line (see redact.py).
+        self._secrets = protect(url, [api_key] if api_key else []) if url else []
+        self._where = redact_url(url) if url else location
         # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
         # it runs under the GIL anyway, so serialising its calls costs no parallelism.
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
@@ -56,9 +62,14 @@ class QdrantClientStore(NodeStore):
         elif url:
             from qdrant_client import AsyncQdrantClient
 
-            self.client = QdrantClient(url=url, api_key=api_key)
+            # A bounded timeout: an unreachable server fails within it, with the cause named. No
+            # version probe at construction: against an unreachable server it cost ~4 s per client
+            # before our own first request could name the cause.
+            seconds = max(1, math.ceil(timeout))
+            self.client = QdrantClient(url=url, api_key=api_key, timeout=seconds, check_compatibility=False)
             if self.async_client is None:
-                self.async_client = AsyncQdrantClient(url=url, api_key=api_key)
+                self.async_client = AsyncQdrantClient(url=url, api_key=api_key, timeout=seconds,
+                                                      check_compatibility=False)
         else:
             try:
                 if location in (None, ":memory:"):
@@ -87,12 +98,11 @@ class QdrantClientStore(NodeStore):
         except Exception as exc:
             if self.engine != "server":
                 raise
-            # Never format the exception's request (headers carry the API key); name the URL only.
-            reason = getattr(exc, "reason_phrase", None) or type(exc).__name__
-            status = getattr(exc, "status_code", None)
+            # Never format the exception's request (headers carry the API key); the cause, masked.
             raise StoreError(
-                f"Could not reach the Qdrant server at {self._where} ({status or ''} {reason}). Check that it "
-                "runs and the URL and port; for 401/403 check the API key (api_key= or QDRANT_API_KEY)."
+                f"Could not reach the Qdrant server at {self._where}: {_server_failure(exc, self.timeout, self._secrets)}. "
+                "Check that it runs and the URL and port; for 401/403 check the API key (api_key= or "
+                "QDRANT_API_KEY)."
             ) from None
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
@@ -298,6 +308,26 @@ class QdrantClientStore(NodeStore):
                 log.debug("async qdrant client left open (running event loop)", exc_info=True)
             except Exception:
                 log.debug("async qdrant client close failed", exc_info=True)
+
+
+def _server_failure(exc: BaseException, timeout: float, secrets: Sequence[str]) -> str:
+    """Why a server request failed, in words, with no credential in it (never the request itself)."""
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(e) for e in (exc, exc.__cause__, getattr(exc, "source", None)) if e is not None and str(e))
+    low = text.lower()
+    if status:
+        cause = f"HTTP {status} {getattr(exc, 'reason_phrase', '') or ''}".strip()
+    elif "refused" in low:
+        cause = "connection refused (nothing listens at that address and port)"
+    elif "timed out" in low or "timeout" in low or "deadline" in low:
+        cause = f"no answer within the {timeout:g} s timeout"
+    elif "name or service not known" in low or "nodename nor servname" in low or "getaddrinfo" in low:
+        cause = "the host name does not resolve"
+    elif "ssl" in low or "certificate" in low:
+        cause = f"a TLS error ({text[:200]})"
+    else:
+        cause = f"{type(exc).__name__}: {text[:200] or 'no reason given'}"
+    return redact_text(cause, secrets)
 
 
 def _nodes(points: Iterable[Any]) -> List[TreeNode]:
