@@ -114,3 +114,37 @@ class DocumentFrequencies:
 
 
 __all__ = ["DocumentFrequencies", "EXACT_BELOW", "IDF_SCALE", "SCHEME", "TF_SCALE", "idf", "quantize_document"]
+
+
+class ClientIdf:
+    """The store side of the scheme: quantised writes, frequencies kept in step, IDF-weighted queries.
+
+    An embedded store owns one and calls it around its engine calls; ``enabled`` is False for a
+    collection built before the scheme (its engine keeps applying ``Modifier.IDF``: older indexes
+    stay readable, without the bit-for-bit promise). ``stale`` marks frequencies that a failed
+    write may have left out of step: the store rebuilds them from the engine before the next query.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.frequencies = DocumentFrequencies()
+        self.stale = enabled  # nothing read yet: load from the engine on first use
+
+    def document_values(self, values: Sequence[float]) -> List[float]:
+        return quantize_document(values) if self.enabled else [float(v) for v in values]
+
+    def rebuild(self, term_lists: Iterable[Sequence[int]]) -> None:
+        self.frequencies.clear()
+        self.frequencies.add(term_lists)
+        self.stale = False
+
+    def query(self, indices: Sequence[int], values: Sequence[float]) -> Tuple[List[int], List[float]]:
+        if not self.enabled:
+            return [int(i) for i in indices], [float(v) for v in values]
+        terms, weights = self.frequencies.query_weights(indices, values)
+        if not terms:  # nothing stored holds any query term: the sparse side matches nothing anyway
+            return [int(i) for i in indices][:1], [1.0 / IDF_SCALE] if indices else []
+        return terms, weights
+
+
+__all__ += ["ClientIdf"]

@@ -9,6 +9,7 @@ import math
 import threading
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ..disk import io_error
 from ..redact import protect, redact_text, redact_url
 from ..errors import DragKneeError, StoreError, StoreLockedError
@@ -49,6 +50,9 @@ class QdrantClientStore(NodeStore):
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
         self.timeout = timeout
+        # Local mode: BM25 IDF kept here in exact arithmetic (bm25_idf.py), like Qdrant Edge, so both
+        # engines give the same bits every run. A server keeps its own IDF (other clients write too).
+        self._idf = ClientIdf(enabled=self.engine == "local")
         # Credentials written into the URL never reach a message or a log line (see redact.py).
         self._secrets = protect(url, [api_key] if api_key else []) if url else []
         self._where = redact_url(url) if url else location
@@ -110,13 +114,17 @@ class QdrantClientStore(NodeStore):
     def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
         m = self._m
         if exists:
+            self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
         self.client.create_collection(
             self.collection,
             vectors_config={DENSE: m.VectorParams(size=dense_size, distance=m.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(
+                modifier=m.Modifier.NONE if self._idf.enabled else m.Modifier.IDF)},
         )
+        if self._idf.enabled:
+            self._idf.rebuild([])
         if self.engine == "server":
             for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD)):
@@ -127,7 +135,8 @@ class QdrantClientStore(NodeStore):
         m = self._m
         # The collection records which model built it in a bookkeeping point (see payload.meta_payload).
         point = m.PointStruct(id=META_ID, vector={DENSE: meta_vector(dense_size)},
-                              payload=meta_payload(dense_size, model_id, sparse_model))
+                              payload=meta_payload(dense_size, model_id, sparse_model,
+                                                   IDF_SCHEME if self._idf.enabled else None))
         self.client.upsert(self.collection, [point])
 
     def collection_info(self) -> Dict[str, Any]:
@@ -147,15 +156,54 @@ class QdrantClientStore(NodeStore):
                     id=r.node.id,
                     vector={
                         DENSE: [float(x) for x in r.dense],
-                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)), values=list(map(float, r.sparse_values))),
+                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)),
+                                               values=self._idf.document_values(r.sparse_values)),
                     },
                     payload=node_payload(r.node),
                 )
                 for r in chunk
             ]
             self._count()
-            with self._engine_lock, self._disk_errors(f"write {len(points)} nodes"):
+            with self._engine_lock, self._disk_errors(f"write {len(points)} nodes"), self._idf_in_step():
+                replaced = self._sparse_terms(ids=[p.id for p in points]) if self._idf.enabled else []
                 self.client.upsert(self.collection, points, wait=True)
+                if self._idf.enabled:
+                    self._idf.frequencies.remove(replaced)
+                    self._idf.frequencies.add([r.sparse_indices for r in chunk])
+
+    @contextlib.contextmanager
+    def _idf_in_step(self) -> Iterator[None]:
+        """A write that fails may or may not have landed: count the frequencies again before the next query."""
+        try:
+            yield
+        except BaseException:
+            self._idf.stale = self._idf.enabled
+            raise
+
+    def _sparse_terms(self, *, ids: Optional[Sequence[str]] = None, flt: Any = None) -> List[List[int]]:
+        """The BM25 term ids of stored nodes, by id or by filter (call under the engine lock)."""
+        if ids is not None:
+            points = self.client.retrieve(self.collection, list(ids), with_payload=False, with_vectors=[SPARSE]) if ids else []
+        else:
+            points, offset = [], None
+            while True:
+                page, offset = self.client.scroll(self.collection, scroll_filter=flt, limit=1024, offset=offset,
+                                                  with_payload=False, with_vectors=[SPARSE])
+                points.extend(page)
+                if offset is None:
+                    break
+        out = []
+        for point in points:
+            vector = point.vector.get(SPARSE) if isinstance(point.vector, dict) else None
+            if vector is not None:
+                out.append(list(vector.indices))
+        return out
+
+    def _fresh_idf(self) -> None:
+        if self._idf.enabled and self._idf.stale:
+            m = self._m
+            with self._engine_lock:
+                self._idf.rebuild(self._sparse_terms(flt=m.Filter(must=[m.FieldCondition(key="level", range=m.Range(gte=0))])))
 
     @contextlib.contextmanager
     def _disk_errors(self, what: str) -> Iterator[None]:
@@ -174,12 +222,17 @@ class QdrantClientStore(NodeStore):
         m = self._m
         steps, excluded = F.delete_plan(doc_id, except_hash)
         must_not = self._conditions(excluded) or None
+        with self._engine_lock:
+            gone = self._sparse_terms(flt=m.Filter(must=self._conditions(steps[-1]), must_not=must_not)) \
+                if self._idf.enabled else []
         # Local mode deletes point by point: the root first, so no cut leaves a root without children.
         for step in steps:
             self._count()
-            with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"):
+            with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"), self._idf_in_step():
                 self.client.delete(self.collection, points_selector=m.FilterSelector(
                     filter=m.Filter(must=self._conditions(step), must_not=must_not)), wait=True)
+        if self._idf.enabled:
+            self._idf.frequencies.remove(gone)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -243,7 +296,9 @@ class QdrantClientStore(NodeStore):
         m = self._m
         with_payload: Any = list(WALK_FIELDS) if light else True
         dense_q = list(query.dense)
-        sparse_q = m.SparseVector(indices=list(query.sparse_indices), values=list(query.sparse_values))
+        self._fresh_idf()
+        terms, weights = self._idf.query(query.sparse_indices, query.sparse_values)
+        sparse_q = m.SparseVector(indices=terms, values=weights)
         batch: List[Any] = []
         layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
         for request in requests:
