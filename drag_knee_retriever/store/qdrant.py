@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import threading
+from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
@@ -15,7 +17,7 @@ from ..redact import protect, redact_text, redact_url
 from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
-from .base import DENSE, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
+from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .base import FilterSpec
 from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
 
@@ -79,6 +81,13 @@ class QdrantClientStore(NodeStore):
                 if location in (None, ":memory:"):
                     self.client = QdrantClient(location=":memory:")
                 else:
+                    if (Path(os.fspath(location)).expanduser() / collection / EDGE_MARKER).exists():
+                        # Opening it in local mode would silently start a second, empty index beside it.
+                        raise StoreError(
+                            f"The folder {str(location)!r} holds a Qdrant Edge index of collection {collection!r}, "
+                            "not a qdrant-client local-mode one. Open it with engine='edge' (the default; "
+                            "--engine edge or auto), or use another folder for local mode."
+                        )
                     self.client = QdrantClient(path=str(location))
             except RuntimeError as exc:
                 if "already accessed" in str(exc) or "lock" in str(exc).lower():
