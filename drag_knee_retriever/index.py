@@ -12,8 +12,10 @@ go store -> :mod:`.traversal` -> :mod:`.context`; :mod:`.compat` checks an exist
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +25,7 @@ from .compat import check_collection_compatible, stored_collection_info, stored_
 from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .context import afetch_context, fetch_context
 from .embeddings import Encoder
-from .errors import ConfigError, InvalidQueryError
+from .errors import ConfigError, InvalidQueryError, StoreError
 from .ingest import IngestReport, Ingestor, Progress
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
@@ -49,6 +51,26 @@ class DocumentInfo:
     doc_hash: str
     first_page: Optional[int] = None
     last_page: Optional[int] = None
+
+
+def _in_flight(method: Any) -> Any:
+    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it."""
+
+    @functools.wraps(method)
+    def tracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
+        flight = self._flight
+        with flight:
+            if self._closing:
+                raise StoreError("This index is closed (or closing); open a new DragKneeIndex to search again.")
+            self._searching += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with flight:
+                self._searching -= 1
+                flight.notify_all()
+
+    return tracked
 
 
 class DragKneeIndex:
@@ -113,13 +135,27 @@ class DragKneeIndex:
         except Exception:
             self.store.close()
             raise
+        self._flight = threading.Condition()
+        self._searching = 0
+        self._closing = False
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Release the store (and the embedded folder's lock)."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Release the store (and the embedded folder's lock), after searches in flight finish.
+
+        Searches started by other threads are waited for (up to ``timeout`` seconds): closing the
+        engine under them logged "Already borrowed" from inside Qdrant Edge. Searches started after
+        ``close()`` raise :class:`~drag_knee_retriever.errors.StoreError`.
+        """
+        flight = self.__dict__.get("_flight")
+        if flight is not None:
+            with flight:
+                self._closing = True
+                if not flight.wait_for(lambda: self._searching == 0, timeout=timeout):
+                    log.warning("closing with %d search(es) still running after %.0f s", self._searching, timeout)
         self.store.close()
 
     def __enter__(self) -> "DragKneeIndex":
@@ -193,6 +229,7 @@ class DragKneeIndex:
 
     # -- search ----------------------------------------------------------------------------------
 
+    @_in_flight
     def search(
         self,
         query: str,
@@ -267,6 +304,7 @@ class DragKneeIndex:
         plan.trace.timings_ms["total"] = (time.perf_counter() - plan.started) * 1e3
         return SearchResult(query=plan.query, method=plan.settings.method, nodes=nodes, trace=plan.trace)
 
+    @_in_flight
     def flat_search(
         self,
         query: str,

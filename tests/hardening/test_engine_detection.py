@@ -18,3 +18,42 @@ def test_an_engine_contradicting_the_folder_is_an_error(built, other, tmp_path, 
         DragKneeIndex(folder, engine=other, encoder=caching_encoder)
     with DragKneeIndex(folder, engine=built, encoder=caching_encoder) as index:  # nothing was created beside it
         assert [d.doc_id for d in index.list_documents()] == ["a.txt"]
+
+
+def test_close_waits_for_searches_in_flight(tmp_path, caching_encoder, engine):
+    """``close()`` while threads search logged "Already borrowed" from inside the engine."""
+    import logging
+    import threading
+
+    index = DragKneeIndex(":memory:", engine=engine, encoder=caching_encoder)
+    index.add_documents([Document(id=f"d{i}.txt", text=f"Note {i} about lighthouses and tides.") for i in range(20)])
+    errors, stop = [], threading.Event()
+
+    def searcher():
+        while not stop.is_set():
+            try:
+                index.search("lighthouses tides")
+            except StoreError as exc:  # after close: the clear refusal, never an engine error
+                assert "closed" in str(exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - the test reports it
+                errors.append(exc)
+                return
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger().addHandler(handler)
+    try:
+        threads = [threading.Thread(target=searcher) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        threading.Event().wait(1.0)
+        index.close()
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert not errors, errors
+    assert not [r for r in records if "borrowed" in r.getMessage().lower()]
