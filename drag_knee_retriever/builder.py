@@ -103,14 +103,22 @@ def _split_long(text: str, limit: int) -> List[str]:
     pieces: List[str] = []
     current = ""
     for sentence in split_sentences(text) or [text]:
-        while len(sentence) > limit:  # a sentence longer than a leaf: cut at a space
-            cut = sentence.rfind(" ", 0, limit)
+        # A sentence longer than a leaf: cut at a space. The cuts move an offset instead of slicing
+        # the rest off each time (that copied the remainder per cut: quadratic, a 50 MB line ran for
+        # hours); the pieces are the same.
+        start, end = 0, len(sentence)
+        while end - start > limit:
+            cut = sentence.rfind(" ", start, start + limit) - start
             cut = cut if cut > limit // 2 else limit
             if current:
                 pieces.append(current)
                 current = ""
-            pieces.append(sentence[:cut].strip())
-            sentence = sentence[cut:].strip()
+            pieces.append(sentence[start : start + cut].strip())
+            start += cut
+            while start < end and sentence[start].isspace():
+                start += 1
+        if start:
+            sentence = sentence[start:]
         if current and len(current) + 1 + len(sentence) > limit:
             pieces.append(current)
             current = sentence

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Literal, Optional, Sequence, Tuple
 
-from .errors import ConfigError
+from .errors import ConfigError, InvalidSettingError
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
 SEARCH_METHODS: Tuple[str, ...] = ("fixed", "knee", "sensitive_knee", "branch")
@@ -17,6 +17,15 @@ LeafTextSource = Literal["own", "description", "own+description"]
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: The largest count or constant a search setting may take: the engines take 32-bit (Edge: Rust
+#: usize / u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
+MAX_SETTING = 2**31 - 1
+
+
+def _check_count(name: str, value: object, low: int = 1, high: int = MAX_SETTING, extra: str = "") -> None:
+    """Raise ConfigError unless ``value`` is an int (not a bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer >= {low} (at most {high:,}){extra}, got {value!r}.")
 
 
 def _check_weight_pair(pair: object, position: int) -> Tuple[float, float]:
@@ -115,10 +124,8 @@ class SearchConfig:
             raise ConfigError(
                 f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
             )
-        if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
-            raise ConfigError(f"beam_width must be an integer >= 1, got {self.beam_width!r}.")
-        if isinstance(self.max_roots, bool) or not isinstance(self.max_roots, int) or self.max_roots < 1:
-            raise ConfigError(f"max_roots must be an integer >= 1, got {self.max_roots!r}.")
+        _check_count("beam_width", self.beam_width)
+        _check_count("max_roots", self.max_roots)
         if (
             isinstance(self.sensitivity, bool)
             or not isinstance(self.sensitivity, (int, float))
@@ -128,19 +135,13 @@ class SearchConfig:
                 f"sensitivity must be in (0, 1] (1.0 is the plain knee, smaller keeps more), "
                 f"got {self.sensitivity!r}."
             )
-        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int) or self.rrf_k < 1:
-            raise ConfigError(f"rrf_k must be an integer >= 1, got {self.rrf_k!r}.")
+        _check_count("rrf_k", self.rrf_k)
         if self.order not in ("score", "document"):
             raise ConfigError(f"order must be 'score' or 'document', got {self.order!r}.")
-        if not isinstance(self.max_depth, int) or self.max_depth < 1:
-            raise ConfigError(f"max_depth must be an integer >= 1, got {self.max_depth!r}.")
-        if self.focus_pool is not None and (
-            isinstance(self.focus_pool, bool) or not isinstance(self.focus_pool, int) or self.focus_pool < 1
-        ):
-            raise ConfigError(
-                f"focus_pool must be an integer >= 1 (leaves ranked in the focus step) or None to skip "
-                f"the focus step, got {self.focus_pool!r}."
-            )
+        _check_count("max_depth", self.max_depth)
+        if self.focus_pool is not None:
+            _check_count("focus_pool", self.focus_pool,
+                         extra=" (leaves ranked in the focus step) or None to skip the focus step")
         for name in ("region_sensitivity", "merge_ratio"):
             value = getattr(self, name)
             if name == "merge_ratio" and value is None:
@@ -188,7 +189,13 @@ class SearchConfig:
     def with_overrides(self, **overrides: object) -> "SearchConfig":
         """A copy with some fields replaced (validated again)."""
         clean = {k: v for k, v in overrides.items() if v is not None}
-        return replace(self, **clean) if clean else self
+        if not clean:
+            return self
+        try:
+            return replace(self, **clean)
+        except ConfigError as exc:
+            # A per-search setting is part of the query: an InvalidQueryError (and a ConfigError).
+            raise InvalidSettingError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -348,15 +355,19 @@ class StoreConfig:
 
     ``engine``: ``"edge"`` (Qdrant Edge, in process; the embedded default), ``"local"``
     (qdrant-client local mode) or ``"server"`` (qdrant-client against ``url``). ``location`` is a
-    folder path or ``":memory:"``. The API key is never shown in reprs or logs.
+    folder path or ``":memory:"``. The API key, and credentials written inside ``url``
+    (``user:KEY@`` or ``?api_key=KEY``), are never shown in reprs or logs. ``timeout``: seconds a
+    server has to answer a request (connecting included) before the call fails with a
+    :class:`~drag_knee_retriever.errors.StoreError` naming the cause.
     """
 
     location: Optional[str] = ":memory:"
-    url: Optional[str] = None
+    url: Optional[str] = field(default=None, repr=False)
     api_key: Optional[str] = field(default=None, repr=False)
     collection: str = "drag_knee"
     engine: Literal["edge", "local", "server", "auto"] = "auto"
     upsert_batch_size: int = 256
+    timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.collection, str) or not self.collection.strip():
@@ -367,11 +378,25 @@ class StoreConfig:
             )
         if self.url is not None and self.engine in ("edge", "local"):
             raise ConfigError(
-                f"engine={self.engine!r} is embedded but url={self.url!r} was given; "
+                f"engine={self.engine!r} is embedded but url={self.display_url!r} was given; "
                 "drop url, or use engine='server'."
             )
         if self.upsert_batch_size < 1:
             raise ConfigError("upsert_batch_size must be >= 1.")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not (
+                0 < float(self.timeout) <= 3600):
+            raise ConfigError(f"timeout must be a number of seconds in (0, 3600], got {self.timeout!r}.")
+
+    @property
+    def display_url(self) -> Optional[str]:
+        """``url`` with any credentials in it masked (what messages and logs show)."""
+        from .redact import redact_url
+
+        return redact_url(self.url)
+
+    def __repr__(self) -> str:
+        return (f"StoreConfig(location={self.location!r}, url={self.display_url!r}, collection={self.collection!r}, "
+                f"engine={self.engine!r}, upsert_batch_size={self.upsert_batch_size!r}, timeout={self.timeout!r})")
 
     @property
     def resolved_engine(self) -> str:

@@ -19,6 +19,10 @@ class InvalidQueryError(DragKneeError, ValueError):
     """A query or its search options cannot be run (empty, wrong type, bad filter)."""
 
 
+class InvalidSettingError(ConfigError, InvalidQueryError):
+    """A per-search setting (``beam_width=``, ``rrf_k=``, ...) is out of range: both a config and a query error."""
+
+
 class ModelLoadError(DragKneeError, RuntimeError):
     """No embedding model could be loaded; the message lists the ways to provide one."""
 
@@ -37,6 +41,17 @@ class StoreLockedError(DragKneeError, RuntimeError):
 
 class StoreError(DragKneeError, RuntimeError):
     """The vector store failed or holds data this library cannot read."""
+
+
+class StoreIOError(StoreError):
+    """The disk refused the index a read or a write (full, read-only, no permission); the index is intact.
+
+    ``errno_code`` is the operating system's error number (``errno.ENOSPC``, ``errno.EROFS``, ...).
+    """
+
+    def __init__(self, message: str, *, errno_code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno_code = errno_code
 
 
 class InvalidScoresError(DragKneeError, ValueError):

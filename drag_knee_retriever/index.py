@@ -12,18 +12,20 @@ go store -> :mod:`.traversal` -> :mod:`.context`; :mod:`.compat` checks an exist
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
-from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
+from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .context import afetch_context, fetch_context
 from .embeddings import Encoder
-from .errors import ConfigError, InvalidQueryError
+from .errors import ConfigError, InvalidQueryError, StoreError
 from .ingest import IngestReport, Ingestor, Progress
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
@@ -58,6 +60,24 @@ class StoredDocument:
     doc_id: str
     text: str
     metadata: Mapping[str, Any]
+def _in_flight(method: Any) -> Any:
+    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it."""
+
+    @functools.wraps(method)
+    def tracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
+        flight = self._flight
+        with flight:
+            if self._closing:
+                raise StoreError("This index is closed (or closing); open a new DragKneeIndex to search again.")
+            self._searching += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with flight:
+                self._searching -= 1
+                flight.notify_all()
+
+    return tracked
 
 
 class DragKneeIndex:
@@ -88,6 +108,7 @@ class DragKneeIndex:
         store: Optional[NodeStore] = None,
         client: Any = None,
         async_client: Any = None,
+        timeout: float = 10.0,
     ) -> None:
         if path is not None:
             location = path
@@ -117,6 +138,7 @@ class DragKneeIndex:
             api_key=api_key or (os.environ.get("QDRANT_API_KEY") if url else None),
             collection=collection,
             engine=engine,  # type: ignore[arg-type]
+            timeout=timeout,
         )
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer(self.build_config)
         if (client is not None or async_client is not None) and (store is not None or url is not None):
@@ -139,6 +161,9 @@ class DragKneeIndex:
         except Exception:
             self.store.close()
             raise
+        self._flight = threading.Condition()
+        self._searching = 0
+        self._closing = False
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
         # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
@@ -147,8 +172,19 @@ class DragKneeIndex:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Release the store (and the embedded folder's lock)."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Release the store (and the embedded folder's lock), after searches in flight finish.
+
+        Searches started by other threads are waited for (up to ``timeout`` seconds): closing the
+        engine under them logged "Already borrowed" from inside Qdrant Edge. Searches started after
+        ``close()`` raise :class:`~drag_knee_retriever.errors.StoreError`.
+        """
+        flight = self.__dict__.get("_flight")
+        if flight is not None:
+            with flight:
+                self._closing = True
+                if not flight.wait_for(lambda: self._searching == 0, timeout=timeout):
+                    log.warning("closing with %d search(es) still running after %.0f s", self._searching, timeout)
         self.store.close()
 
     def __enter__(self) -> "DragKneeIndex":
@@ -238,6 +274,7 @@ class DragKneeIndex:
 
     # -- search ----------------------------------------------------------------------------------
 
+    @_in_flight
     def search(
         self,
         query: str,
@@ -342,6 +379,7 @@ class DragKneeIndex:
         plan.trace.timings_ms["total"] = (time.perf_counter() - plan.started) * 1e3
         return SearchResult(query=plan.query, method=plan.settings.method, nodes=nodes, trace=plan.trace)
 
+    @_in_flight
     def flat_search(
         self,
         query: str,
@@ -359,8 +397,10 @@ class DragKneeIndex:
             raise InvalidQueryError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}.")
         if scope not in ("leaves", "all"):
             raise InvalidQueryError(f"scope must be 'leaves' or 'all', got {scope!r}.")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidQueryError(f"k must be an integer >= 1, got {k!r}.")
+        for name, value in (("k", k), ("rrf_k", rrf_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 1 <= value <= MAX_SETTING):
+                raise InvalidQueryError(f"{name} must be an integer >= 1 (at most {MAX_SETTING:,}), got {value!r}.")
         spec = parse_filters(filters)
         if query_vectors is None:
             query_vectors = self.encoder.encode_query(query)
@@ -451,4 +491,5 @@ def _make_store(config: StoreConfig) -> NodeStore:
         url=config.url if engine == "server" else None,
         api_key=config.api_key,
         upsert_batch_size=config.upsert_batch_size,
+        timeout=config.timeout,
     )

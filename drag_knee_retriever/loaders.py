@@ -12,12 +12,22 @@
   ``text_source`` ``"pdf"`` or ``"ocr"``.
 
 Paths may be files or folders (walked recursively, hidden entries skipped, filtered by
-``include`` / ``exclude`` globs). A document's id is its path relative to the root it was found
+``include`` / ``exclude`` globs). Inside a folder only regular files are read: named pipes,
+devices and sockets are skipped with the reason (reading them would hang or never end); a link
+is followed only when its target stays inside the folder given (``follow_links=True`` follows
+links anywhere), and a link loop is reported, not walked. A file larger than ``max_file_bytes``
+(default :data:`DEFAULT_MAX_FILE_BYTES`, 256 MB: a book-length PDF with images passes) is
+skipped before a byte is read, and a document whose text is larger than ``max_text_bytes``
+(default :data:`DEFAULT_MAX_TEXT_BYTES`, 8 MB of UTF-8, about 4,000 pages) is skipped too: its
+ingest would take hours of embedding (split it into parts, or raise the limit). A document's id is its path relative to the root it was found
 under (``guide/intro.md``), in POSIX form, so ingesting the same folder again from anywhere gives
 the same ids and replaces changed documents instead of duplicating them.
 
-One bad file never sinks the batch: binary files, invalid UTF-8, empty files, encrypted or
-scanned (image-only) PDFs are listed in :attr:`LoadReport.skipped` with the reason and the fix.
+One bad file never sinks the batch: binary files, invalid UTF-8, empty, unreadable or oversized
+files, encrypted or scanned (image-only) PDFs, PDFs that exceed pypdf's limits (decompression
+bombs, page trees deeper than 100) or need a missing package (AES-256 without ``cryptography``)
+are listed in :attr:`LoadReport.skipped` with the reason and the fix. ``strict=True`` raises
+:class:`InvalidDocumentError` at the first such file instead.
 A path that does not exist is an error for the whole call (a typo should not silently load less).
 """
 
@@ -27,12 +37,13 @@ import fnmatch
 import io
 import logging
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, OcrUnavailableError
 from .nodes import Document
 from .ocr import OCR_PAGES_KEY, OcrConfig
 
@@ -49,6 +60,11 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 PDF_SUFFIXES = (".pdf",)
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES + MARKDOWN_SUFFIXES + PDF_SUFFIXES
 STDIN = "-"
+#: Files above this size are skipped before they are read (a scanned 500-page book is ~100-200 MB).
+DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
+#: Documents whose text is larger than this (UTF-8 bytes) are skipped: ~4,000 pages, 2.5x War and
+#: Peace; embedding that much text takes about an hour on a laptop CPU (~30 ms per 1 kB leaf).
+DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
 # Enough bytes to tell text from binary without reading a whole large file twice.
 _SNIFF_BYTES = 8192
 # Control characters that never appear in text files (everything below 0x20 except \t \n \f \r
@@ -142,17 +158,55 @@ def _wanted(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bo
     return relative.lower().endswith(SUPPORTED_SUFFIXES)
 
 
+def _kind_of_entry(mode: int) -> Optional[str]:
+    """What a non-regular, non-folder file is, in words (None for a regular file or a folder)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _resolve_link(link: Path) -> Tuple[Optional[Path], Optional[str]]:
+    """A link's final target, or why it has none (a loop, a dangling link)."""
+    try:
+        return link.resolve(strict=True), None
+    except RuntimeError:  # Python < 3.13: "Symlink loop from ..."
+        return None, "is a link loop (it points back to itself); remove or fix the link."
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP (Python >= 3.13 raises OSError)
+            return None, "is a link loop (it points back to itself); remove or fix the link."
+        return None, f"is a link whose target cannot be reached ({exc.strerror or exc}); fix or remove the link."
+
+
 def discover(
     paths: Iterable[PathLike],
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    follow_links: bool = False,
+    skipped: Optional[List[SkippedFile]] = None,
 ) -> Tuple[List[FoundFile], int]:
     """The files that ``paths`` name, in a stable order, and how many folder entries were ignored.
 
     A file named directly is always selected (unless an exclude pattern matches it); inside a
     folder, a file is selected when an include pattern matches it, or, with no include patterns,
     when its suffix is supported. Hidden files and folders (``.git``, ``.venv``) are skipped.
+    Inside a folder, a link is followed only when its target lies inside that folder, unless
+    ``follow_links``; named pipes, devices, sockets, link loops, links out of the folder and
+    unreadable sub-folders are appended to ``skipped`` with the reason (or logged when it is None).
+    A path named directly is taken as the user gave it (a link named on purpose is followed), but
+    it too must be a regular file.
 
     Raises :class:`InvalidDocumentError` for a path that does not exist.
     """
@@ -161,41 +215,121 @@ def discover(
     found: List[FoundFile] = []
     seen: set = set()
     ignored = 0
+
+    def skip(where: Path, reason: str) -> None:
+        if skipped is not None:
+            skipped.append(SkippedFile(str(where), reason))
+        log.info("skipped %s: %s", where, reason)
+
     for raw in paths:
         path = Path(raw).expanduser()
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise InvalidDocumentError(
                 f"Path {str(raw)!r} does not exist; check the spelling, or run from the folder it is relative to."
             )
         if path.is_dir():
             root = path
             in_root: List[Tuple[str, Path]] = []
-            for folder, dirnames, filenames in os.walk(path, followlinks=False):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                for name in filenames:
-                    if name.startswith("."):
+            real_root = path.resolve()
+            # Folders already walked, by (device, inode): a link back to one of them is a loop.
+            walked: set = set()
+
+            def walk(folder: Path) -> None:
+                nonlocal ignored
+                try:
+                    info = folder.stat()
+                    walked.add((info.st_dev, info.st_ino))
+                    with os.scandir(folder) as listing:
+                        entries = sorted(listing, key=lambda e: e.name)
+                except OSError as exc:
+                    skip(folder, f"is a folder that cannot be read ({exc.strerror or exc}); check its permissions.")
+                    return
+                for entry in entries:
+                    if entry.name.startswith("."):
                         continue
-                    file = Path(folder) / name
+                    file = Path(entry.path)
                     relative = PurePosixPath(*file.relative_to(root).parts).as_posix()
+                    try:
+                        is_link = entry.is_symlink()
+                        if is_link:
+                            target, problem = _resolve_link(file)
+                            if problem is not None:
+                                if _wanted(relative, include, exclude) or not _has_suffix(relative):
+                                    skip(file, problem)
+                                continue
+                            assert target is not None
+                            if not follow_links and not _inside(target, real_root):
+                                if _wanted(relative, include, exclude) or target.is_dir():
+                                    skip(file, f"is a link to {str(target)!r}, outside the folder being ingested; "
+                                               "links out of the folder are not followed (pass --follow-links, "
+                                               "or follow_links=True, to ingest it).")
+                                else:
+                                    ignored += 1
+                                continue
+                            mode = target.stat().st_mode
+                        else:
+                            mode = entry.stat(follow_symlinks=False).st_mode
+                    except OSError as exc:
+                        skip(file, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
+                        continue
+                    if stat.S_ISDIR(mode):
+                        info = file.stat()
+                        if (info.st_dev, info.st_ino) in walked:
+                            skip(file, "is a link to a folder that is already being read (a link loop); "
+                                       "it was not walked again.")
+                            continue
+                        walk(file)
+                        continue
                     if not _wanted(relative, include, exclude):
                         ignored += 1
                         continue
+                    what = _kind_of_entry(mode)
+                    if what is not None:
+                        skip(file, f"is {what}, not a regular file; only regular files are read "
+                                   "(exclude it with --exclude).")
+                        continue
                     in_root.append((relative, file))
+
+            walk(path)
             # Sorted by relative path (like `find | sort`): the same ids and order on every platform.
-            for relative, file in sorted(in_root):
+            # A file reached both directly and through a link inside the folder is loaded once,
+            # under its own name (the link's name would change its id with every new alias).
+            in_root.sort()
+            preferred = {}
+            for relative, file in sorted(in_root, key=lambda item: (item[1].is_symlink(), item[0])):
+                preferred.setdefault(file.resolve(), file)
+            for relative, file in in_root:
                 key = file.resolve()
-                if key not in seen:
+                if key not in seen and preferred.get(key) == file:
                     seen.add(key)
                     found.append(FoundFile(file, root))
         else:
             if exclude and _matches(path.name, exclude):
                 ignored += 1
                 continue
+            if path.is_symlink():
+                target, problem = _resolve_link(path)
+                if problem is not None:
+                    skip(path, problem)
+                    continue
+            try:
+                mode = path.stat().st_mode
+            except OSError as exc:
+                skip(path, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
+                continue
+            what = _kind_of_entry(mode)
+            if what is not None:
+                skip(path, f"is {what}, not a regular file; only regular files are read.")
+                continue
             key = path.resolve()
             if key not in seen:
                 seen.add(key)
                 found.append(FoundFile(path, path.parent))
     return found, ignored
+
+
+def _has_suffix(relative: str) -> bool:
+    return "." in relative.rsplit("/", 1)[-1]
 
 
 def load_paths(
@@ -210,6 +344,10 @@ def load_paths(
     ocr: Union["OcrMode", OcrConfig] = "auto",
     ocr_languages: Optional[str] = None,
     ocr_cache_dir: Optional[PathLike] = None,
+    follow_links: bool = False,
+    strict: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
 ) -> LoadReport:
     """Load files and folders (and ``"-"`` for standard input) into documents.
 
@@ -220,12 +358,21 @@ def load_paths(
     call; under ``"auto"`` an image-only PDF is skipped with the install command as the reason.
     ``metadata`` is merged into every document's metadata (the loader's own keys win).
     Files that cannot be loaded are listed in the report's ``skipped``; see the module docs.
+    ``strict=True`` raises :class:`InvalidDocumentError` at the first file that would be skipped.
+    ``follow_links`` follows links out of the folders given; ``max_file_bytes`` and
+    ``max_text_bytes`` bound what one file may cost (see the module docs).
     """
     ocr_config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+    _check_limit("max_file_bytes", max_file_bytes)
+    _check_limit("max_text_bytes", max_text_bytes)
     paths = list(paths)
     read_stdin = any(str(p) == STDIN for p in paths)
-    files, ignored = discover([p for p in paths if str(p) != STDIN], include=include, exclude=exclude)
-    report = LoadReport(ignored=ignored)
+    found_skips: List[SkippedFile] = []
+    files, ignored = discover([p for p in paths if str(p) != STDIN], include=include, exclude=exclude,
+                              follow_links=follow_links, skipped=found_skips)
+    if strict and found_skips:
+        raise InvalidDocumentError(f"{found_skips[0]} (strict: nothing was loaded)")
+    report = LoadReport(ignored=ignored, skipped=found_skips)
     total = len(files) + (1 if read_stdin else 0)
     done = 0
     ids: Dict[str, str] = {}
@@ -246,17 +393,21 @@ def load_paths(
     if read_stdin:
         stream = stdin if stdin is not None else sys.stdin
         try:
-            accept(load_stream(stream, doc_id=stdin_name, metadata=metadata), "<stdin>")
+            accept(load_stream(stream, doc_id=stdin_name, metadata=metadata, max_text_bytes=max_text_bytes), "<stdin>")
         except InvalidDocumentError as exc:
+            if strict:
+                raise
             report.skipped.append(SkippedFile("<stdin>", _reason(exc, f"Input {stdin_name!r}")))
         done += 1
         if progress is not None:
             progress("reading", done, total)
     for found in files:
         try:
-            accept(load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress),
-                   str(found.path))
+            accept(load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
+                             max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes), str(found.path))
         except InvalidDocumentError as exc:
+            if strict:
+                raise
             reason = _reason(exc, f"File {str(found.path)!r}")
             report.skipped.append(SkippedFile(str(found.path), reason))
             # info, not warning: the report carries every skip, and callers decide how to show it.
@@ -265,6 +416,15 @@ def load_paths(
         if progress is not None:
             progress("reading", done, total)
     return report
+
+
+def _check_limit(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidDocumentError(f"{name} must be an integer number of bytes >= 1, got {value!r}.")
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def _reason(exc: Exception, where: str) -> str:
@@ -285,6 +445,8 @@ def load_file(
     ocr_languages: Optional[str] = None,
     ocr_cache_dir: Optional[PathLike] = None,
     progress: Optional[ProgressCallback] = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
 ) -> Document:
     """Load one file as a :class:`Document`.
 
@@ -298,8 +460,10 @@ def load_file(
     (pass a folder next to the index; default: the user cache folder).
 
     Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded
-    (unreadable, binary, not UTF-8, empty, encrypted, or image-only PDF that OCR cannot read), and
-    :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and the engine is not installed.
+    (unreadable, not a regular file, larger than ``max_file_bytes``, text larger than
+    ``max_text_bytes``, binary, not UTF-8, empty, encrypted, over a PDF parser limit, or image-only
+    PDF that OCR cannot read), and :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and
+    the engine is not installed.
     """
     path = Path(path)
     where = f"File {str(path)!r}"
@@ -307,6 +471,8 @@ def load_file(
         raise InvalidDocumentError(f"{where}: does not exist; check the path.")
     if path.is_dir():
         raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
+    _check_limit("max_file_bytes", max_file_bytes)
+    _check_limit("max_text_bytes", max_text_bytes)
     if doc_id is None:
         doc_id = FoundFile(path, Path(root) if root is not None else path.parent).doc_id
     kind = kind or kind_of(path) or "text"
@@ -321,16 +487,24 @@ def load_file(
         }
     )
     if kind == "pdf":
-        pages, title, ocr_pages = _read_pdf(
-            path, where, ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress
-        )
+        _check_file(path, where, max_file_bytes)
+        try:
+            pages, title, ocr_pages = _read_pdf(
+                path, where, ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress
+            )
+        except (InvalidDocumentError, ImportError, OcrUnavailableError):
+            raise
+        except Exception as exc:
+            raise InvalidDocumentError(_pdf_failure(where, exc)) from None
+        _check_text_size(where, sum(len(p.encode("utf-8", "surrogatepass")) for p in pages), max_text_bytes)
         base["pages"] = len(pages)
         # Always present on PDFs (empty: every page from the text layer), so each leaf gets a text_source.
         base[OCR_PAGES_KEY] = ocr_pages
         if title:
             base["title"] = title
         return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(path, len(pages)))
-    text = _read_text(path, where)
+    text = _read_text(path, where, min(max_file_bytes, max_text_bytes))
+    _check_text_size(where, len(text.encode("utf-8", "surrogatepass")), max_text_bytes)
     title = markdown_title(text) if kind == "markdown" else text_title(text)
     if title:
         base["title"] = title
@@ -365,10 +539,20 @@ def load_stream(
     doc_id: str = "stdin",
     kind: Optional[str] = None,
     metadata: Optional[Dict[str, Any]] = None,
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
 ) -> Document:
-    """A :class:`Document` from an open stream (e.g. ``sys.stdin``), read to its end as UTF-8."""
+    """A :class:`Document` from an open stream (e.g. ``sys.stdin``), read to its end as UTF-8.
+
+    At most ``max_text_bytes`` (plus one) are read: an endless stream is refused, not buffered.
+    """
     where = f"Input {doc_id!r}"
-    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    _check_limit("max_text_bytes", max_text_bytes)
+    raw = stream.buffer.read(max_text_bytes + 1) if hasattr(stream, "buffer") else stream.read(max_text_bytes + 1)
+    if len(raw) > max_text_bytes:
+        raise InvalidDocumentError(
+            f"{where}: is larger than the {_mb(max_text_bytes)} limit per document; split it, or raise the "
+            "limit (--max-text-mb, or max_text_bytes=)."
+        )
     if isinstance(raw, bytes):
         text = _decode(raw, where)
     else:
@@ -409,13 +593,86 @@ def text_title(text: str) -> Optional[str]:
     return None
 
 
-def _read_bytes(path: Path, where: str) -> bytes:
+def _pdf_failure(where: str, exc: Exception) -> str:
+    """The reason and the fix for a PDF pypdf gave up on (its limits, a missing package, a bug)."""
+    from pypdf.errors import DependencyError, LimitReachedError
+
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, LimitReachedError):
+        return (f"{where}: exceeds a safety limit of the PDF reader ({detail}): a decompression bomb or a "
+                "page tree deeper than 100; re-export or repair it (e.g. qpdf in.pdf out.pdf) if it is genuine.")
+    if isinstance(exc, DependencyError):
+        return (f"{where}: needs a package that is not installed to be opened ({detail}); "
+                "pip install cryptography (AES-encrypted PDFs), or decrypt it first: qpdf --decrypt in.pdf out.pdf.")
+    if isinstance(exc, RecursionError):
+        return (f"{where}: is nested too deeply for the PDF reader (RecursionError); re-export or repair it, "
+                "e.g. qpdf in.pdf out.pdf.")
+    if isinstance(exc, MemoryError):
+        return f"{where}: needs more memory to read than is available; split it (e.g. qpdf --split-pages)."
+    return (f"{where}: could not be read by the PDF reader ({detail}); re-export or repair it "
+            "(e.g. qpdf in.pdf out.pdf).")
+
+
+def _check_text_size(where: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise InvalidDocumentError(
+            f"{where}: its text is {_mb(size)}, above the {_mb(limit)} limit per document (embedding that "
+            "much takes hours); split it into parts, or raise the limit (--max-text-mb, or max_text_bytes=)."
+        )
+
+
+def _check_file(path: Path, where: str, limit: int) -> int:
+    """Raise unless ``path`` is a regular file of at most ``limit`` bytes; its size (read nothing)."""
     try:
-        return path.read_bytes()
+        info = path.stat()
+    except OSError as exc:
+        raise InvalidDocumentError(f"{where}: cannot be examined ({exc.strerror or exc}).") from None
+    what = _kind_of_entry(info.st_mode)
+    if what is not None:
+        raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
+    if info.st_size > limit:
+        raise InvalidDocumentError(
+            f"{where}: is {_mb(info.st_size)}, above the {_mb(limit)} limit per file; split it, or raise the "
+            "limit (--max-file-mb, or max_file_bytes=)."
+        )
+    return info.st_size
+
+
+def _read_bytes(path: Path, where: str, limit: Optional[int] = None) -> bytes:
+    """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
+
+    The file is opened without blocking (a FIFO swapped in after discovery cannot hang the
+    read) and checked again on the open descriptor; the read stops one byte past the limit, so a
+    file that grows, or reports a false size (``/proc``), cannot exhaust memory.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except PermissionError:
         raise InvalidDocumentError(f"{where}: permission denied; check the file's permissions.") from None
     except OSError as exc:
         raise InvalidDocumentError(f"{where}: cannot be read ({exc.strerror or exc}).") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(fd)
+            what = _kind_of_entry(info.st_mode)
+            if what is not None:
+                raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
+            if limit is not None and info.st_size > limit:
+                raise InvalidDocumentError(
+                    f"{where}: is {_mb(info.st_size)}, above the {_mb(limit)} limit per file; split it, or raise "
+                    "the limit (--max-text-mb / --max-file-mb, or max_text_bytes= / max_file_bytes=)."
+                )
+            raw = handle.read() if limit is None else handle.read(limit + 1)
+        except PermissionError:
+            raise InvalidDocumentError(f"{where}: permission denied; check the file's permissions.") from None
+        except OSError as exc:
+            raise InvalidDocumentError(f"{where}: cannot be read ({exc.strerror or exc}).") from None
+    if limit is not None and len(raw) > limit:
+        raise InvalidDocumentError(
+            f"{where}: is larger than the {_mb(limit)} limit per file (it grew while being read); split it, "
+            "or raise the limit (--max-text-mb / --max-file-mb, or max_text_bytes= / max_file_bytes=)."
+        )
+    return raw
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -440,8 +697,8 @@ def _decode(raw: bytes, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_text(path: Path, where: str) -> str:
-    raw = _read_bytes(path, where)
+def _read_text(path: Path, where: str, limit: Optional[int] = None) -> str:
+    raw = _read_bytes(path, where, limit)
     if not raw.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
     if raw.startswith(b"%PDF-"):
@@ -600,6 +857,8 @@ def _clean_page(text: str) -> str:
 
 
 __all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_TEXT_BYTES",
     "FoundFile",
     "LoadReport",
     "MARKDOWN_SUFFIXES",

@@ -11,6 +11,10 @@
   written to a PNG/SVG/PDF file. :func:`plot_trace` draws every step of a trace side by side.
   Needs ``matplotlib`` (the ``plot`` extra).
 
+- :func:`visible`: document-derived text (names, titles, snippets) with control characters shown
+  as escapes (``\\x1b``), so a file cannot drive the terminal; :func:`safe_console` makes a rich
+  console that applies it to every piece of text it prints (its own styling is untouched).
+
 Both import their library lazily, so ``import drag_knee_retriever`` never needs either.
 """
 
@@ -306,4 +310,42 @@ def plot_trace(trace: Trace, path: Union[str, Path, None] = None, *, max_steps: 
     return fig
 
 
-__all__ = ["plot_knee", "plot_trace", "print_trace", "trace_tree"]
+# C0 controls (except newline and tab), DEL, C1 controls, and the bidirectional overrides and
+# isolates that reorder what a terminal shows ("Trojan source"): none belongs on a screen raw.
+_INVISIBLE = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F] + list(range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
+_INVISIBLE.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+
+
+def visible(text: Any, *, single_line: bool = False) -> str:
+    """``text`` with every control character written as an escape (``"\\x1b[2J"``), safe for a terminal.
+
+    Newlines and tabs stay unless ``single_line`` (names and titles: shown as ``\\n`` and ``\\t``).
+    """
+    text = text if isinstance(text, str) else str(text)
+    out = text.translate(_INVISIBLE)
+    if single_line:
+        out = out.replace("\n", "\\n").replace("\t", "\\t")
+    return out
+
+
+def safe_console(**kwargs: Any) -> "Console":
+    """A rich Console that shows control characters in all printed text as escapes (see :func:`visible`).
+
+    Rich's own output (colours, the live progress display) passes through untouched: only the
+    text of ordinary segments is rewritten, just before it is written to the terminal.
+    """
+    _import_rich()
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class _SafeConsole(Console):  # type: ignore[misc, valid-type]
+        def _render_buffer(self, buffer: Any) -> str:
+            return super()._render_buffer(
+                segment if segment.control else Segment(visible(segment.text), segment.style, None)
+                for segment in buffer
+            )
+
+    return _SafeConsole(**kwargs)
+
+
+__all__ = ["plot_knee", "plot_trace", "print_trace", "safe_console", "trace_tree", "visible"]

@@ -77,7 +77,10 @@ def ingest(
     exclude: Annotated[Optional[List[str]], typer.Option("--exclude", help="Glob of files to leave out (repeatable), e.g. 'drafts/*'.", show_default=False)] = None,
     language: LanguageOption = None,
     stdin_name: Annotated[str, typer.Option("--stdin-name", help="Document id for text read from '-' (its suffix picks the kind, e.g. notes.md).")] = "stdin",
-    strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) if any file is skipped, instead of ingesting the rest.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) at the first file that cannot be read, ingesting nothing, instead of skipping it.")] = False,
+    follow_links: Annotated[bool, typer.Option("--follow-links", help="Follow links that point out of the folders given (never followed by default).")] = False,
+    max_file_mb: Annotated[float, typer.Option("--max-file-mb", min=0.001, help="Skip files larger than this, before reading them.")] = 256.0,
+    max_text_mb: Annotated[float, typer.Option("--max-text-mb", min=0.001, help="Skip documents whose text is larger than this (UTF-8).")] = 8.0,
     model: ModelOption = None,
     model_path: ModelPathOption = None,
     ocr: OcrOption = Ocr.auto,
@@ -91,6 +94,8 @@ def ingest(
         report = load_paths(
             paths, include=include or (), exclude=exclude or (), stdin_name=stdin_name, progress=progress,
             ocr=ocr.value, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir(index, url),
+            strict=strict, follow_links=follow_links, max_file_bytes=int(max_file_mb * 1024 * 1024),
+            max_text_bytes=int(max_text_mb * 1024 * 1024),
         )
     for skipped in report.skipped:
         err.print(f"skipped {escape(skipped.path)}: {escape(skipped.reason)}", style="yellow")

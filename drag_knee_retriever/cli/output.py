@@ -6,7 +6,10 @@ Results go to stdout (``out``); progress, warnings and errors to stderr (``err``
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
+import os
 import sys
 import textwrap
 import warnings
@@ -15,9 +18,50 @@ from typing import Any, Dict, Optional
 from rich.console import Console
 from rich.text import Text
 
+class CliConsole(Console):
+    """The CLI's consoles: text made safe for a terminal, and a closed stream is not an error.
+
+    - Every printed segment goes through :func:`~drag_knee_retriever.render.visible`: a file name,
+      title or snippet holding ``ESC]0;...BEL`` or ``ESC[2J`` is shown as ``\\x1b]0;...``, never
+      executed by the terminal. Rich's own styling and live display (control segments) pass.
+    - A stream closed under us (``drag-knee ingest corpus 2>&1 | head -n 1``: the reader is gone)
+      silences this console instead of raising BrokenPipeError out of a progress tick, which ended
+      the ingest half-way. JSON output (``--json``) is written with ``typer.echo``, exact.
+    """
+
+    def _render_buffer(self, buffer: Any) -> str:
+        from rich.segment import Segment
+
+        from ..render import visible
+
+        return super()._render_buffer(
+            segment if segment.control else Segment(visible(segment.text), segment.style, None) for segment in buffer
+        )
+
+    def on_broken_pipe(self) -> None:
+        # Rich's default exits (SystemExit(1)): here the work goes on, unheard. The stream's fd
+        # points at /dev/null from now on, so the interpreter's last flush does not fail either.
+        self.quiet = True
+        stream = self.file
+        with contextlib.suppress(Exception):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError) and exc.errno not in (errno.EPIPE, errno.EBADF):
+                raise
+            # Nobody reads this stream any more: drop what was buffered and print nothing from now on.
+            del self._buffer[:]
+            self.quiet = True
+
+
 # Results to stdout; progress, warnings and errors to stderr, so `--json | jq` stays clean.
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = CliConsole(highlight=False, soft_wrap=False)
+err = CliConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 class PhaseProgress:

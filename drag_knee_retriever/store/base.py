@@ -86,13 +86,14 @@ TIE_MARGIN = 16
 
 
 def fetch_limit(request: RankRequest, light: bool) -> int:
-    """How many hits to ask the engine for: the limit, plus :data:`TIE_MARGIN` for a light ranking.
+    """How many hits to ask the engine for: the limit plus :data:`TIE_MARGIN`, cut again by the store.
 
-    Only light rankings (the walk's) over-fetch: their hits carry no payload to speak of, while
-    a full ranking (flat search) would read the extra hits' whole payloads.
+    The engines return equal scores in an internal order (Qdrant Edge's changes from process to
+    process), so a list cut at exactly ``limit`` kept an arbitrary part of a tie group at the
+    cut: over-fetching and cutting after ordering ties by id (``payload.stable_order``) gives the
+    same list every run, unless a tie group at the cut is longer than the margin. A full ranking
+    (flat search) reads the extra hits' payloads too: a few microseconds each.
     """
-    if not light:
-        return request.limit
     more = request.limit + TIE_MARGIN
     if request.candidate_ids is not None:
         more = min(more, len(request.candidate_ids))

@@ -24,6 +24,7 @@ is a number in range (never for a missing field, a string or a bool).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -66,6 +67,25 @@ def match(field: str, value: Any) -> Condition:
 
 # -- parsing -------------------------------------------------------------------------------------
 
+# A metadata field name as both engines' JSON paths accept it: words (letters, digits, "_", "-",
+# in any script) joined by dots. Spaces, "$", quotes, brackets, emoji, control and zero-width
+# characters made both raise a bare ValueError ("invalid JSON path").
+_FIELD_KEY = re.compile(r"[\w-]+(?:\.[\w-]+)*")
+
+
+def check_filter_key(key: Any) -> None:
+    """Raise :class:`InvalidQueryError` unless ``key`` is a field name both engines accept."""
+    if not isinstance(key, str):
+        raise InvalidQueryError(f"filter key {key!r} must be a string (a metadata field name such as 'lang').")
+    check_unicode(key, "filter key", InvalidQueryError)
+    if not _FIELD_KEY.fullmatch(key) or any(not (ch.isalnum() or ch in "_-.") for ch in key):
+        raise InvalidQueryError(
+            f"filter key {key!r} is not a field name: use letters, digits, '_' and '-', with '.' between the "
+            "parts of a nested field (e.g. 'lang' or 'author.name'); spaces, '$', quotes, brackets, emoji and "
+            "control characters cannot be matched."
+        )
+
+
 
 def _field(key: Any) -> str:
     if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
@@ -75,7 +95,7 @@ def _field(key: Any) -> str:
             f"filter key {key!r} is not a field, and the only operators allowed as keys are $and, $or "
             f"and $not; comparison operators go inside a field: {_EXAMPLE}."
         )
-    check_unicode(key, "filter key", InvalidQueryError)
+    check_filter_key(key)
     return key if key in TOP_LEVEL_FIELDS else f"metadata.{key}"
 
 
@@ -248,6 +268,7 @@ def _from_qdrant_condition(cond: Any) -> Condition:
 def _field_key(key: Any) -> str:
     if not isinstance(key, str) or not key.strip():
         raise InvalidQueryError(f"Qdrant filter key {key!r} must be a field name string.")
+    check_filter_key(key)
     return key
 
 

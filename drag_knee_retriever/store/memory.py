@@ -5,9 +5,11 @@ given, honours every request field and filter, counts round trips) with no engin
 unit test can run the index or the walk without Qdrant. It computes what the Qdrant engines do:
 
 - dense: exact cosine, vectors normalised to float32 on write, the query on search, a float32 dot;
-- BM25: the IDF modifier over the live collection, ``ln((N - df + 0.5) / (df + 0.5) + 1)`` with
-  ``N`` the points holding a sparse vector and ``df`` those holding the term, times the query value,
-  dotted with the stored values; a point sharing no term with the query is not on that side;
+- BM25: the embedded stores' exact scheme (:mod:`~drag_knee_retriever.bm25_idf`): stored values
+  on the ``1 / TF_SCALE`` grid, the query weighted by ``ln((N - df + 0.5) / (df + 0.5) + 1)`` over
+  the live collection (``N`` the points holding a sparse vector, ``df`` those holding the term) on
+  the ``1 / IDF_SCALE`` grid, terms no point holds dropped; a point sharing no term with the query
+  is not on that side;
 - fusion: RRF ``sum_i w_i-term(position_i)`` with ``1 / ((position + 1) / w + k - 1)`` (0 for
   ``w <= 0``) over each side's top :func:`~.base.side_limit` hits, as qdrant-client local mode;
 - order: score, then node id (:func:`~.payload.stable_order`), as the engines' hits are cut.
@@ -29,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..bm25_idf import IDF_SCALE, quantize_document
 from ..errors import ConfigError, InvalidQueryError, StoreError
 from ..nodes import TreeNode
 from . import filters as F
@@ -120,7 +123,7 @@ class MemoryStore(NodeStore):
         vector = vector / (norm if norm != 0.0 else np.float32(1e-8))
         if len(sparse_indices) != len(sparse_values):
             raise StoreError(f"point {point_id}: sparse indices and values differ in length.")
-        sparse = {int(i): float(v) for i, v in zip(sparse_indices, sparse_values)}
+        sparse = {int(i): v for i, v in zip(sparse_indices, quantize_document(sparse_values))}
         self._drop(point_id)
         self._points[point_id] = _Point(copy.deepcopy(payload), vector, sparse)
         if sparse:
@@ -216,8 +219,12 @@ class MemoryStore(NodeStore):
         dense_q = dense_q / (norm if norm != 0.0 else np.float32(1e-8))
         with self._lock:
             n = self._with_sparse
-            weighted = {int(i): float(v) * math.log((n - self._df.get(int(i), 0) + 0.5) / (self._df.get(int(i), 0) + 0.5) + 1)
-                        for i, v in zip(query.sparse_indices, query.sparse_values)}
+            weighted: Dict[int, float] = {}
+            for i, v in zip(query.sparse_indices, query.sparse_values):
+                df = self._df.get(int(i), 0)
+                if df > 0:
+                    steps = max(1, round(float(v) * math.log((n - df + 0.5) / (df + 0.5) + 1) * IDF_SCALE))
+                    weighted[int(i)] = weighted.get(int(i), 0.0) + steps / IDF_SCALE
             results = []
             for request in requests:
                 pool = self._select(F.request_conditions(request))

@@ -53,14 +53,18 @@ def light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     )
 
 
-def meta_payload(dense_size: int, model_id: str, sparse_model: str) -> Dict[str, Any]:
-    """The bookkeeping point's payload: which model built the collection.
+def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Optional[str] = None) -> Dict[str, Any]:
+    """The bookkeeping point's payload: which model built the collection (and how BM25's IDF is applied).
 
     It has no doc_id, level or is_leaf, so no search (always restricted by level, leaf flag, ids
-    or ``level >= 0``) and no count sees it.
+    or ``level >= 0``) and no count sees it. ``bm25_idf``: the store's own IDF scheme
+    (:data:`~drag_knee_retriever.bm25_idf.SCHEME`), absent when the engine applies IDF.
     """
-    return {"kind": "meta", "model_id": model_id, "dense_size": dense_size,
-            "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION}
+    payload = {"kind": "meta", "model_id": model_id, "dense_size": dense_size,
+               "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION}
+    if bm25_idf:
+        payload["bm25_idf"] = bm25_idf
+    return payload
 
 
 def meta_vector(dense_size: int) -> List[float]:

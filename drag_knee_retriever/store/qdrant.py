@@ -5,13 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import os
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ..errors import StoreError, StoreLockedError
+from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
+from ..disk import io_error
+from ..redact import protect, redact_text, redact_url
+from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
-from .base import DENSE, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
+from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .base import FilterSpec
 from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
 
@@ -36,6 +42,7 @@ class QdrantClientStore(NodeStore):
         upsert_batch_size: int = 256,
         client: Any = None,
         async_client: Any = None,
+        timeout: float = 10.0,
     ) -> None:
         super().__init__()
         from qdrant_client import QdrantClient, models
@@ -46,6 +53,13 @@ class QdrantClientStore(NodeStore):
         self.engine = "server" if url else "local"
         self._where = url or location
         self._range_indexes: set = set()  # payload fields given a float index for range filters
+        self.timeout = timeout
+        # Local mode: BM25 IDF kept here in exact arithmetic (bm25_idf.py), like Qdrant Edge, so both
+        # engines give the same bits every run. A server keeps its own IDF (other clients write too).
+        self._idf = ClientIdf(enabled=self.engine == "local")
+        # Credentials written into the URL never reach a message or a log line (see redact.py).
+        self._secrets = protect(url, [api_key] if api_key else []) if url else []
+        self._where = redact_url(url) if url else location
         # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
         # it runs under the GIL anyway, so serialising its calls costs no parallelism.
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
@@ -56,14 +70,26 @@ class QdrantClientStore(NodeStore):
         elif url:
             from qdrant_client import AsyncQdrantClient
 
-            self.client = QdrantClient(url=url, api_key=api_key)
+            # A bounded timeout: an unreachable server fails within it, with the cause named. No
+            # version probe at construction: against an unreachable server it cost ~4 s per client
+            # before our own first request could name the cause.
+            seconds = max(1, math.ceil(timeout))
+            self.client = QdrantClient(url=url, api_key=api_key, timeout=seconds, check_compatibility=False)
             if self.async_client is None:
-                self.async_client = AsyncQdrantClient(url=url, api_key=api_key)
+                self.async_client = AsyncQdrantClient(url=url, api_key=api_key, timeout=seconds,
+                                                      check_compatibility=False)
         else:
             try:
                 if location in (None, ":memory:"):
                     self.client = QdrantClient(location=":memory:")
                 else:
+                    if (Path(os.fspath(location)).expanduser() / collection / EDGE_MARKER).exists():
+                        # Opening it in local mode would silently start a second, empty index beside it.
+                        raise StoreError(
+                            f"The folder {str(location)!r} holds a Qdrant Edge index of collection {collection!r}, "
+                            "not a qdrant-client local-mode one. Open it with engine='edge' (the default; "
+                            "--engine edge or auto), or use another folder for local mode."
+                        )
                     self.client = QdrantClient(path=str(location))
             except RuntimeError as exc:
                 if "already accessed" in str(exc) or "lock" in str(exc).lower():
@@ -87,12 +113,11 @@ class QdrantClientStore(NodeStore):
         except Exception as exc:
             if self.engine != "server":
                 raise
-            # Never format the exception's request (headers carry the API key); name the URL only.
-            reason = getattr(exc, "reason_phrase", None) or type(exc).__name__
-            status = getattr(exc, "status_code", None)
+            # Never format the exception's request (headers carry the API key); the cause, masked.
             raise StoreError(
-                f"Could not reach the Qdrant server at {self._where} ({status or ''} {reason}). Check that it "
-                "runs and the URL and port; for 401/403 check the API key (api_key= or QDRANT_API_KEY)."
+                f"Could not reach the Qdrant server at {self._where}: {_server_failure(exc, self.timeout, self._secrets)}. "
+                "Check that it runs and the URL and port; for 401/403 check the API key (api_key= or "
+                "QDRANT_API_KEY)."
             ) from None
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
@@ -115,13 +140,17 @@ class QdrantClientStore(NodeStore):
         m = self._m
         if exists:
             self._check_own_schema()
+            self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
         self.client.create_collection(
             self.collection,
             vectors_config={DENSE: m.VectorParams(size=dense_size, distance=m.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(
+                modifier=m.Modifier.NONE if self._idf.enabled else m.Modifier.IDF)},
         )
+        if self._idf.enabled:
+            self._idf.rebuild([])
         if self.engine == "server":
             for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD)):
@@ -132,7 +161,8 @@ class QdrantClientStore(NodeStore):
         m = self._m
         # The collection records which model built it in a bookkeeping point (see payload.meta_payload).
         point = m.PointStruct(id=META_ID, vector={DENSE: meta_vector(dense_size)},
-                              payload=meta_payload(dense_size, model_id, sparse_model))
+                              payload=meta_payload(dense_size, model_id, sparse_model,
+                                                   IDF_SCHEME if self._idf.enabled else None))
         self.client.upsert(self.collection, [point])
 
     def collection_info(self) -> Dict[str, Any]:
@@ -152,26 +182,83 @@ class QdrantClientStore(NodeStore):
                     id=r.node.id,
                     vector={
                         DENSE: [float(x) for x in r.dense],
-                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)), values=list(map(float, r.sparse_values))),
+                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)),
+                                               values=self._idf.document_values(r.sparse_values)),
                     },
                     payload=node_payload(r.node),
                 )
                 for r in chunk
             ]
             self._count()
-            with self._engine_lock:
+            with self._engine_lock, self._disk_errors(f"write {len(points)} nodes"), self._idf_in_step():
+                replaced = self._sparse_terms(ids=[p.id for p in points]) if self._idf.enabled else []
                 self.client.upsert(self.collection, points, wait=True)
+                if self._idf.enabled:
+                    self._idf.frequencies.remove(replaced)
+                    self._idf.frequencies.add([r.sparse_indices for r in chunk])
+
+    @contextlib.contextmanager
+    def _idf_in_step(self) -> Iterator[None]:
+        """A write that fails may or may not have landed: count the frequencies again before the next query."""
+        try:
+            yield
+        except BaseException:
+            self._idf.stale = self._idf.enabled
+            raise
+
+    def _sparse_terms(self, *, ids: Optional[Sequence[str]] = None, flt: Any = None) -> List[List[int]]:
+        """The BM25 term ids of stored nodes, by id or by filter (call under the engine lock)."""
+        if ids is not None:
+            points = self.client.retrieve(self.collection, list(ids), with_payload=False, with_vectors=[SPARSE]) if ids else []
+        else:
+            points, offset = [], None
+            while True:
+                page, offset = self.client.scroll(self.collection, scroll_filter=flt, limit=1024, offset=offset,
+                                                  with_payload=False, with_vectors=[SPARSE])
+                points.extend(page)
+                if offset is None:
+                    break
+        out = []
+        for point in points:
+            vector = point.vector.get(SPARSE) if isinstance(point.vector, dict) else None
+            if vector is not None:
+                out.append(list(vector.indices))
+        return out
+
+    def _fresh_idf(self) -> None:
+        if self._idf.enabled and self._idf.stale:
+            m = self._m
+            with self._engine_lock:
+                self._idf.rebuild(self._sparse_terms(flt=m.Filter(must=[m.FieldCondition(key="level", range=m.Range(gte=0))])))
+
+    @contextlib.contextmanager
+    def _disk_errors(self, what: str) -> Iterator[None]:
+        """A write the disk refused (full, read-only, permissions; SQLite's words too) as StoreIOError."""
+        try:
+            yield
+        except DragKneeError:
+            raise
+        except Exception as exc:
+            refused = io_error(exc, what, self._where if self.engine == "local" else "the server")
+            if refused is None:
+                raise
+            raise refused from exc
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         m = self._m
         steps, excluded = F.delete_plan(doc_id, except_hash)
         must_not = self._conditions(excluded) or None
+        with self._engine_lock:
+            gone = self._sparse_terms(flt=m.Filter(must=self._conditions(steps[-1]), must_not=must_not)) \
+                if self._idf.enabled else []
         # Local mode deletes point by point: the root first, so no cut leaves a root without children.
         for step in steps:
             self._count()
-            with self._engine_lock:
+            with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"), self._idf_in_step():
                 self.client.delete(self.collection, points_selector=m.FilterSelector(
                     filter=m.Filter(must=self._conditions(step), must_not=must_not)), wait=True)
+        if self._idf.enabled:
+            self._idf.frequencies.remove(gone)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -263,7 +350,9 @@ class QdrantClientStore(NodeStore):
         m = self._m
         with_payload: Any = list(WALK_FIELDS) if light else True
         dense_q = list(query.dense)
-        sparse_q = m.SparseVector(indices=list(query.sparse_indices), values=list(query.sparse_values))
+        self._fresh_idf()
+        terms, weights = self._idf.query(query.sparse_indices, query.sparse_values)
+        sparse_q = m.SparseVector(indices=terms, values=weights)
         batch: List[Any] = []
         layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
         for request in requests:
@@ -328,6 +417,26 @@ class QdrantClientStore(NodeStore):
                 log.debug("async qdrant client left open (running event loop)", exc_info=True)
             except Exception:
                 log.debug("async qdrant client close failed", exc_info=True)
+
+
+def _server_failure(exc: BaseException, timeout: float, secrets: Sequence[str]) -> str:
+    """Why a server request failed, in words, with no credential in it (never the request itself)."""
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(e) for e in (exc, exc.__cause__, getattr(exc, "source", None)) if e is not None and str(e))
+    low = text.lower()
+    if status:
+        cause = f"HTTP {status} {getattr(exc, 'reason_phrase', '') or ''}".strip()
+    elif "refused" in low:
+        cause = "connection refused (nothing listens at that address and port)"
+    elif "timed out" in low or "timeout" in low or "deadline" in low:
+        cause = f"no answer within the {timeout:g} s timeout"
+    elif "name or service not known" in low or "nodename nor servname" in low or "getaddrinfo" in low:
+        cause = "the host name does not resolve"
+    elif "ssl" in low or "certificate" in low:
+        cause = f"a TLS error ({text[:200]})"
+    else:
+        cause = f"{type(exc).__name__}: {text[:200] or 'no reason given'}"
+    return redact_text(cause, secrets)
 
 
 def _nodes(points: Iterable[Any]) -> List[TreeNode]:

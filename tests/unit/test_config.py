@@ -61,7 +61,7 @@ def test_filters_become_typed_conditions():
         ({"lang": 1.5}, "type float"),
         ({"lang": {"$ne": {"x": 1}}}, "type dict"),
         ({"lang": ["a", 1]}, "mixes value types"),
-        ({"bad'key": "x"}, "plain field name"),
+        ({"bad'key": "x"}, "is not a field name"),
     ],
 )
 def test_bad_filters(filters, message):

@@ -58,7 +58,8 @@ def test_dense_cosine_bm25_idf_and_rrf_by_hand(store):
     assert [h.node.id for h in dense] == [LEAVES[0], ROOT, LEAVES[1], LEAVES[2]]
     assert dense[1].score == pytest.approx(1 / math.sqrt(2), rel=1e-6)
     # Term 2 is held by leaf 1 only, among 4 points with a sparse vector.
-    assert [(h.node.id, h.score) for h in sparse] == [(LEAVES[1], pytest.approx(math.log((4 - 1 + 0.5) / 1.5 + 1)))]
+    # IDF on the 1/64 grid (bm25_idf.py).
+    assert [(h.node.id, h.score) for h in sparse] == [(LEAVES[1], pytest.approx(math.log((4 - 1 + 0.5) / 1.5 + 1), abs=1 / 128))]
     # Leaf 1: dense position 2 (1/(3+1)) + sparse position 0 with weight 2 (1/(0.5+1)).
     assert fused[0].node.id == LEAVES[1] and fused[0].score == pytest.approx(1 / 4 + 1 / 1.5)
     assert (fused[0].dense_rank, fused[0].sparse_rank) == (2, 0)

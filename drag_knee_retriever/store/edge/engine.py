@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import tempfile
@@ -12,7 +13,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
+from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
+from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
+from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError, StoreLockedError
 from ...nodes import TreeNode
 from .. import filters as F
 from ..base import (
@@ -80,13 +83,16 @@ def _match_value(qe: Any, value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _engine_errors(what: str) -> Iterator[None]:
+def _engine_errors(what: str, where: Optional[str] = None) -> Iterator[None]:
     """Turn the engine's bare exceptions into a StoreError that says what was being done."""
     try:
         yield
     except (StoreError, StoreLockedError, ModelMismatchError, InvalidQueryError):
         raise
     except Exception as exc:
+        refused = io_error(exc, what, where or "the index folder")
+        if refused is not None:  # the disk said no (full, read-only, permissions): the index is intact
+            raise refused from exc
         raise StoreError(f"Qdrant Edge failed to {what}: {exc}") from exc
 
 
@@ -139,19 +145,31 @@ class EdgeStore(NodeStore):
         self.location = ":memory:" if self.in_memory else str(base)
         self.path = base / collection
         self._shard: Any = None
-        self._last_query: Optional[Tuple[QueryVectors, Any, Any]] = None
+        self._last_query: Optional[Tuple[QueryVectors, Any, Any, int]] = None
         self._exact = self._qe.SearchParams(exact=True)
         self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
         # Complete only once this store creates the shard (open_collection); see NodeCache.
         self._node_map = NodeCache(node_map_capacity, complete=False)
+        # BM25 IDF kept here, in exact arithmetic (bm25_idf.py); decided per collection when opened.
+        self._idf = ClientIdf(enabled=True)
         self._deleted = False
         self._closed = False
         self._lock = FolderLock(self.path / LOCK_FILE)
         self._finalizer = weakref.finalize(self, cleanup, self._lock, self._temp_dir)
+        if not self.in_memory and base.exists() and not os.access(base, os.W_OK):
+            self._finalizer()
+            raise StoreIOError(
+                f"The index folder {str(base)!r} is read-only (or not writable by this user). Qdrant Edge writes "
+                "its log whenever it opens an index, so it cannot open one there, not even to search. The index "
+                "is intact: copy the folder to a writable disk (cp -r) and open the copy.",
+                errno_code=errno.EROFS,
+            )
+        # Edge memory-maps its files: on a full disk it dies by SIGBUS instead of raising, so look first.
+        check_free_space(base, edge_open_needs(self.path, wal=not self.in_memory), "open the index")
         self._lock.acquire(f"{str(base)!r} (collection {collection!r})")
         try:
             if (self.path / _SHARD_MARKER).exists():
-                with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)"):
+                with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)", str(base)):
                     self._shard = self._qe.EdgeShard.load(str(self.path))
         except Exception:
             self._finalizer()
@@ -178,20 +196,26 @@ class EdgeStore(NodeStore):
         qe = self._qe
         self._count()
         if self._shard is not None:
+            self._idf = ClientIdf(enabled=self.collection_info().get("bm25_idf") == IDF_SCHEME)
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dense_size, distance=qe.Distance.Cosine)},
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            # No engine IDF: the store weighs the query by a collection-wide IDF itself, on exact grids,
+            # because Edge sums IDF-weighted terms in a per-process order (bm25_idf.py).
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=getattr(qe.Modifier, "None"))},
             # indexing_threshold=0 switches HNSW building off: every search stays exact (package docstring).
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0),
             # An ephemeral index needs no write-ahead log (upserts ~35% faster without it).
             wal_enabled=not self.in_memory,
         )
-        with _engine_errors(f"create the index in {str(self.path)!r}"):
+        check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
+        with _engine_errors(f"create the index in {str(self.path)!r}", self.location):
             self._shard = qe.EdgeShard.create(str(self.path), config)
             # An empty shard made here: this store sees every write from now on.
             self._node_map = NodeCache(self._node_map.capacity, complete=True)
+            self._idf = ClientIdf(enabled=True)
+            self._idf.rebuild([])
             for field, schema in _PAYLOAD_INDEXES:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
         self._write_meta(dense_size, model_id, sparse_model)
@@ -199,7 +223,8 @@ class EdgeStore(NodeStore):
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
         qe = self._qe
         # The same bookkeeping point as every engine (see payload.meta_payload).
-        point = qe.Point(META_ID, {DENSE: meta_vector(dense_size)}, meta_payload(dense_size, model_id, sparse_model))
+        point = qe.Point(META_ID, {DENSE: meta_vector(dense_size)}, meta_payload(dense_size, model_id, sparse_model,
+                                                                               IDF_SCHEME if self._idf.enabled else None))
         with _engine_errors("write the collection's bookkeeping point"):
             self.shard.update(qe.UpdateOperation.upsert_points([point]))
             self.shard.flush()
@@ -230,22 +255,67 @@ class EdgeStore(NodeStore):
                     {
                         DENSE: np.asarray(r.dense, dtype=np.float64).tolist(),
                         SPARSE: qe.SparseVector(np.asarray(r.sparse_indices, dtype=np.int64).tolist(),
-                                                np.asarray(r.sparse_values, dtype=np.float64).tolist()),
+                                                self._idf.document_values(r.sparse_values)),
                     },
                     payload,
                 )
                 for r, (node_id, payload) in zip(chunk, payloads)
             ]
+            # Twice each node's estimate: the WAL and the segment hold it.
+            check_free_space(self.path, (MARGIN if self.in_memory else WRITE_MARGIN) + 2 * sum(
+                BYTES_PER_NODE + 4 * len(p[1].get("text") or "") for p in payloads), f"write {len(points)} nodes")
             self._node_map.put(payloads)  # before the engine write: see NodeCache
+            replaced = self._sparse_terms(ids=[p[0] for p in payloads]) if self._idf.enabled else []
             self._count()
-            with self._dropping_node_map_on_error(), \
-                    _engine_errors(f"write {len(points)} nodes (vector size or payload rejected?)"):
-                shard.update(qe.UpdateOperation.upsert_points(points))
+            with self._dropping_node_map_on_error(), self._idf_in_step(), \
+                    _engine_errors(f"write {len(points)} nodes (vector size or payload rejected?)", self.location):
+                # One point per operation: within one operation Edge gives the points internal offsets
+                # in an order that changes from process to process, and equal scores are returned in
+                # offset order, so the same ingest ranked ties differently every run. Point by point
+                # costs the same (3,000 points: 0.15 s either way).
+                for point in points:
+                    shard.update(qe.UpdateOperation.upsert_points([point]))
+            if self._idf.enabled:
+                self._idf.frequencies.remove(replaced)
+                self._idf.frequencies.add([r.sparse_indices for r in chunk])
         if records:
             # Durable on return, like qdrant-client's wait=True (a WAL replays it anyway, but a
             # flush also bounds the time a reopen spends replaying).
-            with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk"):
+            with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk", self.location):
                 shard.flush()
+
+    @contextlib.contextmanager
+    def _idf_in_step(self) -> Iterator[None]:
+        """A write that fails may or may not have landed: count the frequencies again before the next query."""
+        try:
+            yield
+        except BaseException:
+            self._idf.stale = self._idf.enabled
+            raise
+
+    def _sparse_terms(self, *, ids: Optional[Sequence[str]] = None, must: Optional[List[Any]] = None,
+                      must_not: Optional[List[Any]] = None) -> List[List[int]]:
+        """The BM25 term ids of stored nodes: by id, or by filter (every node: ``level >= 0``)."""
+        qe = self._qe
+        self._count()
+        with _engine_errors("read BM25 terms", self.location):
+            if ids is not None:
+                records = self.shard.retrieve(list(ids), with_payload=False, with_vector=[SPARSE]) if ids else []
+            else:
+                records, offset = [], None
+                while True:
+                    page, offset = self.shard.scroll(qe.ScrollRequest(
+                        offset=offset, limit=1024, with_payload=False, with_vector=[SPARSE],
+                        filter=qe.Filter(must=must or None, must_not=must_not)))
+                    records.extend(page)
+                    if offset is None:
+                        break
+        return [list(r.vector[SPARSE].indices) for r in records if r.vector and SPARSE in r.vector]
+
+    def _fresh_idf(self) -> None:
+        if self._idf.enabled and self._idf.stale and self._shard is not None:
+            qe = self._qe
+            self._idf.rebuild(self._sparse_terms(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))]))
 
     @contextlib.contextmanager
     def _dropping_node_map_on_error(self) -> Iterator[None]:
@@ -261,7 +331,7 @@ class EdgeStore(NodeStore):
         steps, excluded = F.delete_plan(doc_id, except_hash)
         must_not = self._conditions(excluded) or None
         of_doc = self._conditions(steps[-1])
-        with self._dropping_node_map_on_error(), _engine_errors(f"delete the nodes of document {doc_id!r}"):
+        with self._dropping_node_map_on_error(), _engine_errors(f"delete the nodes of document {doc_id!r}", self.location):
             # The index clears every document before writing it, new ones included: a count on
             # the doc_id index spares those the two deletes and the flush to disk.
             self._count()
@@ -269,11 +339,15 @@ class EdgeStore(NodeStore):
                 return
             # The root first (the NodeStore contract): it is the tree's commit point, so a delete
             # cut short leaves only rootless nodes, which no search reaches and the next ingest removes.
-            for step in steps:
-                self._count()
-                self.shard.update(qe.UpdateOperation.delete_points_by_filter(
-                    qe.Filter(must=self._conditions(step), must_not=must_not)))
-            self.shard.flush()
+            gone = self._sparse_terms(must=of_doc, must_not=must_not) if self._idf.enabled else []
+            with self._idf_in_step():
+                for step in steps:
+                    self._count()
+                    self.shard.update(qe.UpdateOperation.delete_points_by_filter(
+                        qe.Filter(must=self._conditions(step), must_not=must_not)))
+                self.shard.flush()
+            if self._idf.enabled:
+                self._idf.frequencies.remove(gone)
         self._node_map.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
         self._deleted = True
 
@@ -444,15 +518,16 @@ class EdgeStore(NodeStore):
         types each time cost ~40 us per request. The last query's objects are kept (one tuple,
         replaced atomically, so concurrent searches at worst rebuild them).
         """
+        self._fresh_idf()
+        version = self._idf.frequencies.version
         cached = self._last_query
-        if cached is not None and cached[0] is query:
+        if cached is not None and cached[0] is query and cached[3] == version:
             return cached[1], cached[2]
         qe = self._qe
         dense_q = qe.Query.Nearest(np.asarray(query.dense, dtype=np.float64).tolist(), using=DENSE)
-        sparse_q = qe.Query.Nearest(qe.SparseVector(np.asarray(query.sparse_indices, dtype=np.int64).tolist(),
-                                                    np.asarray(query.sparse_values, dtype=np.float64).tolist()),
-                                    using=SPARSE)
-        self._last_query = (query, dense_q, sparse_q)
+        terms, weights = self._idf.query(query.sparse_indices, query.sparse_values)
+        sparse_q = qe.Query.Nearest(qe.SparseVector(terms, weights), using=SPARSE)
+        self._last_query = (query, dense_q, sparse_q, version)
         return dense_q, sparse_q
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:

@@ -35,8 +35,16 @@ class FolderLock:
     def acquire(self, describe: str) -> None:
         if fcntl is None:  # pragma: no cover - Windows
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            from ...disk import io_error
+
+            refused = io_error(exc, "open the index", self.path.parent.parent)
+            if refused is None:
+                raise
+            raise refused from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -1,0 +1,229 @@
+"""A full or read-only disk (issue 16, item 1): a clear error that says the index is intact, never a SIGBUS.
+
+Qdrant Edge memory-maps its log and segments; on a full disk it died by SIGBUS (exit 135) and
+printed nothing, even for ``stats``; a disk filling during writes printed a traceback; a full or
+read-only disk was reported as a *damaged* index ("move the folder aside and ingest again"). The
+real reproduction needs a small file system: these tests mount a tmpfs (root and a kernel that
+allows it; skipped with the reason otherwise), copy a real index into it, fill it with ``dd``-like
+writes and run the real engine and the ``drag-knee`` command against it. A unit test injects
+``ENOSPC`` into the engine's write call and runs everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever.disk import free_bytes, io_error, os_errno
+from drag_knee_retriever.errors import StoreError, StoreIOError
+from hardening_support import bounded
+from support import ENGINES
+
+MIB = 1024 * 1024
+MODEL_DIR = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+
+
+def _docs(n: int, prefix: str = "doc"):
+    return [Document(id=f"{prefix}{i}.txt", text=f"Note {i} about lighthouses, harbours and keepers. " * 20
+                     + f"\n\nA second paragraph of note {i} on tides and storms.") for i in range(n)]
+
+
+def _mount_error() -> str:
+    if sys.platform != "linux":
+        return "tmpfs mounts need Linux"
+    if os.geteuid() != 0:
+        return "mounting a tmpfs needs root (run the suite as root, or in a container with CAP_SYS_ADMIN)"
+    return ""
+
+
+class Tmpfs:
+    """A small tmpfs mounted for one test (unmounted at the end)."""
+
+    def __init__(self, root: Path, megabytes: int) -> None:
+        self.path = root / f"tmpfs-{uuid.uuid4().hex[:8]}"
+        self.path.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(self.path)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            self.path.rmdir()
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); "
+                        "the disk-full reproductions need one")
+
+    def fill(self, leave_mb: float) -> None:
+        """Write a filler file so that about ``leave_mb`` MB stay free."""
+        free = free_bytes(self.path)
+        with open(self.path / "filler", "ab") as handle:
+            handle.write(b"\0" * max(0, free - int(leave_mb * MIB)))
+
+    def unfill(self) -> None:
+        (self.path / "filler").unlink(missing_ok=True)
+
+    def read_only(self, on: bool = True) -> None:
+        subprocess.run(["mount", "-o", f"remount,{'ro' if on else 'rw'}", str(self.path)], check=True)
+
+    def close(self) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    reason = _mount_error()
+    if reason:
+        pytest.skip(reason)
+    made = []
+
+    def make(megabytes: int) -> Tmpfs:
+        fs = Tmpfs(tmp_path, megabytes)
+        made.append(fs)
+        return fs
+
+    yield make
+    for fs in made:
+        fs.close()
+
+
+@pytest.fixture(scope="module")
+def built_index(tmp_path_factory, caching_encoder):
+    """A real 49-node Edge index in a folder, closed (to be copied onto a small disk)."""
+    folder = tmp_path_factory.mktemp("built") / "index"
+    with DragKneeIndex(folder, engine="edge", encoder=caching_encoder) as index:
+        index.add_documents(_docs(12))
+        count = index.store.count()
+    return folder, count
+
+
+def _copy(source: Path, target: Path) -> None:
+    """``cp -r`` as the issue's user did: Edge's preallocated log stays sparse (holes are not written)."""
+    subprocess.run(["cp", "-r", "--sparse=always", str(source), str(target)], check=True)
+
+
+def _cli(cwd: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ, XDG_DATA_HOME=str(cwd / "xdg"), COLUMNS="200")
+    env.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL_DIR))
+    env.pop("DRAG_KNEE_DEBUG", None)
+    script = Path(sys.executable).with_name("drag-knee")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "drag_knee_retriever.cli"]
+    return subprocess.run(command + list(args), capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+def _one_clear_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])  # not 135 (SIGBUS), not a crash
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "damaged" not in proc.stderr and "move the folder aside" not in proc.stderr.lower(), proc.stderr
+    assert "intact" in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.skipif("edge" not in ENGINES, reason="Qdrant Edge is not installed")
+def test_full_disk_at_open_is_refused_clearly_and_the_index_survives(tmpfs, built_index, caching_encoder, tmp_path):
+    """``mount a 300 MB tmpfs, copy an index into it, leave 40 MB, drag-knee ingest/stats``: was exit 135."""
+    source, count = built_index
+    fs = tmpfs(300)
+    copy = fs.path / "index"
+    _copy(source, copy)
+    fs.fill(40)
+    with pytest.raises(StoreIOError, match=r"Not enough free disk space to open the index.*MB needed, .*MB free.*intact"):
+        DragKneeIndex(copy, engine="edge", encoder=caching_encoder)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "new.txt").write_text("A new note about lighthouses.\n")
+    stats = _one_clear_line(_cli(tmp_path, "stats", "--index", str(copy)))
+    ingest = _one_clear_line(_cli(tmp_path, "ingest", str(docs), "--index", str(copy)))
+    assert str(copy) in stats and "free" in ingest
+    fs.unfill()  # space back: the same folder opens with every node it had
+    with DragKneeIndex(copy, engine="edge", encoder=caching_encoder) as index:
+        assert index.store.count() == count
+        assert index.search("lighthouses keepers").nodes
+
+
+@pytest.mark.skipif("edge" not in ENGINES, reason="Qdrant Edge is not installed")
+def test_disk_filling_during_an_ingest_stops_with_a_clear_error_and_a_rerun_heals(tmpfs, caching_encoder):
+    """A disk filling during writes printed ~35 lines of traceback (or died by SIGBUS)."""
+    fs = tmpfs(150)
+    folder = fs.path / "index"
+    index = DragKneeIndex(folder, engine="edge", encoder=caching_encoder)
+    index.add_documents(_docs(3, "first"))
+    fs.fill(50)  # enough to stay open, not enough for a batch's estimate (log segment + 2x the nodes)
+    batch = _docs(100, "big")
+    outcome = bounded(600, index.add_documents, batch)
+    assert isinstance(outcome.error, StoreIOError), outcome.error
+    assert "intact" in str(outcome.error) and "free" in str(outcome.error)
+    assert {d.doc_id for d in index.list_documents()} >= {f"first{i}.txt" for i in range(3)}
+    index.close()
+    fs.unfill()
+    with DragKneeIndex(folder, engine="edge", encoder=caching_encoder) as index:
+        report = index.add_documents(batch[:50] + _docs(3, "first"))
+        assert len(report.unchanged) == 3 and len(report.added) + len(report.replaced) == 50
+        assert index.search("lighthouses keepers").nodes
+
+
+@pytest.mark.skipif("edge" not in ENGINES, reason="Qdrant Edge is not installed")
+def test_read_only_disk_says_so_and_not_damaged(tmpfs, built_index, caching_encoder, tmp_path):
+    """While full or on a read-only mount, every command said the index "is damaged"."""
+    source, count = built_index
+    fs = tmpfs(300)
+    copy = fs.path / "index"
+    _copy(source, copy)
+    fs.read_only()
+    with pytest.raises(StoreIOError, match="read-only.*intact.*copy"):
+        DragKneeIndex(copy, engine="edge", encoder=caching_encoder)
+    stats = _one_clear_line(_cli(tmp_path, "stats", "--index", str(copy)))
+    assert "read-only" in stats
+    fs.read_only(False)
+    with DragKneeIndex(copy, engine="edge", encoder=caching_encoder) as index:
+        assert index.store.count() == count
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_injected_enospc_becomes_store_io_error_saying_intact(engine, tmp_path, caching_encoder, monkeypatch):
+    """The unit variant: the engine's write call raises ENOSPC (as an OSError, or as Edge's text)."""
+    index = DragKneeIndex(tmp_path / "index", engine=engine, encoder=caching_encoder)
+    index.add_documents(_docs(2, "kept"))
+    store = index.store
+    if engine == "edge":
+        shard = store._shard
+
+        class FullShard:
+            def __getattr__(self, name):
+                return getattr(shard, name)
+
+            def update(self, operation):
+                raise RuntimeError("Service internal error: No space left on device (os error 28)")
+
+        store._shard = FullShard()
+    else:
+        def full(*args, **kwargs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(store.client, "upsert", full)
+    with pytest.raises(StoreIOError, match="disk is full.*intact") as info:
+        index.add_documents(_docs(3, "new"))
+    assert info.value.errno_code == errno.ENOSPC and isinstance(info.value, StoreError)
+    if engine == "edge":
+        store._shard = shard
+    else:
+        monkeypatch.undo()
+    assert {d.doc_id for d in index.list_documents()} == {"kept0.txt", "kept1.txt"}
+    index.close()
+
+
+def test_os_errors_are_recognised_in_engine_messages():
+    assert os_errno(OSError(errno.EROFS, "Read-only file system")) == errno.EROFS
+    assert os_errno(RuntimeError("Io error: No space left on device (os error 28)")) == errno.ENOSPC
+    assert os_errno(RuntimeError("database or disk is full")) == errno.ENOSPC
+    assert os_errno(RuntimeError("attempt to write a readonly database")) == errno.EROFS
+    assert os_errno(ValueError("invalid JSON path")) is None
+    wrapped = RuntimeError("outer")
+    wrapped.__cause__ = PermissionError(errno.EACCES, "Permission denied")
+    error = io_error(wrapped, "write 3 nodes", "/data/index")
+    assert isinstance(error, StoreIOError) and "permission was denied" in str(error) and "intact" in str(error)
