@@ -402,6 +402,7 @@ class DragKneeIndex:
                                       or not 1 <= value <= MAX_SETTING):
                 raise InvalidQueryError(f"{name} must be an integer >= 1 (at most {MAX_SETTING:,}), got {value!r}.")
         spec = parse_filters(filters)
+        self._check_filter_keys(spec)  # the same filter rules as search()
         if query_vectors is None:
             query_vectors = self.encoder.encode_query(query)
         request = RankRequest(limit=k, leaves_only=scope == "leaves", filters=spec,

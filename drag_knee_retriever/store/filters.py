@@ -88,7 +88,7 @@ def check_filter_key(key: Any) -> None:
 
 
 def _field(key: Any) -> str:
-    if not isinstance(key, str) or not key.strip() or any(ch in key for ch in "[]\"'"):
+    if not isinstance(key, str) or not key.strip():
         raise InvalidQueryError(f"filter key {key!r} must be a plain field name string.")
     if key.startswith("$"):
         raise InvalidQueryError(
