@@ -74,8 +74,9 @@ values = {
     "public": st.booleans(),
     "tags": st.one_of(st.sampled_from(TAGS + ["black"]), st.lists(st.sampled_from(TAGS), min_size=1, max_size=2)),
     "flag": st.one_of(st.booleans(), st.sampled_from([0, 1])),
-    "missing_field": st.sampled_from(["x", "acme"]),
 }
+# A key no document has ("missing_field") is an InvalidQueryError since issue 15 (a typo, not an
+# empty result): tests/integration/test_filter_dialects.py pins that, so it is not drawn here.
 filters = st.dictionaries(st.sampled_from(sorted(values)), st.none(), min_size=1, max_size=2).flatmap(
     lambda keys: st.fixed_dictionaries({k: values[k] for k in keys}))
 

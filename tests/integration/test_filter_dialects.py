@@ -212,3 +212,12 @@ def test_bad_filters_are_clear_errors(bad, message):
 def test_unsupported_qdrant_condition_is_a_clear_error():
     with pytest.raises(InvalidQueryError, match="IsEmpty|not supported"):
         parse_filters(qm.Filter(must=[qm.IsEmptyCondition(is_empty=qm.PayloadField(key="metadata.lang"))]))
+
+
+def test_a_key_no_document_has_is_a_clear_error_in_search_and_flat_search(index):
+    """A filter on a metadata key no indexed document carries is a typo, not an empty result."""
+    for run in (lambda: index.search("anything", filters={"missing_field": "x"}),
+                lambda: index.flat_search("anything", k=3, filters={"missing_field": "x"}),
+                lambda: index.search("anything", filters={"$or": [{"year": 2020}, {"yeer": 2021}]})):
+        with pytest.raises(InvalidQueryError, match=r"in no indexed document's metadata"):
+            run()
