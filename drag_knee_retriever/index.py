@@ -113,7 +113,7 @@ class DragKneeIndex:
         if path is not None:
             location = path
         # embedding= is the fastembed settings (EmbeddingConfig) or a dense model of the user's own
-        # (LangChain Embeddings, LlamaIndex embedding, function, DenseEmbedder): see embeddings.py.
+        # (LangChain Embeddings, LlamaIndex embedding, function, DenseEmbedder): see embeddings/fastembed.py.
         dense = None
         if embedding is not None and not isinstance(embedding, EmbeddingConfig):
             if encoder is not None:
