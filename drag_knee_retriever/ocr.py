@@ -1,5 +1,8 @@
 """OCR for PDF pages without a usable text layer: render (pypdfium2), read (Tesseract), cache.
 
+(About 550 lines: one job, a page image to cached text, whose limits (timeout, pixel cap,
+parallelism, cache) belong together; the next split would put the cache in its own module.)
+
 The ``ocr`` extra brings the page renderer (``pypdfium2``); the engine is the ``tesseract``
 program from the operating system's package manager (see :func:`install_hint`). Tesseract is run
 as a subprocess per page, fed an uncompressed greyscale image on standard input: no temporary

@@ -1,5 +1,8 @@
 """Evaluation datasets: real questions with gold evidence, as core :class:`Document` objects.
 
+(About 620 lines: one loader per dataset, six datasets; a datasets/ package with a module per
+dataset is the next split. A separate long-document module made an import cycle through the runner.)
+
 Every loader returns an :class:`EvalDataset`. Each document's units (COVID-QA lines, XQuAD
 paragraphs, HotpotQA sentences) are passed as ``pages=[...]``, one page per unit, so the builder
 makes exactly one leaf per unit and never merges or splits them: the leaf ordinal of a unit is its

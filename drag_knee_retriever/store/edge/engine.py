@@ -1,4 +1,8 @@
-"""The Qdrant Edge node store (see the package docstring for the decisions and their measurements)."""
+"""The Qdrant Edge node store (see the package docstring for the decisions and their measurements).
+
+(About 580 lines: every qdrant_edge call lives in this one module on purpose, so that the pinned
+engine's API is one file to review on an upgrade; the fast path, lock and node map are split out.)
+"""
 
 from __future__ import annotations
 
