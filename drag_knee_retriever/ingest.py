@@ -191,7 +191,11 @@ class Ingestor:
         # writer's tree is rootless until its root lands, and a sweep would delete it mid-write.
         if getattr(self.store, "engine", None) == "server":
             return
+        # One light listing of every node: ~0.19 s on Edge, ~0.09 s on local mode at 1,000 nodes
+        # (linear in the index size), so it is timed as its own phase.
+        started = time.perf_counter()
         report.orphans_removed = self.sweep_orphans().nodes
+        report.phase_seconds["sweeping"] = time.perf_counter() - started
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""
