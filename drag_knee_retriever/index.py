@@ -26,7 +26,7 @@ from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, Sto
 from .context import afetch_context, fetch_context
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, StoreError
-from .ingest import IngestReport, Ingestor, Progress
+from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
@@ -217,6 +217,15 @@ class DragKneeIndex:
         """Remove a document's whole tree. Returns False if it was not indexed."""
         return self._ingestor.delete_document(doc_id)
 
+    def sweep_orphans(self) -> OrphanSweep:
+        """Delete every rootless document's nodes (what a killed ingest or delete left behind).
+
+        Returns an :class:`~drag_knee_retriever.ingest.OrphanSweep` (``doc_ids``, ``nodes``).
+        ``add_documents`` / ``add_nodes`` run it at the end on embedded stores; on a shared server
+        call it only while no other process is writing (their trees are rootless until done).
+        """
+        return self._ingestor.sweep_orphans()
+
     # -- listing ---------------------------------------------------------------------------------
 
     def list_documents(self) -> List[DocumentInfo]:
@@ -252,14 +261,19 @@ class DragKneeIndex:
         nodes = self.store.scroll_nodes(with_text=False)
         per_level: Dict[int, int] = {}
         docs = set()
+        rooted = set()
         leaves = 0
         for node in nodes:
             per_level[node.level] = per_level.get(node.level, 0) + 1
             docs.add(node.doc_id)
+            if node.level == 0:
+                rooted.add(node.doc_id)
             leaves += node.is_leaf
         info = self.store.collection_info()
         return {
-            "documents": sum(1 for n in nodes if n.level == 0),
+            # A document is one with a root; rootless leftovers are counted apart (`docs gc`).
+            "documents": len(rooted),
+            "orphan_documents": len(docs - rooted),
             "nodes": len(nodes),
             "leaves": leaves,
             "nodes_per_level": dict(sorted(per_level.items())),

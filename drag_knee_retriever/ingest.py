@@ -27,6 +27,14 @@ Progress = Callable[[str, int, int], None]
 _INGEST_CHUNK_DOCS = 64
 
 
+@dataclass(frozen=True)
+class OrphanSweep:
+    """What :meth:`Ingestor.sweep_orphans` removed: rootless documents and their node count."""
+
+    doc_ids: List[str] = field(default_factory=list)
+    nodes: int = 0
+
+
 @dataclass
 class IngestReport:
     """What an ``add_documents`` call did."""
@@ -39,6 +47,9 @@ class IngestReport:
     phase_seconds: Dict[str, float] = field(default_factory=dict)
     # What the summariser spent, when it reports it (LLM summarisers: calls, tokens, fallbacks).
     summarizer: Optional[Dict[str, Any]] = None
+
+    # Rootless leftovers of an earlier interrupted ingest or delete, removed at the end of this one.
+    orphans_removed: int = 0
 
     def __str__(self) -> str:
         text = (
@@ -71,6 +82,7 @@ class Ingestor:
             for start in range(0, len(docs), _INGEST_CHUNK_DOCS):
                 chunk = docs[start : start + _INGEST_CHUNK_DOCS]
                 self._ingest_chunk(chunk, existing, report, progress, done_before=start, total=len(docs))
+            self._sweep_after_ingest(report)
         if cost is not None and hasattr(cost, "as_dict"):
             report.summarizer = {**cost.as_dict(), "summary": str(cost)}
         report.seconds = time.perf_counter() - started
@@ -109,6 +121,7 @@ class Ingestor:
                 records = self.vectorizer.records([n for t in fresh for n in t.nodes], progress)
                 self.write_trees(fresh, records, progress)
                 report.nodes_written = len(records)
+            self._sweep_after_ingest(report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -149,6 +162,40 @@ class Ingestor:
         self.store.upsert(roots)
         if progress:
             progress("writing", total, total)
+
+    def sweep_orphans(self) -> OrphanSweep:
+        """Delete the nodes of every document that has nodes but no root, and say what went.
+
+        The root is a tree's commit point (written last, deleted first), so a rootless document is
+        the leftover of an ingest or delete cut short: no search reaches it, yet it takes space and
+        ``docs delete`` cannot name it. One light listing of every node (no text), then the store's
+        own delete path per rootless document (root-first, though there is none).
+        """
+        with self.lock:
+            nodes: Dict[str, int] = {}
+            rooted = set()
+            for node in self.store.scroll_nodes(with_text=False):
+                nodes[node.doc_id] = nodes.get(node.doc_id, 0) + 1
+                if node.level == 0:
+                    rooted.add(node.doc_id)
+            orphans = sorted(d for d in nodes if d not in rooted)
+            for doc_id in orphans:
+                self.store.delete_nodes(doc_id)
+        sweep = OrphanSweep(doc_ids=orphans, nodes=sum(nodes[d] for d in orphans))
+        if orphans:
+            log.info("removed %d rootless node(s) of %d document(s): %s", sweep.nodes, len(orphans), orphans)
+        return sweep
+
+    def _sweep_after_ingest(self, report: IngestReport) -> None:
+        # Only on a store one process owns (Edge, local mode, memory): on a shared server another
+        # writer's tree is rootless until its root lands, and a sweep would delete it mid-write.
+        if getattr(self.store, "engine", None) == "server":
+            return
+        # One light listing of every node: ~0.19 s on Edge, ~0.09 s on local mode at 1,000 nodes
+        # (linear in the index size), so it is timed as its own phase.
+        started = time.perf_counter()
+        report.orphans_removed = self.sweep_orphans().nodes
+        report.phase_seconds["sweeping"] = time.perf_counter() - started
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""

@@ -1,4 +1,4 @@
-"""The commands: ingest, search, docs list / delete, stats, demo, eval (delegated to
+"""The commands: ingest, search, docs list / delete / gc, stats, demo, eval (delegated to
 :mod:`drag_knee_retriever.eval.cli`). Rendering lives in :mod:`.output`, index opening in
 :mod:`.index`, the exception -> exit code mapping in :mod:`.errors`."""
 
@@ -323,6 +323,30 @@ def docs_delete(
     if not deleted:
         raise CliError(f"No document {doc_id!r} in the index; see `drag-knee docs list` for the ids.")
     out.print(f"Deleted {escape(doc_id)}.")
+
+
+@docs_app.command("gc")
+def docs_gc(
+    index: IndexOption = None,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    collection: CollectionOption = "drag_knee",
+    engine: EngineOption = Engine.auto,
+) -> None:
+    """Remove rootless leftovers of an interrupted ingest or delete (no search reaches them).
+
+    On a shared server, run it while nobody is ingesting: a tree being written is rootless too.
+    """
+    idx = open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, must_exist=True)
+    try:
+        sweep = idx.sweep_orphans()
+    finally:
+        idx.close()
+    if not sweep.doc_ids:
+        out.print("No orphaned nodes; nothing to remove.")
+        return
+    out.print(f"Removed {sweep.nodes} orphaned node(s) of {len(sweep.doc_ids)} document(s): "
+              f"{escape(', '.join(sweep.doc_ids))}.")
 
 
 @app.command()
