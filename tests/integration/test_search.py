@@ -8,28 +8,9 @@ import pytest
 from drag_knee_retriever import ConfigError, Document, InvalidQueryError, SearchConfig
 from drag_knee_retriever.builder import leaf_id
 from drag_knee_retriever.render import trace_text
+from support import CountingRank, ancestors
 
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
-
-
-def ancestors(index, node):
-    out, parent = [], node.parent_id
-    while parent:
-        (p,) = index.store.retrieve([parent])
-        out.append(p.id)
-        parent = p.parent_id
-    return out
-
-
-class CountingRank:
-    """Wraps store.rank to count round trips (one call = one round trip)."""
-
-    def __init__(self, store):
-        self.store, self.calls, self.inner = store, 0, store.rank
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self.inner(*args, **kwargs)
 
 
 @pytest.mark.parametrize("method", METHODS)

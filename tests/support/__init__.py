@@ -6,6 +6,7 @@
 
 from .encoders import CachingEncoder
 from .engines import ENGINES, engine, make_store
+from .index_checks import CountingRank, ancestors
 from .ranker import FakeRanker
 
-__all__ = ["CachingEncoder", "ENGINES", "FakeRanker", "engine", "make_store"]
+__all__ = ["CachingEncoder", "CountingRank", "ENGINES", "FakeRanker", "ancestors", "engine", "make_store"]
