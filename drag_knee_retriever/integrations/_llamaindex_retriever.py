@@ -7,9 +7,10 @@ so handlers and log filters set on it see this module's records and events.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from ._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     from_llamaindex_documents,
@@ -47,8 +48,19 @@ log = logging.getLogger(_PUBLIC_NAME)
 _CALL_OPTIONS: contextvars.ContextVar[Dict[str, Any]] = contextvars.ContextVar("drag_knee_call_options", default={})
 # The trace of the search _retrieve ran, for the RETRIEVE callback payload of retrieve()/aretrieve().
 _LAST_TRACE: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("drag_knee_last_trace", default=None)
-_dispatcher = get_dispatcher(_PUBLIC_NAME)
 
+
+class _Retrieval:
+    """One retrieval call in progress: its query bundle, and the nodes once retrieved."""
+
+    __slots__ = ("bundle", "nodes")
+
+    def __init__(self, bundle: QueryBundle) -> None:
+        self.bundle = bundle
+        self.nodes: List[NodeWithScore] = []
+
+
+_dispatcher = get_dispatcher(_PUBLIC_NAME)
 
 
 class DragKneeTraceEvent(BaseEvent):
@@ -174,53 +186,47 @@ class DragKneeRetriever(BaseRetriever):
                 f"({str_or_query_bundle!r:.60}); pass the question text."
             )
 
-    @_base_retriever.dispatcher.span
-    def retrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
-        """Retrieve nodes for a query string or ``QueryBundle``; ``options`` override the
-        retriever's search settings for this call (see the class docstring)."""
+    @contextlib.contextmanager
+    def _retrieval(self, str_or_query_bundle: Any, options: Dict[str, Any]) -> Iterator["_Retrieval"]:
+        """BaseRetriever.retrieve's steps around one retrieval, shared by :meth:`retrieve` and
+        :meth:`aretrieve`: per-call options and a fresh trace slot for this call, the start event,
+        the RETRIEVE callback event (whose end payload carries the walk's trace), the end event."""
         self._check_input(str_or_query_bundle)
         token = _CALL_OPTIONS.set(self._settings.for_call(options))
         trace_token = _LAST_TRACE.set(None)
         try:
-            # BaseRetriever.retrieve's steps, with the walk's trace in the RETRIEVE end payload.
             self._check_callback_manager()
             _base_retriever.dispatcher.event(RetrievalStartEvent(str_or_query_bundle=str_or_query_bundle))
             bundle = QueryBundle(str_or_query_bundle) if isinstance(str_or_query_bundle, str) else str_or_query_bundle
+            call = _Retrieval(bundle)
             with self.callback_manager.as_trace("query"):
                 with self.callback_manager.event(
                     CBEventType.RETRIEVE, payload={EventPayload.QUERY_STR: bundle.query_str}
                 ) as retrieve_event:
-                    nodes = self._retrieve(bundle)
-                    nodes = self._handle_recursive_retrieval(bundle, nodes)
-                    retrieve_event.on_end(payload=self._end_payload(nodes))
-            _base_retriever.dispatcher.event(RetrievalEndEvent(str_or_query_bundle=str_or_query_bundle, nodes=nodes))
-            return nodes
+                    yield call
+                    retrieve_event.on_end(payload=self._end_payload(call.nodes))
+            _base_retriever.dispatcher.event(RetrievalEndEvent(str_or_query_bundle=str_or_query_bundle,
+                                                               nodes=call.nodes))
         finally:
             _LAST_TRACE.reset(trace_token)
             _CALL_OPTIONS.reset(token)
 
     @_base_retriever.dispatcher.span
+    def retrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
+        """Retrieve nodes for a query string or ``QueryBundle``; ``options`` override the
+        retriever's search settings for this call (see the class docstring)."""
+        with self._retrieval(str_or_query_bundle, options) as call:
+            nodes = self._retrieve(call.bundle)
+            call.nodes = self._handle_recursive_retrieval(call.bundle, nodes)
+        return call.nodes
+
+    @_base_retriever.dispatcher.span
     async def aretrieve(self, str_or_query_bundle: Any, **options: Any) -> List[NodeWithScore]:
         """Async :meth:`retrieve` (delegates to :meth:`DragKneeIndex.asearch`)."""
-        self._check_input(str_or_query_bundle)
-        token = _CALL_OPTIONS.set(self._settings.for_call(options))
-        trace_token = _LAST_TRACE.set(None)
-        try:
-            self._check_callback_manager()
-            _base_retriever.dispatcher.event(RetrievalStartEvent(str_or_query_bundle=str_or_query_bundle))
-            bundle = QueryBundle(str_or_query_bundle) if isinstance(str_or_query_bundle, str) else str_or_query_bundle
-            with self.callback_manager.as_trace("query"):
-                with self.callback_manager.event(
-                    CBEventType.RETRIEVE, payload={EventPayload.QUERY_STR: bundle.query_str}
-                ) as retrieve_event:
-                    nodes = await self._aretrieve(bundle)
-                    nodes = await self._ahandle_recursive_retrieval(query_bundle=bundle, nodes=nodes)
-                    retrieve_event.on_end(payload=self._end_payload(nodes))
-            _base_retriever.dispatcher.event(RetrievalEndEvent(str_or_query_bundle=str_or_query_bundle, nodes=nodes))
-            return nodes
-        finally:
-            _LAST_TRACE.reset(trace_token)
-            _CALL_OPTIONS.reset(token)
+        with self._retrieval(str_or_query_bundle, options) as call:
+            nodes = await self._aretrieve(call.bundle)
+            call.nodes = await self._ahandle_recursive_retrieval(query_bundle=call.bundle, nodes=nodes)
+        return call.nodes
 
     @staticmethod
     def _end_payload(nodes: List[NodeWithScore]) -> Dict[str, Any]:
