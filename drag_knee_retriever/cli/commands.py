@@ -235,17 +235,14 @@ def search(
     if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise CliError(f"--plot {plot}: use a file name ending in .png, .svg or .pdf.", EXIT_USAGE)
     kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_)
-    idx = open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
-                      model_path=model_path, must_exist=True)
-    try:
+    with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
+                   model_path=model_path, must_exist=True) as idx:
         # The per-side (dense / BM25) ranks are shown only in a trace or JSON: ask for them then.
         explained = idx.search_config.with_overrides(explain=True) if (trace or as_json) else None
         result = idx.search(query, config=explained, **kwargs)
         if not result.nodes:
             # Only now look at the whole index: listing it on every search would cost a scan.
             _ensure_not_empty(idx, where(index, url))
-    finally:
-        idx.close()
     if plot is not None:
         from ..render import plot_trace
 
@@ -275,11 +272,9 @@ def docs_list(
     engine: EngineOption = Engine.auto,
 ) -> None:
     """List the indexed documents: id, kind, leaves (pages or sections/paragraphs), title."""
-    idx = open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, must_exist=True)
-    try:
+    with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine,
+                    must_exist=True) as idx:
         infos = idx.list_documents()
-    finally:
-        idx.close()
     if as_json:
         typer.echo(json.dumps([_info_dict(i) for i in infos], indent=2, ensure_ascii=False))
         return
@@ -315,11 +310,9 @@ def docs_delete(
     engine: EngineOption = Engine.auto,
 ) -> None:
     """Delete one document (its whole tree) from the index."""
-    idx = open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, must_exist=True)
-    try:
+    with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine,
+                    must_exist=True) as idx:
         deleted = idx.delete_document(doc_id)
-    finally:
-        idx.close()
     if not deleted:
         raise CliError(f"No document {doc_id!r} in the index; see `drag-knee docs list` for the ids.")
     out.print(f"Deleted {escape(doc_id)}.")
@@ -337,11 +330,9 @@ def docs_gc(
 
     On a shared server, run it while nobody is ingesting: a tree being written is rootless too.
     """
-    idx = open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, must_exist=True)
-    try:
+    with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine,
+                    must_exist=True) as idx:
         sweep = idx.sweep_orphans()
-    finally:
-        idx.close()
     if not sweep.doc_ids:
         out.print("No orphaned nodes; nothing to remove.")
         return
@@ -359,11 +350,9 @@ def stats(
     engine: EngineOption = Engine.auto,
 ) -> None:
     """Show what the index holds: documents, nodes, model, engine, location."""
-    idx = open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, must_exist=True)
-    try:
+    with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine,
+                    must_exist=True) as idx:
         data = idx.stats()
-    finally:
-        idx.close()
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return
