@@ -2,6 +2,11 @@
 
     python benchmarks/engine.py [--sizes 1000,10000,50000] [--local-max 50000] [--queries 40]
                                 [--local-reps 10] [--memory-nodes 50000] [--no-memory] [--seed 0]
+                                [--scale 100000,1000000 --scale-dir DIR [--reuse] [--payload-memory cold]]
+
+With ``--scale`` it then runs ``engine_scale.py`` (issue 17: Edge folders of 100k and 1M nodes built
+once and reused, reopened RSS, p50/p95, an HNSW recall table on the roots), and the last line reads
+``edge_knee_ms_1m=<x> knee_vs_flat_ratio_1m=<y> reopened_rss_mb_1m=<z>``.
 
 For each index size (in nodes) and each engine it prints: upsert throughput, the latency of a flat
 hybrid top-10 query over the leaves (``index.flat_search``), and of one DRAG ``"knee"`` search
@@ -346,6 +351,10 @@ def main() -> None:
     parser.add_argument("--scale-dir", default="/work/cache/scale", help="where the scale indexes are built")
     parser.add_argument("--reuse", action="store_true", help="reuse a scale index already built in --scale-dir")
     parser.add_argument("--scale-queries", type=int, default=200, help="timed queries per scale size")
+    parser.add_argument("--payload-memory", choices=["pinned", "cached", "cold"], default=None,
+                        help="EdgeStore(payload_memory=...) of the scale indexes (default: the engine's)")
+    parser.add_argument("--hnsw-queries", type=int, default=200,
+                        help="queries of the HNSW-on-roots recall table at the largest scale size (0: skip)")
     parser.add_argument("--scale-build", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale-search", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale-hnsw", type=int, help=argparse.SUPPRESS)
@@ -358,7 +367,7 @@ def main() -> None:
 
         os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
         if args.scale_build:
-            engine_scale.build_child(args.scale_build, args.seed, args.scale_dir, None)
+            engine_scale.build_child(args.scale_build, args.seed, args.scale_dir, None, args.payload_memory)
         elif args.scale_hnsw:
             engine_scale.hnsw_child(args.scale_hnsw, args.scale_dir, args.queries)
         else:
@@ -438,9 +447,11 @@ def main() -> None:
     if scale:
         import engine_scale
 
-        print(f"\nscale: Qdrant Edge folders in {args.scale_dir}, tree shapes of the MMLongBench-Doc PDFs; each "
-              "figure from a fresh process; latencies exclude query encoding")
-        rows = engine_scale.run_scale(scale, args.seed, args.scale_dir, args.reuse, args.scale_queries)
+        print(f"\nscale: Qdrant Edge folders in {args.scale_dir} (payload_memory={args.payload_memory}), tree shapes "
+              "of the MMLongBench-Doc PDFs; each figure from a fresh process; latencies exclude query encoding; "
+              f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        rows = engine_scale.run_scale(scale, args.seed, args.scale_dir, args.reuse, args.scale_queries,
+                                      args.payload_memory, args.hnsw_queries)
         big = rows.get(max(rows))
         print(f"edge_knee_ms_1m={big['knee_p50']:.2f} knee_vs_flat_ratio_1m={big['ratio_p50']:.2f} "
               f"reopened_rss_mb_1m={big['reopened_rss_mb']:.0f}" + ("" if max(rows) == 1_000_000 else

@@ -94,17 +94,19 @@ def folder_for(scale_dir: str, size: int) -> Path:
     return Path(scale_dir) / f"n{size}"
 
 
-def reusable(scale_dir: str, size: int, seed: int) -> Optional[dict]:
+def reusable(scale_dir: str, size: int, seed: int, payload_memory: Optional[str]) -> Optional[dict]:
     manifest = folder_for(scale_dir, size) / "manifest.json"
     try:
         built = json.loads(manifest.read_text())
     except (OSError, ValueError):
         return None
-    ok = built.get("target") == size and built.get("seed") == seed and built.get("shape_version") == SHAPE_VERSION
+    ok = (built.get("target") == size and built.get("seed") == seed and built.get("shape_version") == SHAPE_VERSION
+          and built.get("payload_memory") == payload_memory)
     return built if ok else None
 
 
-def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optional[int]) -> None:
+def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optional[int],
+                payload_memory: Optional[str]) -> None:
     """Build one index into ``scale_dir/n<size>`` (fresh process) and write its manifest."""
     from engine import make_queries, synthetic_corpus
 
@@ -119,8 +121,8 @@ def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optiona
     baseline = _rss()
     reset = _reset_peak()
     store_kw: Dict[str, Any] = {} if node_map_capacity is None else {"node_map_capacity": node_map_capacity}
-    if os.environ.get("BENCH_PAYLOAD_MEMORY"):  # experiments only: the store's default is what is reported
-        store_kw["payload_memory"] = os.environ["BENCH_PAYLOAD_MEMORY"]
+    if payload_memory:
+        store_kw["payload_memory"] = payload_memory
     store = EdgeStore(COLLECTION, location=str(folder / "index"), **store_kw)
     index = DragKneeIndex(store=store, encoder=encoder)
     rng = np.random.default_rng(seed + 7)
@@ -147,7 +149,8 @@ def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optiona
     (folder / "queries.json").write_text(json.dumps([
         {"text": text, "dense": list(q.dense), "sparse_indices": list(q.sparse_indices),
          "sparse_values": list(q.sparse_values)} for text, q in queries]))
-    built = {"target": size, "seed": seed, "shape_version": SHAPE_VERSION, "nodes": written, "documents": docs,
+    built = {"target": size, "seed": seed, "shape_version": SHAPE_VERSION, "payload_memory": payload_memory,
+             "nodes": written, "documents": docs,
              "upsert_per_s": written / upsert_s, "wall_per_s": written / wall_s, "wall_s": wall_s,
              "baseline_mb": baseline / 2**20, "peak_mb": peak / 2**20, "peak_since_baseline": reset,
              "node_map": map_state, "disk_mb": _disk_bytes(folder / "index") / 2**20}
@@ -238,14 +241,16 @@ def run_child(args: List[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_scale(sizes: Sequence[int], seed: int, scale_dir: str, reuse: bool, reps: int) -> Dict[int, dict]:
+def run_scale(sizes: Sequence[int], seed: int, scale_dir: str, reuse: bool, reps: int,
+              payload_memory: Optional[str], hnsw_queries: int) -> Dict[int, dict]:
     """Build (or reuse) and search every size; print the tables; return the search results by size."""
     rows: Dict[int, dict] = {}
     for size in sizes:
-        built = reusable(scale_dir, size, seed) if reuse else None
+        built = reusable(scale_dir, size, seed, payload_memory) if reuse else None
         how = "reused" if built else "built"
         if built is None:
-            built = run_child(["--scale-build", str(size), "--seed", str(seed), "--scale-dir", scale_dir])
+            built = run_child(["--scale-build", str(size), "--seed", str(seed), "--scale-dir", scale_dir]
+                              + (["--payload-memory", payload_memory] if payload_memory else []))
         found = run_child(["--scale-search", str(size), "--scale-dir", scale_dir, "--queries", str(reps)])
         rows[size] = {**found, "build": built, "how": how}
         nm = built["node_map"]
@@ -264,6 +269,16 @@ def run_scale(sizes: Sequence[int], seed: int, scale_dir: str, reuse: bool, reps
               f"{trip['roots']:.2f} ms, candidate sets {trip['candidates']:.2f} ms "
               f"({found['trips_per_knee']['candidates']:.1f} a search), flat {trip['flat']:.2f} ms; "
               f"{found['reps']} queries", flush=True)
+    if hnsw_queries:
+        size = max(sizes)
+        hnsw = run_child(["--scale-hnsw", str(size), "--scale-dir", scale_dir, "--queries", str(hnsw_queries)])
+        rows[size]["hnsw"] = hnsw
+        print(f"\nHNSW on the roots' dense ranking, {hnsw['roots']:,} roots of the {size:,}-node index, "
+              f"{hnsw['queries']} queries: recall@20 against exact search (mean, worst query), median ms per query")
+        print(f"{'m':>4} {'ef_construct':>12} {'build s':>8} {'hnsw_ef':>8} {'recall@20':>10} {'worst':>6} {'ms':>7}")
+        for r in hnsw["rows"]:
+            print(f"{r['m']:>4} {r['ef_construct']:>12} {r['build_s']:>8.1f} {str(r['hnsw_ef']):>8} "
+                  f"{r['recall']:>10.4f} {r['min']:>6.2f} {r['ms']:>7.3f}", flush=True)
     return rows
 
 
