@@ -286,8 +286,8 @@ def hnsw_child(size: int, scale_dir: str, reps: int) -> None:
     """Recall and latency of HNSW on the roots' dense ranking against exact search (fresh process).
 
     The roots of the index in ``scale_dir/n<size>`` (with their dense vectors) go into a shard of
-    their own, one per HNSW setting, indexed by ``optimize()``; that is the graph the engine's
-    planner would search for a ``level = 0`` filter (a payload-indexed subgraph of the roots).
+    their own, one per HNSW setting, indexed by ``optimize()``: a stand-in for the graph a filtered
+    HNSW search of the roots could use at best (building one over all 1M points was not affordable here).
     Recall@20 is the share of the exact top 20 (``exact=True``) that HNSW returns, over the queries.
     """
     import qdrant_edge as qe
