@@ -2,6 +2,11 @@
 
     python benchmarks/engine.py [--sizes 1000,10000,50000] [--local-max 50000] [--queries 40]
                                 [--local-reps 10] [--memory-nodes 50000] [--no-memory] [--seed 0]
+                                [--scale 100000,1000000 --scale-dir DIR [--reuse] [--payload-memory cold]]
+
+With ``--scale`` it then runs ``engine_scale.py`` (issue 17: Edge folders of 100k and 1M nodes built
+once and reused, reopened RSS, p50/p95, an HNSW recall table on the roots), and the last line reads
+``edge_knee_ms_1m=<x> knee_vs_flat_ratio_1m=<y> reopened_rss_mb_1m=<z>``.
 
 For each index size (in nodes) and each engine it prints: upsert throughput, the latency of a flat
 hybrid top-10 query over the leaves (``index.flat_search``), and of one DRAG ``"knee"`` search
@@ -77,10 +82,11 @@ class _LeadSentences:
         return [Summary(None) if r.is_leaf else Summary(" ".join(t[:120] for t in r.child_texts)[:600]) for r in requests]
 
 
-def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64):
+def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64, shapes: Optional[Sequence[dict]] = None):
     """Yield lists of NodeRecords (about ``n_nodes`` in total), a few dozen documents at a time.
 
-    Also yields, through ``queries``, (text, QueryVectors) pairs drawn from random pages.
+    ``shapes`` (None: every document has PAGES_PER_DOC pages and no outline) are real documents'
+    shapes, cycled: ``{"pages": n, "chars": per page, "outline": [(0-based page, level), ...]}``.
     """
     from drag_knee_retriever import BuildConfig, Document
     from drag_knee_retriever.builder import build_document_trees
@@ -89,27 +95,35 @@ def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64):
     rng = np.random.default_rng(seed)
     config = BuildConfig()
     summarizer = _LeadSentences()
-    nodes_per_doc = _nodes_per_doc(config, summarizer)
+    shapes = list(shapes) if shapes else [{"pages": PAGES_PER_DOC, "chars": 0, "outline": []}]
+    per_shape = [_nodes_per_doc(config, summarizer, shape) for shape in shapes]
+    nodes_per_doc = sum(per_shape) / len(per_shape)
     n_docs = max(1, round(n_nodes / nodes_per_doc))
     n_topics = max(2, n_docs // 8)
     topics = _unit(rng.standard_normal((n_topics, DIM)))
-    # Zipf-like term popularity; every topic favours its own slice of the vocabulary.
+    # Zipf-like term popularity; every topic favours its own slice of the vocabulary. Terms are
+    # drawn by inverting the cumulative distribution (rng.choice(p=...) rebuilds it on every call).
     popularity = 1.0 / np.arange(1, VOCAB + 1) ** 1.05
-    popularity /= popularity.sum()
+    cumulative = np.cumsum(popularity / popularity.sum())
+    filler = "Lorem ipsum dolor sit amet. "
     for start in range(0, n_docs, docs_per_chunk):
         docs, doc_vectors, doc_terms = [], {}, {}
         for d in range(start, min(n_docs, start + docs_per_chunk)):
+            shape = shapes[d % len(shapes)]
+            n_pages = shape["pages"]
             topic = int(rng.integers(n_topics))
             center = _unit(topics[topic] + 0.7 * _unit(rng.standard_normal(DIM)))
             own_terms = (topic * 997 + rng.integers(0, 400, 120)) % VOCAB
-            pages, vectors, terms = [], [], []
-            for _ in range(PAGES_PER_DOC):
-                page_terms = np.concatenate([rng.choice(VOCAB, 25, p=popularity), rng.choice(own_terms, 15)])
-                pages.append(" ".join(f"w{t}" for t in page_terms) + ". " + "Lorem ipsum dolor sit amet. " * 8)
-                vectors.append(_unit(center + 0.8 * _unit(rng.standard_normal(DIM))))
-                terms.append(page_terms)
+            common = np.minimum(np.searchsorted(cumulative, rng.random((n_pages, 25))), VOCAB - 1)
+            topical = rng.choice(own_terms, (n_pages, 15))
+            terms = list(np.concatenate([common, topical], axis=1))
+            vectors = list(_unit(center + 0.8 * _unit(rng.standard_normal((n_pages, DIM)))))
+            pad = filler * max(8, shape["chars"] // len(filler))
+            pages = [" ".join(f"w{t}" for t in page_terms) + ". " + pad for page_terms in terms]
             doc_id = f"doc{d:06d}"
-            docs.append(Document(id=doc_id, pages=pages, metadata={"topic": topic}))
+            outline = [{"title": f"Section {i}", "page": page + 1, "level": level}
+                       for i, (page, level) in enumerate(shape["outline"])]
+            docs.append(Document(id=doc_id, pages=pages, metadata={"topic": topic}, outline=outline or None))
             doc_vectors[doc_id], doc_terms[doc_id] = vectors, terms
         trees = build_document_trees(docs, config, summarizer)
         records = []
@@ -148,11 +162,13 @@ def make_queries(records, count: int, seed: int):
     return out
 
 
-def _nodes_per_doc(config, summarizer) -> int:
+def _nodes_per_doc(config, summarizer, shape: dict) -> int:
     from drag_knee_retriever import Document
     from drag_knee_retriever.builder import build_document_trees
 
-    (tree,) = build_document_trees([Document(id="probe", pages=["x y z."] * PAGES_PER_DOC)], config, summarizer)
+    outline = [{"title": f"s{i}", "page": p + 1, "level": lv} for i, (p, lv) in enumerate(shape["outline"])]
+    (tree,) = build_document_trees([Document(id="probe", pages=["x y z."] * shape["pages"], outline=outline or None)],
+                                   config, summarizer)
     return len(tree.nodes)
 
 
@@ -330,9 +346,32 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--scale", default="", help="also run the scale benchmark (engine_scale.py) at these sizes, "
+                        "e.g. 100000,1000000: Edge folders built once and reopened")
+    parser.add_argument("--scale-dir", default="/work/cache/scale", help="where the scale indexes are built")
+    parser.add_argument("--reuse", action="store_true", help="reuse a scale index already built in --scale-dir")
+    parser.add_argument("--scale-queries", type=int, default=200, help="timed queries per scale size")
+    parser.add_argument("--payload-memory", choices=["pinned", "cached", "cold"], default=None,
+                        help="EdgeStore(payload_memory=...) of the scale indexes (default: the engine's)")
+    parser.add_argument("--hnsw-queries", type=int, default=200,
+                        help="queries of the HNSW-on-roots recall table at the largest scale size (0: skip)")
+    parser.add_argument("--scale-build", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--scale-search", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--scale-hnsw", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.seed)
+        return
+    if args.scale_build or args.scale_search or args.scale_hnsw:
+        import engine_scale
+
+        os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
+        if args.scale_build:
+            engine_scale.build_child(args.scale_build, args.seed, args.scale_dir, None, args.payload_memory)
+        elif args.scale_hnsw:
+            engine_scale.hnsw_child(args.scale_hnsw, args.scale_dir, args.queries)
+        else:
+            engine_scale.search_child(args.scale_search, args.scale_dir, args.queries)
         return
 
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
@@ -403,6 +442,20 @@ def main() -> None:
     ratio = ten["knee_ms"] / ten["flat_ms"] if ten else float("nan")
     local_knee = local_ten["knee_ms"] if local_ten else float("nan")
     print(f"edge_knee_ms_10k={edge_knee:.2f} knee_vs_flat_ratio_10k={ratio:.2f} local_mode_knee_ms_10k={local_knee:.1f}")
+
+    scale = [int(s) for s in args.scale.split(",") if s.strip()]
+    if scale:
+        import engine_scale
+
+        print(f"\nscale: Qdrant Edge folders in {args.scale_dir} (payload_memory={args.payload_memory}), tree shapes "
+              "of the MMLongBench-Doc PDFs; each figure from a fresh process; latencies exclude query encoding; "
+              f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        rows = engine_scale.run_scale(scale, args.seed, args.scale_dir, args.reuse, args.scale_queries,
+                                      args.payload_memory, args.hnsw_queries)
+        big = rows.get(max(rows))
+        print(f"edge_knee_ms_1m={big['knee_p50']:.2f} knee_vs_flat_ratio_1m={big['ratio_p50']:.2f} "
+              f"reopened_rss_mb_1m={big['reopened_rss_mb']:.0f}" + ("" if max(rows) == 1_000_000 else
+                                                                   f"  (largest size measured: {max(rows):,})"))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,13 @@ _PAYLOAD_INDEXES = (
 )
 
 
+# Where the engine keeps payloads (page texts): its Memory placements, by our name for them.
+_MEMORY = {None: None, "pinned": "Pinned", "cached": "Cached", "cold": "Cold"}
+
+# Points per scroll call when every node's sparse vector is read (the frequencies of a reopened index).
+_SCROLL_PAGE = 4096
+
+
 def _import_edge() -> Any:
     try:
         import qdrant_edge
@@ -112,7 +119,7 @@ class EdgeStore(NodeStore):
     engine = "edge"
 
     def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
-                 node_map_capacity: int = 200_000) -> None:
+                 node_map_capacity: int = 200_000, payload_memory: Optional[str] = None) -> None:
         super().__init__()
         if not isinstance(collection, str) or not collection.strip() or collection in (".", "..") or any(
             sep in collection for sep in ("/", "\\", "\0")
@@ -125,7 +132,11 @@ class EdgeStore(NodeStore):
             raise ConfigError(f"upsert_batch_size must be an integer >= 1, got {upsert_batch_size!r}.")
         if isinstance(node_map_capacity, bool) or not isinstance(node_map_capacity, int) or node_map_capacity < 0:
             raise ConfigError(f"node_map_capacity must be an integer >= 0 (0: no node map), got {node_map_capacity!r}.")
+        if payload_memory not in _MEMORY:
+            raise ConfigError(f"payload_memory must be one of {sorted(k for k in _MEMORY if k)} or None (the engine's "
+                              f"default), got {payload_memory!r}.")
         self._qe = _import_edge()
+        self.payload_memory = payload_memory
         self.collection = collection
         self.upsert_batch_size = upsert_batch_size
         self.in_memory = location in (None, ":memory:")
@@ -212,6 +223,7 @@ class EdgeStore(NodeStore):
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0),
             # An ephemeral index needs no write-ahead log (upserts ~35% faster without it).
             wal_enabled=not self.in_memory,
+            payload_memory=getattr(qe.Memory, _MEMORY[self.payload_memory]) if self.payload_memory else None,
         )
         check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
         with _engine_errors(f"create the index in {str(self.path)!r}", self.location):
@@ -300,26 +312,40 @@ class EdgeStore(NodeStore):
     def _sparse_terms(self, *, ids: Optional[Sequence[str]] = None, must: Optional[List[Any]] = None,
                       must_not: Optional[List[Any]] = None) -> List[List[int]]:
         """The BM25 term ids of stored nodes: by id, or by filter (every node: ``level >= 0``)."""
-        qe = self._qe
+        if ids is None:
+            return list(self._iter_sparse_terms(must=must, must_not=must_not))
         self._count()
         with _engine_errors("read BM25 terms", self.location):
-            if ids is not None:
-                records = self.shard.retrieve(list(ids), with_payload=False, with_vector=[SPARSE]) if ids else []
-            else:
-                records, offset = [], None
-                while True:
-                    page, offset = self.shard.scroll(qe.ScrollRequest(
-                        offset=offset, limit=1024, with_payload=False, with_vector=[SPARSE],
-                        filter=qe.Filter(must=must or None, must_not=must_not)))
-                    records.extend(page)
-                    if offset is None:
-                        break
+            records = self.shard.retrieve(list(ids), with_payload=False, with_vector=[SPARSE]) if ids else []
         return [list(r.vector[SPARSE].indices) for r in records if r.vector and SPARSE in r.vector]
+
+    def _iter_sparse_terms(self, *, must: Optional[List[Any]] = None,
+                           must_not: Optional[List[Any]] = None) -> Iterator[List[int]]:
+        """The BM25 term ids of the nodes a filter selects, one page of the engine's scroll at a time.
+
+        Why a generator: rebuilding the frequencies of a reopened index reads every node's sparse
+        vector, and holding them all at once (as Python lists of ints) cost more memory than the
+        index itself at 1M nodes (``benchmarks/engine_scale.py``); page by page, only one page is held.
+        """
+        qe = self._qe
+        offset = None
+        while True:
+            self._count()
+            with _engine_errors("read BM25 terms", self.location):
+                page, offset = self.shard.scroll(qe.ScrollRequest(
+                    offset=offset, limit=_SCROLL_PAGE, with_payload=False, with_vector=[SPARSE],
+                    filter=qe.Filter(must=must or None, must_not=must_not)))
+            for r in page:
+                if r.vector and SPARSE in r.vector:
+                    yield r.vector[SPARSE].indices
+            del page
+            if offset is None:
+                return
 
     def _fresh_idf(self) -> None:
         if self._idf.enabled and self._idf.stale and self._shard is not None:
             qe = self._qe
-            self._idf.rebuild(self._sparse_terms(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))]))
+            self._idf.rebuild(self._iter_sparse_terms(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))]))
 
     @contextlib.contextmanager
     def _dropping_node_map_on_error(self) -> Iterator[None]:
