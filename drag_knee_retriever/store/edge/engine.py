@@ -23,6 +23,8 @@ from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreE
 from ...nodes import TreeNode
 from .. import filters as F
 from ..base import (
+    PENDING_FILE,
+    PendingDocs,
     DENSE,
     SPARSE,
     FilterSpec,
@@ -148,6 +150,9 @@ class EdgeStore(NodeStore):
                 )
         self.location = ":memory:" if self.in_memory else str(base)
         self.path = base / collection
+        # Rootless leftovers can only be among these documents (store/pending.py); an ephemeral
+        # index keeps the list in memory.
+        self.pending = PendingDocs(None if self.in_memory else self.path / PENDING_FILE)
         self._shard: Any = None
         self._last_query: Optional[Tuple[QueryVectors, Any, Any, int]] = None
         self._exact = self._qe.SearchParams(exact=True)
@@ -223,6 +228,7 @@ class EdgeStore(NodeStore):
             for field, schema in _PAYLOAD_INDEXES:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
         self._write_meta(dense_size, model_id, sparse_model)
+        self.pending.reset()  # a new shard: the list covers every write from here on
 
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
         qe = self._qe
@@ -249,6 +255,7 @@ class EdgeStore(NodeStore):
     def upsert(self, records: Sequence[NodeRecord]) -> None:
         qe = self._qe
         shard = self.shard
+        self._begin_records(records)
         for start in range(0, len(records), self.upsert_batch_size):
             chunk = records[start : start + self.upsert_batch_size]
             payloads = [(r.node.id, node_payload(r.node)) for r in chunk]
@@ -287,6 +294,7 @@ class EdgeStore(NodeStore):
             # flush also bounds the time a reopen spends replaying).
             with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk", self.location):
                 shard.flush()
+        self._end_records(records)
 
     @contextlib.contextmanager
     def _idf_in_step(self) -> Iterator[None]:
@@ -341,6 +349,7 @@ class EdgeStore(NodeStore):
             self._count()
             if not self.shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must=of_doc, must_not=must_not))):
                 return
+            self.pending.begin([doc_id])
             # The root first (the NodeStore contract): it is the tree's commit point, so a delete
             # cut short leaves only rootless nodes, which no search reaches and the next ingest removes.
             gone = self._sparse_terms(must=of_doc, must_not=must_not) if self._idf.enabled else []
@@ -354,6 +363,7 @@ class EdgeStore(NodeStore):
                 self._idf.frequencies.remove(gone)
         self._node_map.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
         self._deleted = True
+        self.pending.end([doc_id])
 
     # -- reads ---------------------------------------------------------------------------------
 
