@@ -49,8 +49,9 @@ class IngestReport:
     ``dense`` (the dense encoder), ``bm25`` (the sparse encoder), ``writing`` (deleting the old
     trees and upserting the new ones), ``sweeping`` (the orphan check at the end). A phase that
     did not run is absent; ``seconds`` also counts the change check and the bookkeeping between
-    phases. ``pages`` is how many pages (leaves of paged documents; a text document counts its
-    leaves too) were written, so ``pages / seconds`` is the ingest's throughput.
+    phases. ``pages`` is how many pages were written (:func:`page_count`: a paged document's
+    pages, a text document one per 3,000 characters; ``add_nodes``: the leaves), so
+    ``pages / seconds`` is the ingest's throughput.
     """
 
     added: List[str] = field(default_factory=list)
