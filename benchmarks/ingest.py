@@ -1,8 +1,19 @@
-"""Ingestion throughput and memory: our pipeline against a naive fastembed baseline, same run.
+"""Ingestion throughput and memory: against the bare encoder (the floor) or a naive pipeline.
 
-    python benchmarks/ingest.py [--papers 20] [--engine edge|local]
+    python benchmarks/ingest.py --corpus mmlongbench [--passage-words 120] [--threads 1]
+    python benchmarks/ingest.py [--corpus covidqa] [--papers 20] [--engine edge|local]
 
-Both sides ingest the first N COVID-QA papers (leaves = the dataset's paragraphs) into the same
+``--corpus mmlongbench`` (the floor, issue 17): a fixed subset of ~300 text pages of
+MMLongBench-Doc (documents of <= 40 pages, in file-name order, until 300 text pages; image-only
+decks left out), in one process: the bare fastembed encoder on exactly the texts the index
+embeds (the same length-sorted batches), timed before and after our ``add_documents`` into a
+fresh Edge index; the share of wall time per phase (read, building, summarising, dense, bm25,
+writing, sweeping) and peak RSS. Last line:
+``ingest_vs_encoder_limit=<ratio> pages_per_s=<x> peak_rss_mb=<y>`` (ratio = the encoder's time
+over ours; 1.0 would be an ingest that costs nothing but the dense encoder). No page text is printed.
+
+``--corpus covidqa`` (the default):
+both sides ingest the first N COVID-QA papers (leaves = the dataset's paragraphs) into the same
 kind of store, each in its own subprocess so that peak memory (max RSS) is measured separately:
 
 - ours: ``DragKneeIndex.add_documents`` (length-sorted small batches; inner nodes embedded from
@@ -30,6 +41,79 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DRAG_KNEE_SHARED", REPO.parent / "shared"))
 COVID = SHARED / "datasets" / "covidqa_200423" / "raw" / "200423_covidQA.json"
 MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+MMLB = SHARED / "datasets" / "mmlongbench_doc" / "raw"
+MMLB_PAGES, MMLB_MAX_DOC_PAGES, MMLB_MIN_CHARS = 300, 40, 20
+
+
+def load_mmlongbench():
+    """The fixed subset: documents of <= 40 pages in file-name order until 300 text pages."""
+    from drag_knee_retriever import Document
+
+    image_only = {p.stem for p in (MMLB / "pdfs_image_only").glob("*.pdf")}
+    docs, total = [], 0
+    for path in sorted((MMLB / "pages").glob("*.json")):
+        if path.stem in image_only:
+            continue
+        pages = [p for p in json.loads(path.read_text(encoding="utf-8")) if len(p.strip()) >= MMLB_MIN_CHARS]
+        if not pages or len(pages) > MMLB_MAX_DOC_PAGES:
+            continue
+        docs.append(Document(id=path.stem, pages=pages))
+        total += len(pages)
+        if total >= MMLB_PAGES:
+            break
+    return docs, total
+
+
+def bare_encoder_seconds(index, texts) -> float:
+    """fastembed alone on ``texts``: the index's own ONNX model and batches, none of our code."""
+    from drag_knee_retriever.embeddings.fastembed import _batches
+
+    model, cfg = index.encoder.dense._model, index.encoder.dense.config
+    prefix = index.encoder.dense.passage_prefix
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    started = time.perf_counter()
+    for batch in _batches(order, texts, cfg.batch_size, cfg.max_batch_chars):
+        list(model.passage_embed([prefix + texts[i] for i in batch], batch_size=len(batch)))
+    return time.perf_counter() - started
+
+
+def floor_run(args) -> None:
+    """--corpus mmlongbench: the bare encoder, our ingest, the bare encoder again; one process."""
+    os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
+    from drag_knee_retriever import BuildConfig, DragKneeIndex, EmbeddingConfig
+    from drag_knee_retriever.builder import build_document_trees
+    from drag_knee_retriever.ingest import PHASES
+
+    started = time.perf_counter()
+    docs, pages = load_mmlongbench()
+    read_s = time.perf_counter() - started
+    build = BuildConfig(passage_words=args.passage_words)
+    index = DragKneeIndex(":memory:", engine="edge", collection="floor", build=build,
+                          embedding=EmbeddingConfig(threads=args.threads))
+    trees = build_document_trees(docs, index.build_config, index.summarizer)
+    texts = index.vectorizer.dense_inputs([n for t in trees for n in t.nodes])
+    bare_encoder_seconds(index, texts[:16])  # warm the ONNX session up (first calls allocate)
+    bare_before = bare_encoder_seconds(index, texts)
+    report = index.add_documents(docs)
+    bare_after = bare_encoder_seconds(index, texts)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    assert report.pages == pages, (report.pages, pages)
+    bare = (bare_before + bare_after) / 2
+    wall = read_s + report.seconds
+    print(f"MMLongBench-Doc subset: {len(docs)} documents, {pages} text pages, {report.nodes_written} nodes, "
+          f"{len(texts)} texts for the dense encoder; passage_words={args.passage_words}, threads={args.threads}, "
+          f"{os.cpu_count()} cores, engine=edge")
+    print(f"bare encoder (fastembed, same texts and batches): {bare_before:.1f} s before, {bare_after:.1f} s after "
+          f"our ingest -> {pages / bare:.2f} pages/s")
+    print(f"our ingest (add_documents): {report.seconds:.1f} s -> {pages / report.seconds:.2f} pages/s")
+    print("share of wall time (read + ingest):")
+    shares = {"read": read_s, **{p: report.phase_seconds.get(p, 0.0) for p in PHASES}}
+    shares["other"] = wall - sum(shares.values())
+    for phase, seconds in shares.items():
+        print(f"  {phase:<12} {seconds:7.2f} s {100 * seconds / wall:5.1f}%")
+    print(f"dense phase vs bare encoder: {report.phase_seconds.get('dense', 0.0) / bare:.3f}")
+    print(f"ingest_vs_encoder_limit={bare / report.seconds:.3f} pages_per_s={pages / report.seconds:.2f} "
+          f"peak_rss_mb={peak:.0f}")
 
 
 def load(papers: int):
@@ -115,11 +199,17 @@ def naive_ingest(index, docs) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=["covidqa", "mmlongbench"], default="covidqa")
+    parser.add_argument("--passage-words", type=int, default=None, help="mmlongbench: BuildConfig(passage_words=N)")
+    parser.add_argument("--threads", type=int, default=1, help="mmlongbench: EmbeddingConfig(threads=N)")
     parser.add_argument("--papers", type=int, default=20)
     parser.add_argument("--engine", default="auto")
     parser.add_argument("--questions", type=int, default=200, help="questions used for the quality check")
     parser.add_argument("--side", choices=["ours", "naive"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.corpus == "mmlongbench":
+        floor_run(args)
+        return
     if args.side:
         print(json.dumps(run_side(args.side, args.papers, args.engine, args.questions)))
         return

@@ -8,7 +8,8 @@ whether its keywords add words the text lacks, which decides ``sparse_text="auto
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence
+import contextlib
+from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -18,6 +19,11 @@ from .nodes import TreeNode
 from .store import NodeRecord
 
 Progress = Callable[[str, int, int], None]
+Timer = Callable[[str], ContextManager[None]]
+
+
+def _no_timer(phase: str) -> ContextManager[None]:
+    return contextlib.nullcontext()
 
 
 def summarizer_keywords_from_text(summarizer: object) -> bool:
@@ -39,15 +45,31 @@ class Vectorizer:
         self.encoder = encoder
         self.summarizer = summarizer
 
-    def records(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> List[NodeRecord]:
-        """Dense and BM25 vectors for nodes (children always precede their parents in ``nodes``)."""
+    def records(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None,
+                timer: Optional[Timer] = None) -> List[NodeRecord]:
+        """Dense and BM25 vectors for nodes (children always precede their parents in ``nodes``).
+
+        ``timer(phase)``, if given, is entered around the ``"dense"`` and ``"bm25"`` encodings
+        (the ingest's phase times)."""
+        timer = timer or _no_timer
         dense_texts = [self.dense_text(n) for n in nodes]
-        vectors = self._dense_vectors(nodes, dense_texts, progress)
-        sparse = self.encoder.encode_sparse(self.sparse_texts(nodes, dense_texts))
+        with timer("dense"):
+            vectors = self._dense_vectors(nodes, dense_texts, progress)
+        with timer("bm25"):
+            sparse = self.encoder.encode_sparse(self.sparse_texts(nodes, dense_texts))
         return [
             NodeRecord(node=node, dense=vectors[node.id], sparse_indices=s[0], sparse_values=s[1])
             for node, s in zip(nodes, sparse)
         ]
+
+    def dense_inputs(self, nodes: Sequence[TreeNode]) -> List[str]:
+        """Exactly the texts :meth:`records` gives the dense encoder for ``nodes`` (inner nodes
+        with ``inner_vectors="centroid"`` are not encoded): what a throughput floor must time."""
+        return [self.dense_text(nodes[i]) for i in self._encoded_positions(nodes)]
+
+    def _encoded_positions(self, nodes: Sequence[TreeNode]) -> List[int]:
+        mode = self.config.inner_vectors
+        return [i for i, n in enumerate(nodes) if n.is_leaf or mode in ("summary", "both")]
 
     def dense_text(self, node: TreeNode) -> str:
         """What a node's dense vector encodes (an inner node: its description)."""
@@ -92,7 +114,7 @@ class Vectorizer:
         """Leaves: their encoded text. Inner nodes: the encoded summary, the normalised centroid of
         their children's vectors, or the normalised sum of both (``inner_vectors``)."""
         mode = self.config.inner_vectors
-        needs_encoding = [i for i, n in enumerate(nodes) if n.is_leaf or mode in ("summary", "both")]
+        needs_encoding = self._encoded_positions(nodes)
         encoded = self.encoder.encode_dense(
             [dense_texts[i] for i in needs_encoding],
             progress=(lambda done, total: progress("embedding", done, total)) if progress else None,

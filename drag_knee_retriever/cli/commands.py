@@ -139,10 +139,12 @@ def ingest(
     seconds = time.perf_counter() - started
     added, replaced, unchanged = count(getattr(result, "added", 0)), count(getattr(result, "replaced", 0)), count(getattr(result, "unchanged", 0))
     nodes = count(getattr(result, "nodes_written", 0))
+    pages_written, ingest_s = getattr(result, "pages", 0), getattr(result, "seconds", 0.0)
+    rate = f" ({pages_written} pages at {pages_written / ingest_s:.1f} pages/s)" if pages_written and ingest_s else ""
     out.print(
         f"[bold green]Ingested {len(report.documents)} document(s)[/] into {escape(where(index, url))} "
         f"(collection {escape(collection)}): {added} added, {replaced} replaced, {unchanged} unchanged; "
-        f"{nodes} nodes written{f'; {report.pages} PDF pages' if report.pages else ''}; {seconds:.1f} s."
+        f"{nodes} nodes written{rate}{f'; {report.pages} PDF pages' if report.pages else ''}; {seconds:.1f} s."
     )
     if report.skipped:
         out.print(f"[yellow]{len(report.skipped)} file(s) skipped[/] (see the messages above).")

@@ -204,6 +204,42 @@ def _check_listed_folder(model_name: str, folder: str, description: Any) -> None
         )
 
 
+GPU_SWITCH = (
+    "For a GPU (CUDA): pip install 'drag-knee-retriever[gpu]', then pip uninstall -y onnxruntime and "
+    "pip install --force-reinstall onnxruntime-gpu (onnxruntime and onnxruntime-gpu both install the "
+    "module onnxruntime, so only one may stay); back to the CPU: pip uninstall -y onnxruntime-gpu "
+    "fastembed-gpu && pip install --force-reinstall onnxruntime. Or leave providers unset (CPU)."
+)
+
+
+def check_providers(providers: Sequence[str]) -> None:
+    """Fail early, saying how to switch, if onnxruntime here lacks a requested execution provider.
+
+    (fastembed's own error reached the user as "could not load the model", which sent them after
+    the model's files.) Also warns when both onnxruntime wheels are installed: their files
+    overwrite each other, and the GPU provider may silently be missing.
+    """
+    import onnxruntime
+    from importlib import metadata
+
+    installed = []
+    for dist in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            installed.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    if len(installed) == 2:
+        log.warning("both %s and %s are installed; they overwrite each other's files. %s",
+                    installed[0], installed[1], GPU_SWITCH)
+    available = list(onnxruntime.get_available_providers())
+    missing = [p for p in providers if p not in available]
+    if missing:
+        raise ModelLoadError(
+            f"The execution provider(s) {missing} are not available in this onnxruntime "
+            f"({', '.join(installed) or 'onnxruntime'}; it offers {available}). {GPU_SWITCH}"
+        )
+
+
 def _batches(order: Sequence[int], texts: Sequence[str], batch_size: int, max_chars: int) -> Iterable[List[int]]:
     batch: List[int] = []
     chars = 0
@@ -249,6 +285,8 @@ class FastEmbedDense:
             if cfg.threads:
                 kwargs["threads"] = cfg.threads
             if cfg.providers:
+                check_providers(cfg.providers)
+                # fastembed hands them to every ONNX session it opens (listed and custom models alike).
                 kwargs["providers"] = list(cfg.providers)
             if cfg.cache_dir:
                 kwargs["cache_dir"] = cfg.cache_dir
@@ -269,6 +307,12 @@ class FastEmbedDense:
         self.identity = cfg.model_name
         if (self.query_prefix, self.passage_prefix) != (default_q, default_p):
             self.identity += f"|query_prefix={self.query_prefix!r}|passage_prefix={self.passage_prefix!r}"
+
+    @property
+    def providers(self) -> List[str]:
+        """The execution providers the model's ONNX session really runs on (e.g. CUDA, then CPU)."""
+        session = getattr(getattr(self._model, "model", None), "model", None)
+        return list(session.get_providers()) if session is not None and hasattr(session, "get_providers") else []
 
     def _limit_tokens(self, max_tokens: Optional[int]) -> None:
         """Truncate dense inputs at ``max_tokens`` (fastembed reads up to the config's 512)."""

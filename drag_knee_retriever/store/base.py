@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ModelMismatchError
 from ..nodes import TreeNode
+from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -154,10 +156,27 @@ class NodeStore(abc.ABC):
     """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory."""
 
     engine: str = "abstract"
+    #: Documents with a write in flight (embedded engines; None: the store does not keep one, and
+    #: an orphan sweep must list every node). See :mod:`~drag_knee_retriever.store.pending`.
+    pending: Optional[PendingDocs] = None
 
     def __init__(self) -> None:
         self.requests = 0
         self._count_lock = threading.Lock()
+
+    def writing(self, doc_ids: Sequence[str]) -> ContextManager[None]:
+        """Around a sequence of writes of these documents: noted as pending until it all succeeds."""
+        return self.pending.hold(doc_ids) if self.pending is not None else contextlib.nullcontext()
+
+    def _begin_records(self, records: Sequence["NodeRecord"]) -> None:
+        """Before an upsert: note the documents whose non-root nodes are written (see ``pending``)."""
+        if self.pending is not None:
+            self.pending.begin({r.node.doc_id for r in records if r.node.parent_id is not None})
+
+    def _end_records(self, records: Sequence["NodeRecord"]) -> None:
+        """After an upsert: the documents whose root landed are whole again."""
+        if self.pending is not None:
+            self.pending.end({r.node.doc_id for r in records if r.node.parent_id is None})
 
     def _count(self, n: int = 1) -> None:
         with self._count_lock:

@@ -18,7 +18,7 @@ from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
 from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .base import FilterSpec
+from .base import PENDING_FILE, FilterSpec, PendingDocs
 from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ class QdrantClientStore(NodeStore):
             try:
                 if location in (None, ":memory:"):
                     self.client = QdrantClient(location=":memory:")
+                    self.pending = PendingDocs(None)
                 else:
                     if (Path(os.fspath(location)).expanduser() / collection / EDGE_MARKER).exists():
                         # Opening it in local mode would silently start a second, empty index beside it.
@@ -91,6 +92,8 @@ class QdrantClientStore(NodeStore):
                             "--engine edge or auto), or use another folder for local mode."
                         )
                     self.client = QdrantClient(path=str(location))
+                    # Rootless leftovers can only be among these documents (store/pending.py).
+                    self.pending = PendingDocs(Path(os.fspath(location)).expanduser() / f"{PENDING_FILE}.{collection}")
             except RuntimeError as exc:
                 if "already accessed" in str(exc) or "lock" in str(exc).lower():
                     raise StoreLockedError(
@@ -121,6 +124,8 @@ class QdrantClientStore(NodeStore):
             ) from None
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+        if not exists and self.pending is not None:
+            self.pending.reset()  # a new collection: the list covers every write from here on
 
     def _check_own_schema(self) -> None:
         """Refuse a collection this library did not build (e.g. langchain-qdrant's: one unnamed
@@ -175,6 +180,7 @@ class QdrantClientStore(NodeStore):
 
     def upsert(self, records: Sequence[NodeRecord]) -> None:
         m = self._m
+        self._begin_records(records)
         for start in range(0, len(records), self.upsert_batch_size):
             chunk = records[start : start + self.upsert_batch_size]
             points = [
@@ -196,6 +202,7 @@ class QdrantClientStore(NodeStore):
                 if self._idf.enabled:
                     self._idf.frequencies.remove(replaced)
                     self._idf.frequencies.add([r.sparse_indices for r in chunk])
+        self._end_records(records)
 
     @contextlib.contextmanager
     def _idf_in_step(self) -> Iterator[None]:
@@ -251,6 +258,8 @@ class QdrantClientStore(NodeStore):
         with self._engine_lock:
             gone = self._sparse_terms(flt=m.Filter(must=self._conditions(steps[-1]), must_not=must_not)) \
                 if self._idf.enabled else []
+        if self.pending is not None:
+            self.pending.begin([doc_id])
         # Local mode deletes point by point: the root first, so no cut leaves a root without children.
         for step in steps:
             self._count()
@@ -259,6 +268,8 @@ class QdrantClientStore(NodeStore):
                     filter=m.Filter(must=self._conditions(step), must_not=must_not)), wait=True)
         if self._idf.enabled:
             self._idf.frequencies.remove(gone)
+        if self.pending is not None:
+            self.pending.end([doc_id])
 
     # -- reads ---------------------------------------------------------------------------------
 

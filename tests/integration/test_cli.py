@@ -122,6 +122,9 @@ def index_dir(workdir, corpus) -> Path:
     assert "1 file(s) skipped" in proc.stdout
     for phase in ("reading", "building", "embedding", "writing"):
         assert f"{phase}:" in proc.stderr
+    # Not a terminal: plain lines with the measured throughput and the time left.
+    assert "pages: 0/" in proc.stderr and " pages/s" in proc.stderr
+    assert "pages at " in proc.stdout and " pages/s)" in proc.stdout
     return target
 
 
