@@ -111,7 +111,6 @@ def build_peer(documents: Sequence[Any], encoder: Any, shared: SharedQuery):
         vectors_config={"dense": models.VectorParams(size=encoder.dense_size, distance=models.Distance.COSINE)},
         sparse_vectors_config={"sparse": models.SparseVectorParams(modifier=models.Modifier.IDF)},
     )
-    client.create_payload_index("peer", "metadata.doc_id", models.PayloadSchemaType.KEYWORD)
     store = QdrantVectorStore(client=client, collection_name="peer", embedding=dense, sparse_embedding=sparse,
                               retrieval_mode=RetrievalMode.HYBRID, vector_name="dense", sparse_vector_name="sparse")
     store.add_documents(chunks, batch_size=256)
