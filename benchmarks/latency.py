@@ -33,13 +33,13 @@ from ingest import MODEL, load  # noqa: E402
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
 
 
-def load_mmlongbench_pages(limit_docs=None):
+def load_mmlongbench_pages(limit_docs=None, max_doc_pages=None):
     """Every MMLongBench document with a text layer (shared store) and its text-answerable questions
     as ``(question, doc_id)``. CC BY-NC: only timings are printed, never text."""
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
     from drag_knee_retriever.eval.datasets import load_mmlongbench
 
-    ds = load_mmlongbench(shared_store=True, limit_docs=limit_docs)
+    ds = load_mmlongbench(shared_store=True, limit_docs=limit_docs, max_doc_pages=max_doc_pages)
     return ds.documents, [(q.text, q.metadata["doc_id"]) for q in ds.questions]
 
 
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--filtered", action="store_true",
                         help="mmlongbench: filter every search to the question's document")
     parser.add_argument("--limit-docs", type=int, help="mmlongbench: the first N documents (a smoke test)")
+    parser.add_argument("--max-doc-pages", type=int, help="mmlongbench: only documents of at most N pages")
     parser.add_argument("--embedding-cache", help="a folder for passage vectors (reused across runs)")
     parser.add_argument("--threads", type=int, help="ONNX threads of the dense model")
     args = parser.parse_args()
@@ -67,7 +68,7 @@ def main() -> None:
     from drag_knee_retriever.embeddings.encoder import Encoder
 
     if args.dataset == "mmlongbench":
-        docs, questions = load_mmlongbench_pages(args.limit_docs)
+        docs, questions = load_mmlongbench_pages(args.limit_docs, args.max_doc_pages)
         collection = "latency_mmlongbench"
         filters_of = (lambda doc: {"doc_id": doc}) if args.filtered else (lambda doc: None)
     else:
