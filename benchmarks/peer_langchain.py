@@ -1,6 +1,7 @@
 """What a LangChain user builds instead: chunked langchain-qdrant hybrid search against our default, same models.
 
     python benchmarks/peer_langchain.py [--docs text|le20] [--cache /work/cache/peer] [--limit-questions N]
+        [--build passage_words=120,...] [--search focus_scores=rrf,...]
 
 MMLongBench-Doc, single-document setting (every search filtered to the question's document), in
 one run on the same questions and the same offline models:
@@ -12,7 +13,9 @@ one run on the same questions and the same offline models:
   langchain-qdrant's ``SparseEmbeddings`` interface (with Qdrant's IDF modifier, so the sparse side
   is BM25 as ours is, not bare term frequency); ``similarity_search_with_score(q, k)``, k = 1..20;
 - ours: ``Document(pages=...)`` per PDF in a ``DragKneeIndex`` (default build and search config),
-  ``index.search(q, filters={"doc_id": ...})`` and ``index.flat_search(q, k=1..20, filters=...)``.
+  ``index.search(q, filters={"doc_id": ...})`` and ``index.flat_search(q, k=1..20, filters=...)``;
+  ``--build`` / ``--search`` (``key=value,...`` as the eval's ``--build``) change our index's
+  ``BuildConfig`` / ``SearchConfig`` (flat runs on that same index, so passages compare with passages).
 
 Metric: page recall (share of gold pages that some returned chunk/node lies on) against returned
 words (whitespace words of the returned texts, chunk overlaps counted twice as an LLM reads them).
@@ -164,6 +167,32 @@ def bootstrap_gain(ours: Sequence[Tuple[float, float]], curve: Dict[int, List[Tu
     return point, at, float(low), float(high)
 
 
+def parse_config(cls: Any, spec: str | None) -> Any:
+    """``"passage_words=120,use_outline=false"`` -> ``cls(passage_words=120, use_outline=False)``."""
+    kwargs: Dict[str, Any] = {}
+    for part in (spec or "").split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise SystemExit(f"{part!r} is not key=value (e.g. passage_words=120).")
+        key, value = (x.strip() for x in part.split("=", 1))
+        if key not in cls.__dataclass_fields__:
+            raise SystemExit(f"unknown {cls.__name__} field {key!r}; use one of {', '.join(cls.__dataclass_fields__)}.")
+        if value.lower() in ("true", "false"):
+            kwargs[key] = value.lower() == "true"
+        elif value.lower() == "none":
+            kwargs[key] = None
+        else:
+            try:
+                kwargs[key] = int(value)
+            except ValueError:
+                try:
+                    kwargs[key] = float(value)
+                except ValueError:
+                    kwargs[key] = value
+    return cls(**kwargs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", choices=["text", "le20"], default="text",
@@ -174,6 +203,8 @@ def main() -> None:
     parser.add_argument("--limit-docs", type=int, help="the first N documents only (a smoke test)")
     parser.add_argument("--engine", default="edge", help="our index's engine (edge or local)")
     parser.add_argument("--threads", type=int, default=1, help="ONNX threads of the dense model (shared machine)")
+    parser.add_argument("--build", help="our BuildConfig as key=value,... (e.g. passage_words=120)")
+    parser.add_argument("--search", help="our SearchConfig as key=value,... (e.g. focus_scores=rrf)")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json", help="write the aggregate figures to this file")
     args = parser.parse_args()
@@ -181,7 +212,7 @@ def main() -> None:
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"))
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(SHARED / "datasets"))
     from drag_knee_retriever import DragKneeIndex
-    from drag_knee_retriever.config import EmbeddingConfig
+    from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
     from drag_knee_retriever.embeddings.encoder import Encoder
     from drag_knee_retriever.eval.datasets import load_mmlongbench
     from drag_knee_retriever.eval.encoding import CachingEncoder
@@ -197,13 +228,16 @@ def main() -> None:
     shared = SharedQuery(encoder)
 
     started = time.perf_counter()
-    ours = DragKneeIndex(":memory:", engine=args.engine, encoder=encoder, collection="peer_ours")
+    build, search = parse_config(BuildConfig, args.build), parse_config(SearchConfig, args.search)
+    ours = DragKneeIndex(":memory:", engine=args.engine, encoder=encoder, collection="peer_ours",
+                         build=build, search=search)
     ours.add_documents(ds.documents)
     ours_build_s = time.perf_counter() - started
     encoder.save()
     stats = ours.stats()
     print(f"ours: {stats['nodes']} nodes ({stats['leaves']} leaves), engine {stats['engine']}, "
-          f"built in {ours_build_s:.0f}s; default method {ours.search_config.method!r}")
+          f"built in {ours_build_s:.0f}s; method {ours.search_config.method!r}; --build {args.build or '(default)'}; "
+          f"--search {args.search or '(default)'}")
     peer, n_chunks, peer_build_s = build_peer(ds.documents, encoder, shared)
     encoder.save()
     print(f"peer: {n_chunks} chunks in langchain-qdrant (local mode), built in {peer_build_s:.0f}s; "
@@ -280,7 +314,7 @@ def main() -> None:
         out = {
             "docs": args.docs, "documents": len(ds.documents), "pages": total_pages, "questions": queries,
             "peer_chunks": n_chunks, "ours_nodes": stats["nodes"], "ours_leaves": stats["leaves"],
-            "ours_method": ours.search_config.method,
+            "ours_method": ours.search_config.method, "build": args.build, "search": args.search,
             "curves": {name: {"words": mean(name)[0], "recall": mean(name)[1]} for name in rows},
             "ours_gain_vs_peer": {"gain": g_peer, "peer_at_ours_words": at_peer, "ci95": [lo_peer, hi_peer]},
             "ours_gain_vs_flat": {"gain": g_flat, "flat_at_ours_words": at_flat, "ci95": [lo_flat, hi_flat]},
