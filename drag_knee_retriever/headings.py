@@ -131,7 +131,10 @@ def _candidates(page_lines: List[List[str]], running: set) -> List[_Candidate]:
         for i, line in enumerate(lines):
             if not line or i == consumed or _normalise(line) in running or len(line) > 200:
                 continue
-            next_line = next((ln for ln in lines[i + 1:] if ln), "")
+            # A heading may end its page (its text starts the next one), and a page may be a
+            # single line (a heading on a page of its own, or one line per unit).
+            next_line = next((ln for ln in lines[i + 1:] if ln), "") or (
+                next((ln for ln in page_lines[p] if ln), "") if p < len(page_lines) else "")
             m = _MARKDOWN.match(line)
             if m:
                 out.append(_Candidate(p, i, "markdown", m.group(2).strip(), (), len(m.group(1)) - 1, False))
@@ -164,7 +167,7 @@ def _candidates(page_lines: List[List[str]], running: set) -> List[_Candidate]:
                     out.append(_Candidate(p, i, "numbered", f"{m.group(1)} {rest}", key, len(key) - 1,
                                           bool(_TRAILING_PAGE.search(rest))))
                 continue
-            previous = lines[i - 1] if i > 0 else ""
+            previous = lines[i - 1] if i > 0 else ""  # a page's start counts as a break
             if _title_like(line) and (not previous or previous[-1:] in ".!?:\"\u201d") and _is_body(next_line):
                 out.append(_Candidate(p, i, "title", line, (), 0, False))
     return out
