@@ -6,7 +6,8 @@ them into section nodes exactly as it does an outline. Shapes recognised, most s
 
 - Markdown headings (``## Results``);
 - SEC-filing headings: ``PART II`` (level 0) and ``Item 7.`` / ``ITEM 7A.`` (under the part; a
-  bare ``Item 7.`` takes its title from the next line);
+  bare ``Item 7.`` takes its title from the next line), and a financial report's statements
+  ("CONSOLIDATED BALANCE SHEETS", "Statements of Cash Flows") and notes ("Note 7. Debt") below;
 - numbered headings (``3 Methods``, ``3.2 Results``; the depth is the level), kept only in a
   plausible order (each one the next sibling, first child or next section of the one before), so
   a numbered list or a table's row numbers do not open sections;
@@ -37,7 +38,7 @@ class Heading:
     level: int
     page: int
     line: int
-    kind: str  # "markdown", "part", "item", "numbered" or "title"
+    kind: str  # "markdown", "part", "item", "statement", "note", "numbered" or "title"
 
 
 _MARKDOWN = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -46,8 +47,18 @@ _ITEM = re.compile(r"^(?:ITEM|Item)\s+(\d{1,2})([A-Da-d])?\s*[.:\-\u2013\u2014]?
 _NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+(\S.*)$")
 _TRAILING_PAGE = re.compile(r"(?:\.{2,}|\s)\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$", re.IGNORECASE)
 _DOT_LEADER = re.compile(r"(?:\.\s?){4,}\s*\d*\s*$")
+# The statements and notes of a financial report (10-K Item 8, annual reports): headings a question
+# names ("the cash flow statement", "the balance sheet", "note 7").
+_STATEMENT = re.compile(
+    r"^(?:consolidated\s+|combined\s+)?(?:balance\s+sheets?|statements?\s+of\s+(?:consolidated\s+)?"
+    r"(?:cash\s+flows?|operations|income|earnings|comprehensive\s+(?:income|loss)|financial\s+position|"
+    r"(?:changes\s+in\s+)?(?:stockholders|shareholders)['\u2019]?\s+equity)|notes\s+to\s+(?:the\s+)?"
+    r"(?:consolidated\s+)?financial\s+statements)(?:\s*\((?:continued|unaudited)\))?$", re.IGNORECASE)
+_NOTE = re.compile(r"^(?:NOTE|Note)\s+(\d{1,2})\s*[.:\-\u2013\u2014]?\s+(\S.*)$")
 _CONTENTS = re.compile(r"^(?:table of contents|contents|index)$", re.IGNORECASE)
 _SMALL_WORDS = frozenset("a an and as at by for from in into of on or the to vs with via its their our".split())
+# How SEC-filing headings nest: a part holds items, an item statements, a statement notes.
+_RANK = {"part": 0, "item": 1, "statement": 2, "note": 3}
 _ROMAN = {"I": 1, "V": 5, "X": 10}
 
 
@@ -105,7 +116,7 @@ def _heading_case(title: str) -> bool:
 
 def _is_body(line: str) -> bool:
     """A line of running text (what follows a heading): several words, not a title itself."""
-    return len(line.split()) >= 6
+    return sum(1 for w in line.split() if any(c.isalpha() for c in w)) >= 6
 
 
 @dataclass
@@ -123,7 +134,8 @@ def _candidates(page_lines: List[List[str]], running: set) -> List[_Candidate]:
     out: List[_Candidate] = []
     for p, lines in enumerate(page_lines, start=1):
         head = [ln for ln in lines[:5] if ln]
-        contents_page = any(_CONTENTS.match(ln) for ln in head)
+        # Filings often repeat a "Table of Contents" link atop every page: a running line is no TOC title.
+        contents_page = any(_CONTENTS.match(ln) and _normalise(ln) not in running for ln in head)
         leaders = sum(1 for ln in lines if _DOT_LEADER.search(ln))
         if contents_page or leaders >= 3:
             continue  # a table of contents: its entries are not the sections
@@ -159,6 +171,17 @@ def _candidates(page_lines: List[List[str]], running: set) -> List[_Candidate]:
                 key = (number, ord(letter) - 64 if letter else 0)
                 out.append(_Candidate(p, i, "item", title, key, 0, bool(_TRAILING_PAGE.search(rest)) if rest else False))
                 continue
+            if _STATEMENT.match(line):
+                title = re.sub(r"\s*\((?:continued|unaudited)\)$", "", " ".join(line.split()), flags=re.IGNORECASE)
+                out.append(_Candidate(p, i, "statement", title, (), 0, False))
+                continue
+            m = _NOTE.match(line)
+            if m:
+                rest = m.group(2).strip()
+                if _title_words_ok(rest, 14) and not rest[0].islower():
+                    out.append(_Candidate(p, i, "note", f"Note {m.group(1)}. {rest}", (int(m.group(1)),), 0,
+                                          bool(_TRAILING_PAGE.search(rest))))
+                continue
             m = _NUMBERED.match(line)
             if m:
                 key = tuple(int(x) for x in m.group(1).split("."))
@@ -177,7 +200,7 @@ def _drop_runs(cands: List[_Candidate], page_lines: List[List[str]]) -> List[_Ca
     """Drop tables of contents and lists: 3+ structured candidates on consecutive lines (blank lines
     and lone page numbers between them aside), and entries ending in a page number."""
     keep = [c for c in cands if not c.trailing_page]
-    structured = [c for c in keep if c.kind in ("item", "numbered", "part")]
+    structured = [c for c in keep if c.kind in ("item", "numbered", "part", "statement", "note")]
     bad = set()
     run: List[_Candidate] = []
 
@@ -274,7 +297,8 @@ def find_headings(pages: Sequence[str]) -> List[Heading]:
     kept: List[_Candidate] = []
     for i, c in enumerate(cands):
         nxt = cands[i + 1] if i + 1 < len(cands) else None
-        deeper = nxt is not None and (c.kind == "part" or (nxt.kind == c.kind and nxt.depth > c.depth))
+        deeper = nxt is not None and (_RANK.get(nxt.kind, 9) > _RANK.get(c.kind, 9)
+                                      or (nxt.kind == c.kind and nxt.depth > c.depth))
         if deeper or _words_between(page_lines, c, nxt) >= 3:
             kept.append(c)
 
@@ -282,6 +306,9 @@ def find_headings(pages: Sequence[str]) -> List[Heading]:
     has_part = any(c.kind == "part" for c in kept)
     has_item = any(c.kind == "item" for c in kept)
     numbered_base = int(has_part) + int(has_item)
+    statement_level = numbered_base  # under its item (Item 8), notes under the statements
+    last_statement: Optional[str] = None
+    notes_seen: set = set()
     numbered_ok = _numbered_chain([c for c in kept if c.kind == "numbered"])
     items_seen: set = set()
     parts_seen: set = set()
@@ -289,6 +316,16 @@ def find_headings(pages: Sequence[str]) -> List[Heading]:
     for c in kept:
         if c.kind == "title":
             level = 0
+        elif c.kind == "statement":
+            if c.title.lower() == last_statement:
+                continue  # the same statement continued on its next page
+            last_statement = c.title.lower()
+            level = statement_level
+        elif c.kind == "note":
+            if c.key in notes_seen:
+                continue
+            notes_seen.add(c.key)
+            level = statement_level + 1
         elif c.kind == "markdown":
             level = c.depth
         elif c.kind == "part":

@@ -123,3 +123,34 @@ def test_detected_headings_in_a_plain_text_document():
     leaves = [n for n in tree.nodes if n.is_leaf]
     assert [n.title for n in leaves] == ["Item 7. Management's Discussion and Analysis", "Item 8. Financial Statements"]
     assert all(n.text == BODY for n in leaves)
+
+
+def test_financial_statements_and_notes_head_sections_under_item_8():
+    header = "Table of Contents"  # a link atop every page of many filings: no contents page
+    table = "Cash and cash equivalents 1,234 2,345\nTotal assets 9,876 8,765"
+    pages = [
+        f"{header}\nPART II\nItem 7. Management's Discussion and Analysis\n{BODY}",
+        f"{header}\nItem 8. Financial Statements and Supplementary Data\nCONSOLIDATED BALANCE SHEETS\n"
+        f"(In millions)\n{table}",
+        f"{header}\nCONSOLIDATED BALANCE SHEETS (continued)\n{table}",
+        f"{header}\nConsolidated Statements of Cash Flows\n(In millions)\n{table}",
+        f"{header}\nNOTES TO CONSOLIDATED FINANCIAL STATEMENTS\nNote 1. Summary of Significant Accounting Policies\n{BODY}",
+        f"{header}\nNote 2. Revenue\n{BODY}\nNote 7 of the prior report explains the change, as noted.",
+    ]
+    assert titles(pages) == [
+        ("PART II", 0, 1), ("Item 7. Management's Discussion and Analysis", 1, 1),
+        ("Item 8. Financial Statements and Supplementary Data", 1, 2), ("CONSOLIDATED BALANCE SHEETS", 2, 2),
+        ("Consolidated Statements of Cash Flows", 2, 4), ("NOTES TO CONSOLIDATED FINANCIAL STATEMENTS", 2, 5),
+        ("Note 1. Summary of Significant Accounting Policies", 3, 5), ("Note 2. Revenue", 3, 6)]
+    tree = build_document_trees([Document(id="10k", pages=pages)], BuildConfig(detect_headings=True))[0]
+    leaves = {n.span.first_page: n for n in tree.nodes if n.is_leaf}
+    assert leaves[3].title == "CONSOLIDATED BALANCE SHEETS"  # the continued page stays in its statement
+
+
+def test_an_index_to_the_financial_statements_is_no_section():
+    index_page = ("Index to Consolidated Financial Statements\nConsolidated Balance Sheets 45\n"
+                  "Consolidated Statements of Operations 46\nConsolidated Statements of Cash Flows 47")
+    index_lines = "Consolidated Balance Sheets\n45\nConsolidated Statements of Operations\n46\nStatements of Cash Flows\n47"
+    for page in (index_page, index_lines):
+        found = titles([page, f"Consolidated Statements of Cash Flows\n{BODY}"])
+        assert found == [("Consolidated Statements of Cash Flows", 0, 2)], page
