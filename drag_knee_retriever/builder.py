@@ -253,11 +253,15 @@ _OPAQUE_NAME = re.compile(r"[0-9a-f]{16,}|[0-9a-f-]{32,}", re.IGNORECASE)
 
 
 def document_title(metadata: Mapping[str, Any]) -> Optional[str]:
-    """A document's title for its leaves' context: ``metadata["title"]`` (a file name loses its
-    suffix and underscores); none when it is an opaque id such as a hash, which only adds noise."""
+    """A document's title for its leaves' context: ``metadata["title"]``, else the loader's file
+    ``path`` (a file name such as ``ACME_10-K_2023.pdf`` often names the company and year; it
+    loses its folder, suffix and underscores); none when it is an opaque id such as a hash."""
     title = metadata.get("title")
     if not isinstance(title, str) or not title.strip():
-        return None
+        path = metadata.get("path")
+        if not isinstance(path, str) or not path.strip():
+            return None
+        title = re.split(r"[\\/]", path.strip())[-1]
     title = " ".join(title.split())
     stem = re.sub(r"\.(pdf|md|markdown|txt|html?|docx?)$", "", title, flags=re.IGNORECASE)
     if stem != title:

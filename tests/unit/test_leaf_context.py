@@ -77,6 +77,7 @@ def test_document_title_drops_file_suffixes_and_opaque_ids():
     assert document_title({"title": "8e7c4cb542ad160f80fb3d795ada35d8.pdf"}) is None
     assert document_title({"title": "Annual Report 2023"}) == "Annual Report 2023"
     assert document_title({}) is None
+    assert document_title({"path": "filings/ACME_10-K_2023.pdf"}) == "ACME 10-K 2023"  # no title: the file name
 
 
 @pytest.mark.parametrize("field, bad, message", [
