@@ -20,7 +20,7 @@ run() {  # name, dataset, extra arguments
   local name=$1 ds=$2; shift 2
   if [[ $which == all || $which == "$name" ]]; then
     nice -n 10 "$PY" -m drag_knee_retriever.eval --dataset "$ds" --out "$OUT/$name" --embedding-cache "$CACHE" \
-      --no-plot -q --json -m 'flat_hybrid_*' -m drag_knee "$@" > "$OUT/$name.json"
+      --no-plot -q --json -m 'flat_hybrid_*' -m drag_knee -m 'drag_knee[[]*' "$@" > "$OUT/$name.json"
   fi
 }
 run mmlb20 mmlongbench --max-doc-pages 20 --build use_outline=false --build-variant $CTX --build-variant detect_headings=true \
