@@ -64,10 +64,11 @@ def table(rows: List[dict], methods: Sequence[str], baseline: str = "") -> List[
             if method not in rec or not curve:
                 continue
             k5 = f"flat_hybrid_k5[{label}]" if label else "flat_hybrid_k5"
+            multi_rate = f"{allg[method][multi].mean():.3f}" if multi.any() else "–"
             own = "–" if base.startswith("flat_hybrid_k") else with_ci(method, curve)
             today = with_ci(method, main_curve) if label != baseline else "–"
             out.append(f"| {label or 'default'} | `{base}` | {len(rows)} | {rec[method].mean():.3f} | "
-                       f"{tok[method].mean():.0f} | {own} | {today} | {allg[method][multi].mean():.3f} | "
+                       f"{tok[method].mean():.0f} | {own} | {today} | {multi_rate} | "
                        f"{rec[k5].mean():.3f} |")
     return out
 
