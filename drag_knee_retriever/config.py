@@ -237,7 +237,7 @@ class BuildConfig:
       lines where none of those is found), as :mod:`~drag_knee_retriever.headings` describes;
       tables of contents and running headers/footers open no section.
     - ``leaf_context``: what a leaf's indexed text (dense and BM25) carries in front of it, in
-      this order: ``"title"`` (the document's ``metadata["title"]``), ``"section"`` (the innermost
+      this order: ``"title"`` (``metadata["title"]``, else the file name), ``"section"`` (the innermost
       heading, the default) or ``"path"`` (every heading above it, outer first), ``"page"``.
       The text returned (and counted in tokens) stays the leaf's own.
     - ``context_metadata``: document metadata keys whose values join the context, e.g.
@@ -301,7 +301,6 @@ class BuildConfig:
             raise ConfigError(
                 f"inner_vectors must be 'summary', 'centroid' or 'both', got {self.inner_vectors!r}."
             )
-
 
     def _check_context(self) -> None:
         if not isinstance(self.detect_headings, bool):
