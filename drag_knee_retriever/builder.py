@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .config import BuildConfig
+from .headings import find_headings, headings_outline
 from .nodes import Document, Span, TreeNode
 from .ocr import OCR_PAGES_KEY, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, split_sentences
@@ -59,6 +60,7 @@ class _Leaf:
     page: Optional[int] = None
     title: Optional[str] = None
     part: Optional[int] = None  # passage number within its page (1-based), if the page was split
+    path: Tuple[str, ...] = ()  # the headings above it, outer first (its title is the last)
 
 
 @dataclass
@@ -215,20 +217,82 @@ def _markdown_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str
     return [(lvl, title, "\n".join(body)) for lvl, title, body in sections]
 
 
-def _outline_page_titles(outline: Sequence[dict], pages: int) -> Dict[int, str]:
-    """Each page's section title: the innermost outline entry open at the page (the last one
-    starting on or before it), so a page is indexed with the heading it sits under."""
-    titles: Dict[int, str] = {}
+def _outline_page_paths(outline: Sequence[dict], pages: int) -> Dict[int, Tuple[str, ...]]:
+    """Each page's section path: the outline entries open at the page, outer first (the innermost
+    is the last one starting on or before it), so a page is indexed with the headings it sits under."""
+    paths: Dict[int, Tuple[str, ...]] = {}
     entries = sorted(enumerate(outline), key=lambda e: (e[1]["page"], e[0]))
-    current: Optional[str] = None
+    stack: List[Tuple[int, str]] = []
     at = 0
     for page in range(1, pages + 1):
         while at < len(entries) and entries[at][1]["page"] <= page:
-            current = entries[at][1]["title"]
+            level, title = entries[at][1].get("level", 0), entries[at][1]["title"]
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
             at += 1
-        if current is not None:
-            titles[page] = current
-    return titles
+        if stack:
+            paths[page] = tuple(t for _, t in stack)
+    return paths
+
+
+def _detected_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str]]]:
+    """Like :func:`_markdown_sections`, from the headings :func:`find_headings` finds in a text."""
+    headings = find_headings([text])
+    if not headings:
+        return None
+    lines = text.splitlines()
+    sections: List[Tuple[int, Optional[str], str]] = [(0, None, "\n".join(lines[: headings[0].line]))]
+    for i, h in enumerate(headings):
+        end = headings[i + 1].line if i + 1 < len(headings) else len(lines)
+        sections.append((h.level + 1, h.title, "\n".join(lines[h.line + 1 : end])))
+    return sections
+
+
+_OPAQUE_NAME = re.compile(r"[0-9a-f]{16,}|[0-9a-f-]{32,}", re.IGNORECASE)
+
+
+def document_title(metadata: Mapping[str, Any]) -> Optional[str]:
+    """A document's title for its leaves' context: ``metadata["title"]``, else the loader's file
+    ``path`` (a file name such as ``ACME_10-K_2023.pdf`` often names the company and year; it
+    loses its folder, suffix and underscores); none when it is an opaque id such as a hash."""
+    title = metadata.get("title")
+    if not isinstance(title, str) or not title.strip():
+        path = metadata.get("path")
+        if not isinstance(path, str) or not path.strip():
+            return None
+        title = re.split(r"[\\/]", path.strip())[-1]
+    title = " ".join(title.split())
+    stem = re.sub(r"\.(pdf|md|markdown|txt|html?|docx?)$", "", title, flags=re.IGNORECASE)
+    if stem != title:
+        title = re.sub(r"[_]+", " ", stem).strip()
+    if not title or _OPAQUE_NAME.fullmatch(title):
+        return None
+    return title[:200]
+
+
+def _leaf_context(leaf: "_Leaf", document: Document, config: BuildConfig) -> Optional[str]:
+    """The context path a leaf's vectors read in front of its text (``BuildConfig.leaf_context``);
+    ``None`` for the default (the section title alone, as :func:`vectorize.titled` puts it)."""
+    if not config.writes_context:
+        return None
+    parts: List[str] = []
+    for part in config.leaf_context:
+        if part == "title":
+            title = document_title(document.metadata)
+            if title:
+                parts.append(title)
+        elif part == "section" and leaf.title:
+            parts.append(leaf.title)
+        elif part == "path" and (leaf.path or leaf.title):
+            parts.append(" > ".join(leaf.path or (leaf.title,)))
+        elif part == "page" and leaf.page is not None:
+            parts.append(f"page {leaf.page}")
+    for key in config.context_metadata:
+        value = document.metadata.get(key)
+        if value is not None and str(value).strip():
+            parts.append(f"{key}: {' '.join(str(value).split())[:200]}")
+    return " | ".join(parts)
 
 
 def _outline_sections(drafts: List[Tuple[int, _Draft]], outline: Sequence[dict], branching: int) -> _Draft:
@@ -276,28 +340,31 @@ def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> 
 def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]]:
     leaves: List[_Leaf] = []
 
-    def new_leaf(text: str, page: Optional[int] = None, title: Optional[str] = None,
+    def new_leaf(text: str, page: Optional[int] = None, path: Tuple[str, ...] = (),
                  part: Optional[int] = None) -> _Draft:
-        leaf = _Leaf(text=text, page=page, title=title, part=part)
+        leaf = _Leaf(text=text, page=page, title=path[-1] if path else None, part=part, path=path)
         leaves.append(leaf)
         return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
 
     if document.pages is not None:
         outline = list(document.outline or ()) if config.use_outline else []
-        titles = _outline_page_titles(outline, len(document.pages))
+        if not outline and config.detect_headings:
+            # No bookmarks: the headings in the page text are the document's sections.
+            outline = headings_outline(document.pages)
+        paths = _outline_page_paths(outline, len(document.pages))
         drafts: List[Tuple[int, _Draft]] = []
         for n, page in enumerate(document.pages, start=1):
             text = page.strip()
             if not text:
                 continue
-            title = titles.get(n)
+            path = paths.get(n, ())
             parts = split_passages(text, config.passage_words) if config.passage_words else [text]
             if len(parts) == 1:
-                drafts.append((n, new_leaf(text, page=n, title=title)))
+                drafts.append((n, new_leaf(text, page=n, path=path)))
             else:
                 # A page node: its passages are the leaves the dense side reads whole; the node
                 # itself is what a user cites and returns the whole page.
-                drafts.append((n, _Draft(children=[new_leaf(part, page=n, part=i, title=title)
+                drafts.append((n, _Draft(children=[new_leaf(part, page=n, part=i, path=path)
                                                    for i, part in enumerate(parts, 1)])))
         if outline:
             return _outline_sections(drafts, outline, config.branching), leaves
@@ -305,6 +372,8 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
 
     text = document.text or ""
     sections = _markdown_sections(text) if config.use_markdown_sections else None
+    if not sections and config.detect_headings:
+        sections = _detected_sections(text)
     if not sections:
         drafts = [new_leaf(p) for p in _paragraphs(text, config)]
         return _group(drafts, config.branching), leaves
@@ -322,8 +391,9 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
             while len(stack) > 1 and stack[-1][0] >= level:
                 close_section()
             stack.append((level, title, []))
+        path = tuple(t for _, t, _ in stack if t)
         for paragraph in _paragraphs(body, config):
-            stack[-1][2].append(new_leaf(paragraph, title=stack[-1][1]))
+            stack[-1][2].append(new_leaf(paragraph, path=path))
     while len(stack) > 1:
         close_section()
     items = stack[0][2]
@@ -379,7 +449,8 @@ def build_document_trees(
             assert leaf is not None
             span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page, leaf.part, leaf.part)
             records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
-                                children=[], span=span, height=0, title=leaf.title, leaf_texts=[leaf.text])
+                                children=[], span=span, height=0, title=leaf.title, leaf_texts=[leaf.text],
+                                context=_leaf_context(leaf, document, config))
         else:
             nid = node_id(document.id, path)
             child_keys = [visit(c, document, doc_hash, f"{path}.{i}", level + 1, nid, leaves)
@@ -435,6 +506,7 @@ def build_document_trees(
                 keywords=tuple(summary.keywords), title=rec["title"], path=rec["path"],
                 metadata=_node_metadata(document.metadata, rec["span"]), doc_hash=doc_hash,
                 description=summary.text if is_leaf and summary.text else None,
+                context=rec.get("context"),
             ))
         emit(root_key)
         trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))

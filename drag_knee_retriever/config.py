@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Literal, Optional, Sequence, Tuple
 
@@ -14,6 +15,8 @@ ResultOrder = Literal["score", "document"]
 InnerVectorSource = Literal["summary", "centroid", "both"]
 BM25Language = Literal["english", "russian"]
 LeafTextSource = Literal["own", "description", "own+description"]
+#: What a leaf's indexed text may carry in front of it (BuildConfig.leaf_context).
+LEAF_CONTEXT_PARTS: Tuple[str, ...] = ("title", "section", "path", "page")
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -229,6 +232,16 @@ class BuildConfig:
       tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
       with its section title in front. Off by default: not yet measured better
       (benchmarks/RESULTS.md, "Long documents").
+    - ``detect_headings``: a document without an outline gets sections from headings found in
+      its text (numbered "3.2 Results", "PART II" / "Item 7.", Markdown, and short title-like
+      lines where none of those is found), as :mod:`~drag_knee_retriever.headings` describes;
+      tables of contents and running headers/footers open no section.
+    - ``leaf_context``: what a leaf's indexed text (dense and BM25) carries in front of it, in
+      this order: ``"title"`` (``metadata["title"]``, else the file name), ``"section"`` (the innermost
+      heading, the default) or ``"path"`` (every heading above it, outer first), ``"page"``.
+      The text returned (and counted in tokens) stays the leaf's own.
+    - ``context_metadata``: document metadata keys whose values join the context, e.g.
+      ``("company", "year")`` -> ``"company: ACME | year: 2023"``.
     """
 
     branching: int = 3
@@ -244,8 +257,15 @@ class BuildConfig:
     inner_sparse: InnerSparseSource = "span"
     passage_words: Optional[int] = None
     use_outline: bool = False
+    # Branch context (issue 14, items 3-4): headings found in the text as sections where there is
+    # no outline, and each leaf's context path in its indexed text. Both opt-in until measured
+    # better on every dataset (benchmarks/RESULTS.md, "context").
+    detect_headings: bool = False
+    leaf_context: Tuple[str, ...] = ("section",)
+    context_metadata: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self._check_context()
         if self.passage_words is not None and (
             isinstance(self.passage_words, bool) or not isinstance(self.passage_words, int) or self.passage_words < 20
         ):
@@ -281,6 +301,31 @@ class BuildConfig:
             raise ConfigError(
                 f"inner_vectors must be 'summary', 'centroid' or 'both', got {self.inner_vectors!r}."
             )
+
+    def _check_context(self) -> None:
+        if not isinstance(self.detect_headings, bool):
+            raise ConfigError(f"detect_headings must be True or False, got {self.detect_headings!r}.")
+        for name in ("leaf_context", "context_metadata"):
+            value = getattr(self, name)
+            # "title+path+page" (as the eval's --build k=v,... gives it) is the tuple of its parts.
+            parts = tuple(p.strip() for p in re.split(r"[+,]", value) if p.strip()) if isinstance(value, str) else value
+            if not isinstance(parts, (tuple, list)) or not all(isinstance(p, str) and p.strip() for p in parts):
+                raise ConfigError(f"{name} must be a tuple of non-empty strings, got {value!r}.")
+            object.__setattr__(self, name, tuple(parts))
+        unknown = [p for p in self.leaf_context if p not in LEAF_CONTEXT_PARTS]
+        if unknown:
+            raise ConfigError(
+                f"leaf_context: unknown part(s) {', '.join(map(repr, unknown))}; use any of "
+                f"{', '.join(LEAF_CONTEXT_PARTS)}, e.g. ('title', 'path', 'page'), or () for none."
+            )
+        if "section" in self.leaf_context and "path" in self.leaf_context:
+            raise ConfigError("leaf_context: give 'section' (the innermost heading) or 'path' (every heading "
+                              "above the leaf), not both.")
+
+    @property
+    def writes_context(self) -> bool:
+        """Whether leaves get a context path beyond their section title (the default)."""
+        return self.leaf_context != ("section",) or bool(self.context_metadata)
 
 
 @dataclass(frozen=True)

@@ -200,10 +200,14 @@ class TreeNode:
     doc_hash: str = ""
     # A leaf's description by the summariser, when it wrote one (an LLM's page description).
     description: Optional[str] = None
+    # A leaf's context path as its vectors read it in front of its text (document title, section
+    # path, page, marked metadata: BuildConfig.leaf_context); None: the section title only, as
+    # before. The text returned and counted stays ``text``.
+    context: Optional[str] = None
 
     def to_payload(self) -> Dict[str, Any]:
         """The Qdrant payload of this node."""
-        return {
+        payload = {
             "doc_id": self.doc_id,
             "level": self.level,
             "is_leaf": self.is_leaf,
@@ -223,6 +227,9 @@ class TreeNode:
             "doc_hash": self.doc_hash,
             "description": self.description,
         }
+        if self.context is not None:  # absent by default, so default payloads stay as they were
+            payload["context"] = self.context
+        return payload
 
     @classmethod
     def from_payload(cls, node_id: str, payload: Mapping[str, Any]) -> "TreeNode":
@@ -249,6 +256,7 @@ class TreeNode:
             metadata=dict(payload.get("metadata") or {}),
             doc_hash=payload.get("doc_hash", ""),
             description=payload.get("description"),
+            context=payload.get("context"),
         )
 
 

@@ -37,6 +37,12 @@ def titled(title: Optional[str], text: str) -> str:
     return f"{title}\n{text}" if title else text
 
 
+def leaf_context(node: TreeNode) -> Optional[str]:
+    """What a leaf's vectors read in front of its text: its context path when the builder wrote
+    one (``BuildConfig.leaf_context``), else its section title."""
+    return node.context if node.context is not None else node.title
+
+
 class Vectorizer:
     """Turns built nodes into :class:`NodeRecord` objects (dense + BM25 vectors) for the store."""
 
@@ -80,7 +86,7 @@ class Vectorizer:
             return node.description
         # A leaf is indexed with its section heading in front (headings are titles, not leaf text,
         # and often hold the very words a question uses); the text returned stays the leaf's own.
-        text = titled(node.title, node.text)
+        text = titled(leaf_context(node), node.text)
         if mode == "own+description" and node.description:
             return f"{text}\n\n{node.description}"
         return text
@@ -91,7 +97,7 @@ class Vectorizer:
         if self.config.inner_sparse == "span":
             for node in nodes:  # children first, so a parent joins its children's span texts
                 if node.is_leaf:
-                    span_texts[node.id] = titled(node.title, node.text)
+                    span_texts[node.id] = titled(leaf_context(node), node.text)
                 else:
                     span_texts[node.id] = titled(node.title, "\n".join(span_texts[c] for c in node.child_ids))
         return [self._sparse_text(n, span_texts[n.id] if (not n.is_leaf and span_texts) else t)
