@@ -361,8 +361,21 @@ class EmbeddingConfig:
     # fastembed). 256 (sentence-transformers' setting for all-MiniLM-L6-v2) ingests ~18% faster on
     # long paragraphs but measured 1 of 133 COVID-QA questions lost at flat top-5 (README, Speed).
     max_tokens: Optional[int] = None
+    # encbudget: data-parallel passage encoding. This many onnxruntime sessions in this process
+    # (``threads`` intra-op threads each, 1 if unset), length-sorted batches shared out to as many
+    # threads (onnxruntime releases the GIL while it runs). In process, unlike fastembed's
+    # ``parallel=`` worker processes: a custom model's registration and ``max_tokens`` reach every
+    # session, and no pool is started per call. None: one session (measured: README, "Encoder budget").
+    parallel: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.parallel is not None and (
+            isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or not 1 <= self.parallel <= 64
+        ):
+            raise ConfigError(
+                f"parallel must be an integer in [1, 64] (encoder sessions working side by side, e.g. one per "
+                f"core) or None for one session, got {self.parallel!r}."
+            )
         if not isinstance(self.model_name, str) or not self.model_name.strip():
             raise ConfigError("model_name must be a non-empty fastembed model name.")
         if self.language not in ("english", "russian"):

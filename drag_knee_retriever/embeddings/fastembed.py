@@ -264,7 +264,8 @@ class FastEmbedDense:
 
     Query and passage sides use fastembed's query and passage methods, with the model's prefixes
     (e5 names: ``"query: "`` / ``"passage: "``; ``query_prefix`` / ``passage_prefix`` override).
-    Thread-safe (calls into the ONNX session are serialised).
+    Thread-safe (calls into each ONNX session are serialised). With ``EmbeddingConfig(parallel=n)``
+    it holds n sessions and encodes passages on all of them at once (queries use the first).
     """
 
     def __init__(self, config: Optional[EmbeddingConfig] = None) -> None:
@@ -282,8 +283,11 @@ class FastEmbedDense:
                 else:
                     _check_listed_folder(cfg.model_name, folder, listed)
             kwargs: dict = {}
-            if cfg.threads:
-                kwargs["threads"] = cfg.threads
+            sessions = cfg.parallel or 1
+            if cfg.threads or sessions > 1:
+                # Side-by-side sessions get one thread each unless told: onnxruntime's default (every
+                # core per session) would oversubscribe the cores the sessions are meant to share.
+                kwargs["threads"] = cfg.threads or 1
             if cfg.providers:
                 check_providers(cfg.providers)
                 # fastembed hands them to every ONNX session it opens (listed and custom models alike).
@@ -293,11 +297,15 @@ class FastEmbedDense:
             if folder:
                 kwargs["specific_model_path"] = folder
             self._model = TextEmbedding(cfg.model_name, **kwargs)
+            # More sessions of the same (already registered) model for data-parallel passages.
+            self._models = [self._model] + [TextEmbedding(cfg.model_name, **kwargs) for _ in range(sessions - 1)]
         except ModelLoadError:
             raise
         except Exception as exc:
             raise ModelLoadError(f"{_how_to_fix(cfg.model_name)} (fastembed said: {exc})") from None
-        self._limit_tokens(cfg.max_tokens)
+        self._locks = [self._lock] + [threading.Lock() for _ in self._models[1:]]
+        for model in self._models:
+            self._limit_tokens(model, cfg.max_tokens)
         default_q, default_p = _default_prefixes(cfg.model_name)
         self.query_prefix = default_q if cfg.query_prefix is None else cfg.query_prefix
         self.passage_prefix = default_p if cfg.passage_prefix is None else cfg.passage_prefix
@@ -314,9 +322,10 @@ class FastEmbedDense:
         session = getattr(getattr(self._model, "model", None), "model", None)
         return list(session.get_providers()) if session is not None and hasattr(session, "get_providers") else []
 
-    def _limit_tokens(self, max_tokens: Optional[int]) -> None:
+    @staticmethod
+    def _limit_tokens(model: Any, max_tokens: Optional[int]) -> None:
         """Truncate dense inputs at ``max_tokens`` (fastembed reads up to the config's 512)."""
-        tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+        tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
         if max_tokens is None or tokenizer is None or not hasattr(tokenizer, "enable_truncation"):
             return
         current = (tokenizer.truncation or {}).get("max_length")
@@ -332,14 +341,30 @@ class FastEmbedDense:
         """Passage vectors in input order, encoded shortest first in character-bounded batches."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        done = 0
+        batches = list(_batches(order, texts, self.config.batch_size, self.config.max_batch_chars))
         prefix = self.passage_prefix
-        for batch in _batches(order, texts, self.config.batch_size, self.config.max_batch_chars):
-            with self._lock:
-                vectors = list(self._model.passage_embed([prefix + texts[i] for i in batch], batch_size=len(batch)))
-            for i, vector in zip(batch, vectors):
-                out[i] = vector
-            done += len(batch)
-            if progress:
-                progress(done, len(texts))
+        done = [0]
+        report = threading.Lock()
+
+        def encode(session: int) -> None:
+            model, lock = self._models[session], self._locks[session]
+            # Every n-th batch of the length-sorted list: each session gets the same mix of lengths.
+            for batch in batches[session::len(self._models)]:
+                with lock:
+                    vectors = list(model.passage_embed([prefix + texts[i] for i in batch], batch_size=len(batch)))
+                for i, vector in zip(batch, vectors):
+                    out[i] = vector
+                with report:
+                    done[0] += len(batch)
+                    if progress:
+                        progress(done[0], len(texts))
+
+        if len(self._models) == 1 or len(batches) < 2:
+            encode(0)  # one session, or one batch (batches[0::n] is then all of them)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=len(self._models), thread_name_prefix="drag-knee-encode") as pool:
+                for future in [pool.submit(encode, k) for k in range(len(self._models))]:
+                    future.result()  # re-raises a session's error here
         return out
