@@ -271,6 +271,14 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         # A deeper focus pool (broad questions: many gold leaves), alone and with the global list.
         ("drag_knee_pool20", {"config": "pool20"}),
         ("drag_knee_global_pool20", {"config": "global_pool20"}),
+        # Scores with magnitude (issue 14, items 5-6): the focus pool (region leaves + the best 50
+        # leaves of the collection) ranked by z-scored cosine + BM25 with the siblings' evidence, cut
+        # at its knee (benchmarks/cut_sim.py chose it; RESULTS.md "## cut"). Variants: no sibling
+        # evidence, the walk's regions only, and merged into the walk's regions.
+        ("drag_knee_mag", {"config": "mag"}),
+        ("drag_knee_mag_nosib", {"config": "mag_nosib"}),
+        ("drag_knee_mag_walk", {"config": "mag_walk"}),
+        ("drag_knee_mag_merge", {"config": "mag_merge"}),
     ]
 
 
@@ -282,6 +290,14 @@ _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
     "global": {"method": "knee", "focus_global": 20},
     "pool20": {"method": "knee", "focus_pool": 20},
     "global_pool20": {"method": "knee", "focus_pool": 20, "focus_global": 20},
+    "mag": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
+            "sibling_weight": 0.25},
+    "mag_nosib": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
+                  "sibling_weight": 0.0},
+    "mag_walk": {"method": "knee", "focus_scores": "magnitude", "focus_global": None, "merge_ratio": None,
+                 "sibling_weight": 0.25},
+    "mag_merge": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": 0.5,
+                  "sibling_weight": 0.25},
 }
 
 
@@ -308,7 +324,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         if "config" in kwargs:
             config = kwargs["config"]
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
-                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global})
+                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global,
+                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods
