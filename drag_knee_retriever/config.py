@@ -110,11 +110,11 @@ class SearchConfig:
     focus_pool: Optional[int] = 10
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5
-    focus_global: Optional[int] = None
+    focus_global: Optional[int] = 50
     max_results: Optional[int] = None
     min_score: Optional[float] = None
     # Focus on scores with magnitude (issue 14, items 5-6; branch cut): added at the end.
-    focus_scores: FocusScores = "rrf"
+    focus_scores: FocusScores = "magnitude"
     sibling_weight: float = 0.25
 
     def __post_init__(self) -> None:

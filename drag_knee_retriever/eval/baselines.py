@@ -261,6 +261,8 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_fusion", {"method": "knee", "fusion_weights": [tuple(p) for p in fusion_schedule]}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
+        # The default before the magnitude focus (benchmarks/RESULTS.md "## cut"): the focus on RRF.
+        ("drag_knee_rrf", {"config": "rrf"}),
         # The knee walk without its focus step (the default before the focus step existed): every
         # node the walk keeps is returned, an inner node with its whole span.
         ("drag_knee_walk_only", {"config": "walk_only"}),
@@ -283,13 +285,17 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
 
 
 # SearchConfig changes named by drag_variants' {"config": name} (applied to the index's config).
+# The variants named *rrf*, walk_only, no_merge, global, pool20 keep their meaning from before the
+# magnitude default: the focus on RRF, with no global leaves unless they name some.
+_RRF = {"focus_scores": "rrf", "focus_global": None}
 _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
-    "rrf60": {"method": "knee", "rrf_k": 60},
+    "rrf": {"method": "knee", **_RRF},
+    "rrf60": {"method": "knee", "rrf_k": 60, **_RRF},
     "walk_only": {"method": "knee", "focus_pool": None},
-    "no_merge": {"method": "knee", "merge_ratio": None},
-    "global": {"method": "knee", "focus_global": 20},
-    "pool20": {"method": "knee", "focus_pool": 20},
-    "global_pool20": {"method": "knee", "focus_pool": 20, "focus_global": 20},
+    "no_merge": {"method": "knee", "merge_ratio": None, **_RRF},
+    "global": {"method": "knee", **_RRF, "focus_global": 20},
+    "pool20": {"method": "knee", "focus_pool": 20, **_RRF},
+    "global_pool20": {"method": "knee", "focus_pool": 20, **_RRF, "focus_global": 20},
     "mag": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
             "sibling_weight": 0.25},
     "mag_nosib": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,

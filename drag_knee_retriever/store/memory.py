@@ -253,9 +253,8 @@ class MemoryStore(NodeStore):
             for position, (pid, _) in enumerate(ranking):
                 term = 0.0 if weight <= 0 else 1 / ((position + 1.0) / weight + rrf_k - 1.0)
                 fused[pid] = fused.get(pid, 0.0) + term
-        ranked = explain or request.with_scores  # the Qdrant engines then read both sides too
-        dense_ranks = {pid: i for i, (pid, _) in enumerate(dense)} if ranked else {}
-        sparse_ranks = {pid: i for i, (pid, _) in enumerate(sparse)} if ranked else {}
+        dense_ranks = {pid: i for i, (pid, _) in enumerate(dense)} if explain else {}
+        sparse_ranks = {pid: i for i, (pid, _) in enumerate(sparse)} if explain else {}
         hits = [RankedHit(make(pid), score, dense_ranks.get(pid), sparse_ranks.get(pid)) for pid, score in fused.items()]
         hits = stable_order(hits)[: request.limit]
         if request.with_scores:

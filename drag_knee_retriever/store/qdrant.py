@@ -384,7 +384,8 @@ class QdrantClientStore(NodeStore):
                 batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=read, with_payload=False))
                 sparse_index = len(batch)
                 batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=read, with_payload=False))
-            layout.append((main_index, dense_index, sparse_index, request, side))
+            # Ranks only with explain (a with_scores request reads the sides for their scores).
+            layout.append((main_index, dense_index, sparse_index, request, side if explain else 0))
         return batch, layout
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:

@@ -45,7 +45,8 @@ def test_one_encoding_and_one_round_trip_per_level(covid_index, covid_corpus, me
     requests_before = covid_index.store.requests
     result = covid_index.search(question, method=method)
     assert covid_index.encoder.query_encodings == encodings + 1
-    levels_visited = len({(s.kind, s.level) for s in result.trace.steps if s.kind != "roots"})
+    # The global leaves ride in the focus step's round trip.
+    levels_visited = len({(s.kind, s.level) for s in result.trace.steps if s.kind not in ("roots", "global")})
     assert counter.calls == 1 + levels_visited
     context_fetch = 1 if result.nodes else 0  # span leaves and the documents' roots, in one request
     assert covid_index.store.requests - requests_before == counter.calls + context_fetch
@@ -58,10 +59,12 @@ def test_knee_focus_ranks_the_leaves_under_the_walk_regions(covid_index, covid_c
     from dataclasses import replace
 
     _, questions = covid_corpus
-    walk_only = replace(covid_index.search_config, focus_pool=None, method="sensitive_knee", sensitivity=0.85)
+    # The focus on RRF over the regions' leaves alone (the default before focus_scores="magnitude").
+    rrf = replace(covid_index.search_config, focus_scores="rrf", focus_global=None)
+    walk_only = replace(rrf, focus_pool=None, method="sensitive_knee", sensitivity=0.85)
     focused_tokens = walk_tokens = 0
     for question, _doc in questions[:8]:
-        result = covid_index.search(question, method="knee")
+        result = covid_index.search(question, method="knee", config=rrf)
         focus = result.trace.steps[-1]
         assert focus.kind == "focus" and focus.candidates and all(c.is_leaf for c in focus.candidates)
         assert len(focus.candidates) <= covid_index.search_config.focus_pool

@@ -140,7 +140,7 @@ def test_without_focus_global_the_pool_is_the_walks_regions():
              leaf_id("bees", 1): (0.1, 0.0), leaf_id("ants", 0): (0.7, 6.0), leaf_id("ants", 1): (0.0, 0.0)}
     ranker = SideRanker(forest, sides)
     trace = Trace(query="q", method="knee")
-    hits = walk(ranker, SearchConfig(focus_scores="magnitude", merge_ratio=None), (), trace)
+    hits = walk(ranker, SearchConfig(focus_scores="magnitude", focus_global=None, merge_ratio=None), (), trace)
     assert {h.node.doc_id for h in hits} == {"bees"}
     assert all(s.kind != "global" for s in trace.steps)
 

@@ -475,8 +475,9 @@ class EdgeStore(NodeStore):
             side = side_limit(request)
             dense_ids = dense_all[:side] if dense_all is not None else None
             sparse_ids = sparse_all[:side] if sparse_all is not None else None
-            dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if dense_ids is not None else None
-            sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if sparse_ids is not None else None
+            # Ranks only with explain (a with_scores request reads the sides for their scores).
+            dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if explain and dense_ids is not None else None
+            sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
                 assert node_map is not None and dense_ids is not None and sparse_ids is not None
                 scored = _fuse(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
