@@ -320,7 +320,8 @@ def oracle_k(q: Q, ids: Sequence[str], limit: int = 20) -> int:
     return at
 
 
-def evaluate(qs: Sequence[Q], flat: Dict[str, List[Any]], name: str, rule: Rule, boot: bool) -> Dict[str, Any]:
+def evaluate(qs: Sequence[Q], flat: Dict[str, List[Any]], name: str, rule: Rule, boot: bool,
+             oracle: bool = False) -> Dict[str, Any]:
     picked = [rule(q) for q in qs]
     rows = dict(flat)
     rows[name] = [metrics_of(q, ids) for q, ids in zip(qs, picked)]
@@ -339,6 +340,14 @@ def evaluate(qs: Sequence[Q], flat: Dict[str, List[Any]], name: str, rule: Rule,
            "results": float(np.mean([r.results for r in rows[name]]))}
     if boot:
         out["ci"] = bootstrap_gain(rows, info, name, resamples=1000)
+    if oracle:
+        # The oracle cut of the flat ranking: the fewest flat results that reach flat top-20's recall.
+        best = np.array([oracle_k(q, [f[0] for f in q.row["flat"]]) for q in qs], dtype=float)
+        got = np.array([r.results for r in rows[name]], dtype=float)
+        out["oracle_k"] = float(best.mean())
+        out["oracle_abs_diff"] = float(np.abs(got - best).mean())
+        out["oracle_spearman"] = float(np.corrcoef(np.argsort(np.argsort(got)), np.argsort(np.argsort(best)))[0, 1]) \
+            if got.std() > 0 and best.std() > 0 else None
     return out
 
 
@@ -363,13 +372,16 @@ def main(argv=None) -> int:
         print("| rule | recall | tokens | p90 | results | gain | 95% | all-gold multi vs flat | spearman multi |")
         print("|---|---:|---:|---:|---:|---:|---|---|---:|")
         for n in names:
-            f = evaluate(qs, flat, n, R[n], args.boot)
+            f = evaluate(qs, flat, n, R[n], args.boot, args.oracle)
             ci = f.get("ci")
             ci_s = f"{ci[0]:+.3f}..{ci[1]:+.3f}" if ci else "–"
             mg = (f"{f['multi_all_gold']:.3f} vs {f['multi_flat']:.3f}" if f["multi_all_gold"] is not None else "–")
             sp = f"{f['spearman_multi']:.2f}" if f["spearman_multi"] is not None else "–"
             print(f"| {n} | {f['recall']:.3f} | {f['tokens']:.0f} | {f['p90']:.0f} | {f['results']:.1f} | "
-                  f"{f['gain']:+.3f}{'*' if f['beyond'] else ''} | {ci_s} | {mg} | {sp} |", flush=True)
+                  f"{f['gain']:+.3f}{'*' if f['beyond'] else ''} | {ci_s} | {mg} | {sp} |"
+                  + (f" oracle k {f['oracle_k']:.1f}, |results - oracle| {f['oracle_abs_diff']:.1f}, "
+                     f"spearman {f['oracle_spearman'] if f['oracle_spearman'] is None else round(f['oracle_spearman'], 2)} |"
+                     if args.oracle else ""), flush=True)
     return 0
 
 
