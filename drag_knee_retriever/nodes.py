@@ -312,6 +312,8 @@ class TraceCandidate:
     # (fused_score is then their z-scored sum with the siblings' evidence).
     dense_score: Optional[float] = None
     sparse_score: Optional[float] = None
+    # The candidate's tree version: the final fetch drops leaf-ranking candidates of uncommitted trees.
+    doc_hash: str = ""
 
 
 @dataclass

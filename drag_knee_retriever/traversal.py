@@ -51,8 +51,10 @@ def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
     node = hit.node
     # Positional, in TraceCandidate's field order: a search records ~100 candidates, and keyword
     # arguments cost a dataclass __init__ three times as much (~1 us more per candidate).
-    return TraceCandidate(node.id, node.doc_id, node.level, node.is_leaf, str(node.span), hit.score, rank,
-                          hit.dense_rank, hit.sparse_rank, node.parent_id)
+    candidate = TraceCandidate(node.id, node.doc_id, node.level, node.is_leaf, str(node.span), hit.score, rank,
+                               hit.dense_rank, hit.sparse_rank, node.parent_id)
+    candidate.doc_hash = node.doc_hash
+    return candidate
 
 
 def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:

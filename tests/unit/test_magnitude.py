@@ -163,3 +163,26 @@ def test_merge_still_returns_a_region_most_of_whose_leaves_survive():
 def test_bad_magnitude_settings_are_refused_when_built(field, value, message):
     with pytest.raises(ConfigError, match=message):
         SearchConfig(**{field: value})
+
+
+def test_the_final_fetch_drops_leaf_ranking_candidates_of_uncommitted_trees():
+    """A global leaf ranking reaches leaves without their root: a write or delete cut short leaves
+    rootless leaves it can see. The final fetch reads those documents' roots and the trace keeps
+    only candidates of committed trees (their version); walk steps are untouched."""
+    from drag_knee_retriever.context import prune_trace, unrooted_docs
+    from drag_knee_retriever.nodes import TraceCandidate, TraceStep
+
+    def cand(doc, version):
+        c = TraceCandidate(leaf_id(doc, 0), doc, 1, True, "¶0", 1.0, 0)
+        c.doc_hash = version
+        return c
+
+    trace = Trace(query="q", method="knee")
+    trace.steps.append(TraceStep(step=0, kind="roots", level=0, candidates=[cand("kept", "v1")]))
+    trace.steps.append(TraceStep(step=1, kind="global", level=1,
+                                 candidates=[cand("kept", "v1"), cand("rootless", "v1"), cand("kept", "v2")]))
+    assert unrooted_docs(trace) == {"kept", "rootless"}
+    root = TreeNode(id="kept:r", doc_id="kept", level=0, is_leaf=False, span=Span(0, 0), text="", doc_hash="v1")
+    prune_trace(trace, [root])
+    assert [(c.doc_id, c.doc_hash) for c in trace.steps[1].candidates] == [("kept", "v1")]
+    assert len(trace.steps[0].candidates) == 1
