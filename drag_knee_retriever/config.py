@@ -19,6 +19,7 @@ LeafTextSource = Literal["own", "description", "own+description"]
 LEAF_CONTEXT_PARTS: Tuple[str, ...] = ("title", "section", "path", "page")
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
+FocusScores = Literal["rrf", "magnitude"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: The largest count or constant a search setting may take: the engines take 32-bit (Edge: Rust
 #: usize / u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
@@ -88,7 +89,16 @@ class SearchConfig:
     - ``max_results``: a cap on the number of results (the frameworks' ``k``); the method still
       decides how many up to the cap, the best ones by score are kept. ``None``: no cap.
     - ``min_score``: drop results whose fused score is below it (LangChain's ``score_threshold``;
-      scores follow the RRF convention above, e.g. at most ``2 / rrf_k`` with both sides at rank 0).
+      scores follow the RRF convention above, e.g. at most ``2 / rrf_k`` with both sides at rank 0;
+      with ``focus_scores="magnitude"`` the leaves' scores are magnitudes, see below).
+    - ``focus_scores``: how the focus step scores its leaves before the knee. ``"rrf"``: reciprocal
+      ranks (rank only: the knee then sees the shape of 1/rank, whatever the evidence).
+      ``"magnitude"``: each candidate's dense cosine and BM25 score (the store's ``with_scores``, same
+      round trip), z-scored over the candidates and summed, plus ``sibling_weight`` times the mean of
+      that sum over the candidates under the same parent (the parent's evidence, read from its
+      leaves: no extra round trip). The knee then cuts where the evidence falls, and a result's score
+      is that sum. Measured in benchmarks/RESULTS.md ("## cut: ...").
+    - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
     """
 
     method: SearchMethod = "knee"
@@ -103,11 +113,20 @@ class SearchConfig:
     focus_pool: Optional[int] = 10
     region_sensitivity: float = 0.85
     merge_ratio: Optional[float] = 0.5
-    focus_global: Optional[int] = None
+    focus_global: Optional[int] = 50
     max_results: Optional[int] = None
     min_score: Optional[float] = None
+    # Focus on scores with magnitude (issue 14, items 5-6; branch cut): added at the end.
+    focus_scores: FocusScores = "magnitude"
+    sibling_weight: float = 0.25
 
     def __post_init__(self) -> None:
+        if self.focus_scores not in ("rrf", "magnitude"):
+            raise ConfigError(f"focus_scores must be 'rrf' or 'magnitude', got {self.focus_scores!r}.")
+        if (isinstance(self.sibling_weight, bool) or not isinstance(self.sibling_weight, (int, float))
+                or not math.isfinite(self.sibling_weight) or self.sibling_weight < 0):
+            raise ConfigError(f"sibling_weight must be a finite number >= 0, got {self.sibling_weight!r}.")
+        object.__setattr__(self, "sibling_weight", float(self.sibling_weight))
         if self.focus_global is not None and (
             isinstance(self.focus_global, bool) or not isinstance(self.focus_global, int) or self.focus_global < 1
         ):

@@ -9,7 +9,7 @@ own walk should run too, so that the cost and the liveness rule are the same.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Set, Tuple
 
 from .builder import leaf_id, node_id, span_leaf_ids
 from .nodes import TreeNode
@@ -68,13 +68,51 @@ def live_with_text(hits: Sequence[Any], fetched: Sequence[TreeNode], *, refresh:
     return kept, texts
 
 
-def fetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False) -> Context:
-    """One round trip: the live hits (whole nodes when ``refresh``) and their texts by node id."""
-    fetched = store.retrieve(context_ids([h.node for h in hits], with_nodes=refresh))
+def _ids(hits: Sequence[Any], refresh: bool, trace: Any) -> List[str]:
+    ids = context_ids([h.node for h in hits], with_nodes=refresh)
+    docs = unrooted_docs(trace)
+    if docs:
+        ids = sorted(set(ids) | {i for d in docs for i in (node_id(d, "r"), leaf_id(d, 0))})
+    return ids
+
+
+def unrooted_docs(trace: Any) -> Set[str]:
+    """Documents of the trace's leaf-ranking steps ("global", "focus"): a global leaf ranking reaches
+    leaves without passing their root, so their documents' roots are read at the final fetch."""
+    if trace is None:
+        return set()
+    return {c.doc_id for s in trace.steps if s.kind in _UNROOTED for c in s.candidates}
+
+
+_UNROOTED = ("global", "focus")
+
+
+def prune_trace(trace: Any, fetched: Sequence[TreeNode]) -> None:
+    """Drop the leaf-ranking steps' candidates whose document has no committed tree of their version
+    (a write or delete cut short leaves rootless nodes a global ranking can see): the trace shows
+    nothing a search could not return."""
+    if trace is None:
+        return
+    live = {(n.doc_id, n.doc_hash) for n in fetched if n.level == 0}
+    for step in trace.steps:
+        if step.kind in _UNROOTED:
+            kept = [c for c in step.candidates if (c.doc_id, c.doc_hash) in live]
+            if len(kept) != len(step.candidates):
+                log.debug("trace: %d candidates of uncommitted trees dropped", len(step.candidates) - len(kept))
+                step.candidates[:] = kept
+
+
+def fetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False, trace: Any = None) -> Context:
+    """One round trip: the live hits (whole nodes when ``refresh``) and their texts by node id.
+    ``trace``: also check the documents of its leaf-ranking steps (see :func:`prune_trace`)."""
+    fetched = store.retrieve(_ids(hits, refresh, trace))
+    prune_trace(trace, fetched)
     return live_with_text(hits, fetched, refresh=refresh)
 
 
-async def afetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False) -> Context:
+async def afetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False,
+                         trace: Any = None) -> Context:
     """:func:`fetch_context` through the store's async API."""
-    fetched = await store.aretrieve(context_ids([h.node for h in hits], with_nodes=refresh))
+    fetched = await store.aretrieve(_ids(hits, refresh, trace))
+    prune_trace(trace, fetched)
     return live_with_text(hits, fetched, refresh=refresh)

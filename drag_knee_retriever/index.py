@@ -325,7 +325,7 @@ class DragKneeIndex:
 
         hits = walk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True))
+        return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
@@ -344,7 +344,7 @@ class DragKneeIndex:
 
         hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
-        return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True))
+        return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
               max_roots: Optional[int] = None, sensitivity: Optional[float] = None,

@@ -316,6 +316,12 @@ class TraceCandidate:
     # "kept", "suppressed", "cut" (beyond the knee or the beam width)
     outcome: str = "kept"
     suppressed_by: Optional[str] = None
+    # With SearchConfig.focus_scores="magnitude": the focus candidate's dense cosine and BM25 score
+    # (fused_score is then their z-scored sum with the siblings' evidence).
+    dense_score: Optional[float] = None
+    sparse_score: Optional[float] = None
+    # The candidate's tree version: the final fetch drops leaf-ranking candidates of uncommitted trees.
+    doc_hash: str = ""
 
 
 @dataclass

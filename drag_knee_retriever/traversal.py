@@ -36,6 +36,7 @@ from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequenc
 from .builder import span_leaf_ids
 from .config import SearchConfig
 from .knee import knee_index
+from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
 from .store import FilterSpec, RankedHit, RankRequest
 
@@ -50,8 +51,10 @@ def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
     node = hit.node
     # Positional, in TraceCandidate's field order: a search records ~100 candidates, and keyword
     # arguments cost a dataclass __init__ three times as much (~1 us more per candidate).
-    return TraceCandidate(node.id, node.doc_id, node.level, node.is_leaf, str(node.span), hit.score, rank,
-                          hit.dense_rank, hit.sparse_rank, node.parent_id)
+    candidate = TraceCandidate(node.id, node.doc_id, node.level, node.is_leaf, str(node.span), hit.score, rank,
+                               hit.dense_rank, hit.sparse_rank, node.parent_id)
+    candidate.doc_hash = node.doc_hash
+    return candidate
 
 
 def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
@@ -174,7 +177,9 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
-    if config.focus_global:
+    if config.focus_scores == "magnitude":
+        hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights)
+    elif config.focus_global:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
@@ -215,6 +220,7 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     placed: Set[str] = set()
     for position, hit in enumerate(hits):
         candidate = _candidate(hit, position)
+        candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
         step.candidates.append(candidate)
         if position >= keep:
             candidate.outcome = "cut"
@@ -231,6 +237,38 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
             results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
     step.kept_count = len(results)
     return results
+
+
+def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
+                    weights: Tuple[float, float]) -> Steps:
+    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
+
+    One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
+    the whole filtered collection, each with its dense cosine and BM25 score; the union is
+    re-scored by :func:`~drag_knee_retriever.magnitude.magnitude_ranking`. Why the whole region
+    and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
+    parent's evidence.
+    """
+    assert config.focus_pool is not None
+    requests = []
+    if candidate_ids:
+        requests.append(RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids,
+                                    filters=filters, with_scores=True))
+    if config.focus_global:
+        requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters,
+                                    with_scores=True))
+    if not requests:
+        return []
+    answers = yield requests
+    region_hits = answers[0] if candidate_ids else []
+    global_hits = answers[-1] if config.focus_global else []
+    if config.focus_global:
+        glob = TraceStep(step=len(trace.steps), kind="global",
+                         level=max((h.node.level for h in global_hits), default=0), weights=weights)
+        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
+        glob.kept_count = len(global_hits)
+        trace.steps.append(glob)
+    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)[: config.focus_pool]
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:

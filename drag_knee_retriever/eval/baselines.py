@@ -261,6 +261,8 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_fusion", {"method": "knee", "fusion_weights": [tuple(p) for p in fusion_schedule]}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
+        # The default before the magnitude focus (benchmarks/RESULTS.md "## cut"): the focus on RRF.
+        ("drag_knee_rrf", {"config": "rrf"}),
         # The knee walk without its focus step (the default before the focus step existed): every
         # node the walk keeps is returned, an inner node with its whole span.
         ("drag_knee_walk_only", {"config": "walk_only"}),
@@ -271,17 +273,37 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         # A deeper focus pool (broad questions: many gold leaves), alone and with the global list.
         ("drag_knee_pool20", {"config": "pool20"}),
         ("drag_knee_global_pool20", {"config": "global_pool20"}),
+        # Scores with magnitude (issue 14, items 5-6): the focus pool (region leaves + the best 50
+        # leaves of the collection) ranked by z-scored cosine + BM25 with the siblings' evidence, cut
+        # at its knee (benchmarks/cut_sim.py chose it; RESULTS.md "## cut"). Variants: no sibling
+        # evidence, the walk's regions only, and merged into the walk's regions.
+        ("drag_knee_mag", {"config": "mag"}),
+        ("drag_knee_mag_nosib", {"config": "mag_nosib"}),
+        ("drag_knee_mag_walk", {"config": "mag_walk"}),
+        ("drag_knee_mag_merge", {"config": "mag_merge"}),
     ]
 
 
 # SearchConfig changes named by drag_variants' {"config": name} (applied to the index's config).
+# The variants named *rrf*, walk_only, no_merge, global, pool20 keep their meaning from before the
+# magnitude default: the focus on RRF, with no global leaves unless they name some.
+_RRF = {"focus_scores": "rrf", "focus_global": None}
 _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
-    "rrf60": {"method": "knee", "rrf_k": 60},
+    "rrf": {"method": "knee", **_RRF},
+    "rrf60": {"method": "knee", "rrf_k": 60, **_RRF},
     "walk_only": {"method": "knee", "focus_pool": None},
-    "no_merge": {"method": "knee", "merge_ratio": None},
-    "global": {"method": "knee", "focus_global": 20},
-    "pool20": {"method": "knee", "focus_pool": 20},
-    "global_pool20": {"method": "knee", "focus_pool": 20, "focus_global": 20},
+    "no_merge": {"method": "knee", "merge_ratio": None, **_RRF},
+    "global": {"method": "knee", **_RRF, "focus_global": 20},
+    "pool20": {"method": "knee", "focus_pool": 20, **_RRF},
+    "global_pool20": {"method": "knee", "focus_pool": 20, **_RRF, "focus_global": 20},
+    "mag": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
+            "sibling_weight": 0.25},
+    "mag_nosib": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
+                  "sibling_weight": 0.0},
+    "mag_walk": {"method": "knee", "focus_scores": "magnitude", "focus_global": None, "merge_ratio": None,
+                 "sibling_weight": 0.25},
+    "mag_merge": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": 0.5,
+                  "sibling_weight": 0.25},
 }
 
 
@@ -308,7 +330,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         if "config" in kwargs:
             config = kwargs["config"]
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
-                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global})
+                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global,
+                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods

@@ -69,16 +69,23 @@ class RankRequest:
     filters: FilterSpec = ()
     # None: fuse both sides by RRF; "dense" / "sparse": one side only (for baselines).
     only: Optional[str] = None
+    # Also fill each hit's dense cosine and BM25 score (RankedHit.dense_score / sparse_score): the
+    # engine adds the two side rankings to the same batch, so it stays one round trip. Why: RRF
+    # scores carry ranks only, and a cut that tracks need wants magnitudes (issue 14).
+    with_scores: bool = False
 
 
 @dataclass(frozen=True)
 class RankedHit:
-    """One ranked node: fused score, its rank on each side (0-based; None = not matched)."""
+    """One ranked node: fused score, its rank on each side (0-based; None = not matched), and with
+    ``RankRequest.with_scores`` its dense cosine and BM25 score (see :func:`score_limit`)."""
 
     node: TreeNode
     score: float
     dense_rank: Optional[int] = None
     sparse_rank: Optional[int] = None
+    dense_score: Optional[float] = None
+    sparse_score: Optional[float] = None
 
 
 # A light ranking asks the engine for this many hits beyond its limit and cuts here, by
@@ -105,6 +112,34 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
 def side_limit(request: RankRequest) -> int:
     """How many hits each side (dense, BM25) of a fused request ranks before the fusion."""
     return request.limit if request.candidate_ids is not None else max(request.limit, MIN_SIDE_LIMIT)
+
+
+def score_limit(request: RankRequest) -> int:
+    """How many hits each side reads to score a ``with_scores`` request's hits.
+
+    A candidate set is scored whole (every candidate gets its cosine; a candidate BM25 does not
+    match gets 0.0, see :func:`side_scores`); an open ranking reads :func:`side_limit` per side,
+    and a hit beyond that on one side gets None there (its score is below the side's last one).
+    """
+    if request.candidate_ids is not None:
+        return max(side_limit(request), len(request.candidate_ids))
+    return side_limit(request)
+
+
+def side_scores(hits: List[RankedHit], request: RankRequest, dense: Optional[Dict[str, float]],
+                sparse: Optional[Dict[str, float]]) -> List[RankedHit]:
+    """``hits`` with their dense and BM25 scores from the two side rankings (id -> score)."""
+    if dense is None or sparse is None:
+        return hits
+    # In a candidate set the sparse side returned every candidate sharing a term with the query:
+    # the others score 0.0 exactly. Outside one, a missing score is only "below the side's limit".
+    missing = 0.0 if request.candidate_ids is not None else None
+    out = []
+    for h in hits:
+        nid = h.node.id
+        out.append(RankedHit(h.node, h.score, h.dense_rank, h.sparse_rank, dense.get(nid),
+                             sparse.get(nid, missing)))
+    return out
 
 
 # -- folder layouts ------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ..errors import ConfigError, InvalidQueryError, StoreError
 from ..nodes import TreeNode
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
+from .base import score_limit, side_scores
 from .payload import (
     META_ID,
     collection_info,
@@ -244,8 +245,9 @@ class MemoryStore(NodeStore):
         if request.only == "sparse":
             return [RankedHit(make(pid), s) for pid, s in self._sparse_side(pool, weighted)[: request.limit]]
         side = side_limit(request)
-        dense = self._dense_side(pool, dense_q)[:side]
-        sparse = self._sparse_side(pool, weighted)[:side]
+        dense_all = self._dense_side(pool, dense_q)
+        sparse_all = self._sparse_side(pool, weighted)
+        dense, sparse = dense_all[:side], sparse_all[:side]
         fused: Dict[str, float] = {}
         for ranking, weight in ((dense, request.weights[0]), (sparse, request.weights[1])):
             for position, (pid, _) in enumerate(ranking):
@@ -254,7 +256,11 @@ class MemoryStore(NodeStore):
         dense_ranks = {pid: i for i, (pid, _) in enumerate(dense)} if explain else {}
         sparse_ranks = {pid: i for i, (pid, _) in enumerate(sparse)} if explain else {}
         hits = [RankedHit(make(pid), score, dense_ranks.get(pid), sparse_ranks.get(pid)) for pid, score in fused.items()]
-        return stable_order(hits)[: request.limit]
+        hits = stable_order(hits)[: request.limit]
+        if request.with_scores:
+            read = score_limit(request)  # as the Qdrant engines read their side rankings
+            hits = side_scores(hits, request, dict(dense_all[:read]), dict(sparse_all[:read]))
+        return hits
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         self._check_open()

@@ -18,7 +18,7 @@ from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
 from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .base import PENDING_FILE, FilterSpec, PendingDocs
+from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores
 from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
 
 log = logging.getLogger(__name__)
@@ -387,12 +387,15 @@ class QdrantClientStore(NodeStore):
                     filter=flt, limit=limit, with_payload=with_payload,
                 ))
             dense_index = sparse_index = None
-            if explain and request.only is None:
+            if (explain or request.with_scores) and request.only is None:
+                # The side rankings (same round trip): ranks within `side`, scores of every hit.
+                read = score_limit(request) if request.with_scores else side
                 dense_index = len(batch)
-                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=side, with_payload=False))
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=read, with_payload=False))
                 sparse_index = len(batch)
-                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=side, with_payload=False))
-            layout.append((main_index, dense_index, sparse_index, request.limit))
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=read, with_payload=False))
+            # Ranks only with explain (a with_scores request reads the sides for their scores).
+            layout.append((main_index, dense_index, sparse_index, request, side if explain else 0))
         return batch, layout
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
@@ -454,13 +457,15 @@ def _nodes(points: Iterable[Any]) -> List[TreeNode]:
     return [full_node(p.id, p.payload) for p in points if is_node(p.payload)]
 
 
-def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int], int]],
+def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int], RankRequest, int]],
                  light: bool = False) -> List[List[RankedHit]]:
     make_node = light_node if light else full_node
     results: List[List[RankedHit]] = []
-    for main_index, dense_index, sparse_index, limit in layout:
-        dense_ranks = _ranks(responses[dense_index].points) if dense_index is not None else {}
-        sparse_ranks = _ranks(responses[sparse_index].points) if sparse_index is not None else {}
+    for main_index, dense_index, sparse_index, request, side in layout:
+        limit = request.limit
+        # Ranks count within the side limit only (a with_scores side may read further).
+        dense_ranks = _ranks(responses[dense_index].points[:side]) if dense_index is not None else {}
+        sparse_ranks = _ranks(responses[sparse_index].points[:side]) if sparse_index is not None else {}
         hits = []
         for point in responses[main_index].points:
             if not is_node(point.payload):
@@ -472,8 +477,16 @@ def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[
                 dense_rank=dense_ranks.get(pid),
                 sparse_rank=sparse_ranks.get(pid),
             ))
-        results.append(stable_order(hits)[:limit])  # over-fetched by fetch_limit: cut here, ties by id
+        hits = stable_order(hits)[:limit]  # over-fetched by fetch_limit: cut here, ties by id
+        if request.with_scores and dense_index is not None and sparse_index is not None:
+            hits = side_scores(hits, request, _scores(responses[dense_index].points),
+                               _scores(responses[sparse_index].points))
+        results.append(hits)
     return results
+
+
+def _scores(points: Iterable[Any]) -> Dict[str, float]:
+    return {str(p.id): float(p.score) for p in points}
 
 
 def _ranks(points: Iterable[Any]) -> Dict[str, int]:

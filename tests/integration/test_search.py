@@ -45,7 +45,8 @@ def test_one_encoding_and_one_round_trip_per_level(covid_index, covid_corpus, me
     requests_before = covid_index.store.requests
     result = covid_index.search(question, method=method)
     assert covid_index.encoder.query_encodings == encodings + 1
-    levels_visited = len({(s.kind, s.level) for s in result.trace.steps if s.kind != "roots"})
+    # The global leaves ride in the focus step's round trip.
+    levels_visited = len({(s.kind, s.level) for s in result.trace.steps if s.kind not in ("roots", "global")})
     assert counter.calls == 1 + levels_visited
     context_fetch = 1 if result.nodes else 0  # span leaves and the documents' roots, in one request
     assert covid_index.store.requests - requests_before == counter.calls + context_fetch
@@ -58,10 +59,12 @@ def test_knee_focus_ranks_the_leaves_under_the_walk_regions(covid_index, covid_c
     from dataclasses import replace
 
     _, questions = covid_corpus
-    walk_only = replace(covid_index.search_config, focus_pool=None, method="sensitive_knee", sensitivity=0.85)
+    # The focus on RRF over the regions' leaves alone (the default before focus_scores="magnitude").
+    rrf = replace(covid_index.search_config, focus_scores="rrf", focus_global=None)
+    walk_only = replace(rrf, focus_pool=None, method="sensitive_knee", sensitivity=0.85)
     focused_tokens = walk_tokens = 0
     for question, _doc in questions[:8]:
-        result = covid_index.search(question, method="knee")
+        result = covid_index.search(question, method="knee", config=rrf)
         focus = result.trace.steps[-1]
         assert focus.kind == "focus" and focus.candidates and all(c.is_leaf for c in focus.candidates)
         assert len(focus.candidates) <= covid_index.search_config.focus_pool
@@ -230,3 +233,38 @@ async def test_asearch_uses_the_store_async_client(make_index, covid_corpus):
         assert got.trace.requests == expected.trace.requests
     assert index.store.async_client.calls.count("query_batch_points") >= 4
     index.store.async_client = None
+
+
+MAGNITUDE = [SearchConfig(focus_scores="magnitude", focus_global=50, merge_ratio=None),
+             SearchConfig(focus_scores="magnitude", focus_global=50, merge_ratio=0.5),
+             SearchConfig(method="sensitive_knee", focus_scores="magnitude", sibling_weight=0.0)]
+
+
+@pytest.mark.parametrize("config", MAGNITUDE, ids=["magnitude", "magnitude+merge", "sensitive, walk only"])
+def test_magnitude_focus_invariants_on_the_real_index(covid_index, covid_corpus, config, monkeypatch):
+    """Scores with magnitude: no node with its ancestor, one query encoding, one round trip per
+    level (the global leaves ride with the focus), and the trace carries each leaf's cosine and BM25."""
+    _, questions = covid_corpus
+    for question, doc in questions[:6]:
+        counter = CountingRank(covid_index.store)
+        monkeypatch.setattr(covid_index.store, "rank", counter)
+        encodings = covid_index.encoder.query_encodings
+        result = covid_index.search(question, config=config)
+        monkeypatch.undo()
+        assert covid_index.encoder.query_encodings == encodings + 1
+        ids = [hit.node.id for hit in result.nodes]
+        assert result.nodes and len(ids) == len(set(ids))
+        for hit in result.nodes:
+            assert not set(ancestors(covid_index, hit.node)) & set(ids), "a node came with its ancestor"
+        steps = result.trace.steps
+        assert counter.calls == 1 + len({(s.kind, s.level) for s in steps if s.kind not in ("roots", "global")})
+        focus = steps[-1]
+        assert focus.kind == "focus" and focus.candidates
+        # A global leaf beyond one side's limit has no score there (None); every leaf has one side.
+        assert all(c.dense_score is not None or c.sparse_score is not None for c in focus.candidates)
+        assert all(-1.0 - 1e-6 <= c.dense_score <= 1.0 + 1e-6 for c in focus.candidates if c.dense_score is not None)
+        assert all(c.sparse_score >= 0.0 for c in focus.candidates if c.sparse_score is not None)
+        scores = [c.fused_score for c in focus.candidates]
+        assert scores == sorted(scores, reverse=True)
+        assert (config.focus_global is not None) == any(s.kind == "global" for s in steps)
+        json.loads(result.to_json())

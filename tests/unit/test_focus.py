@@ -7,6 +7,7 @@ expectation below can be worked out by hand.
 
 from __future__ import annotations
 
+import functools
 from typing import Dict, List, Sequence
 
 import pytest
@@ -18,6 +19,10 @@ from drag_knee_retriever.nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import parse_filters
 from drag_knee_retriever.traversal import walk
 from support import FakeRanker
+
+# These pin the focus step on RRF scores (the default before focus_scores="magnitude", still
+# selectable): the fake ranker's hits carry no cosine / BM25 (tests/unit/test_magnitude.py has those).
+RRFConfig = functools.partial(SearchConfig, focus_scores="rrf", focus_global=None)
 
 
 def document(doc_id: str, leaves: int, meta: Dict[str, str] | None = None) -> Dict[str, TreeNode]:
@@ -51,7 +56,7 @@ def parent_wins(doc: str, leaf_scores: Sequence[float]) -> Dict[str, float]:
 
 
 def test_focus_replaces_a_whole_document_by_the_leaves_at_its_knee(bees):
-    hits, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02]), SearchConfig())
+    hits, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02]), RRFConfig())
     assert [h.node.id for h in hits] == [leaf_id("bees", 0), leaf_id("bees", 1)]
     focus = trace.steps[-1]
     assert focus.kind == "focus" and focus.knee_index == 2 and focus.kept_count == 2
@@ -61,7 +66,7 @@ def test_focus_replaces_a_whole_document_by_the_leaves_at_its_knee(bees):
 
 
 def test_without_focus_the_walk_returns_the_whole_document(bees):
-    config = SearchConfig(focus_pool=None)
+    config = RRFConfig(focus_pool=None)
     hits, trace, _ = run(bees, parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02]), config)
     assert [h.node.id for h in hits] == ["bees:r"]
     assert all(step.kind != "focus" for step in trace.steps)
@@ -70,19 +75,19 @@ def test_without_focus_the_walk_returns_the_whole_document(bees):
 def test_a_region_whose_leaves_mostly_survive_comes_back_whole(bees):
     # Flat leaf scores then a drop: the knee keeps 4 of 6 (> 0.5), so the document is merged.
     scores = parent_wins("bees", [1.0, 0.98, 0.97, 0.96, 0.1, 0.05])
-    hits, trace, _ = run(bees, scores, SearchConfig())
+    hits, trace, _ = run(bees, scores, RRFConfig())
     assert [h.node.id for h in hits] == ["bees:r"]
     assert hits[0].score == 1.0  # the score of its best leaf
     focus = trace.steps[-1]
     assert [c.outcome for c in focus.candidates] == ["merged"] * 4 + ["cut"] * 2
     assert {c.suppressed_by for c in focus.candidates[:4]} == {"bees:r"}
     # With merging off, the same survivors come back as leaves.
-    hits, _, _ = run(bees, scores, SearchConfig(merge_ratio=None))
+    hits, _, _ = run(bees, scores, RRFConfig(merge_ratio=None))
     assert [h.node.id for h in hits] == [leaf_id("bees", i) for i in range(4)]
 
 
 def test_focus_pool_limits_the_leaves_ranked(bees):
-    _, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]), SearchConfig(focus_pool=3))
+    _, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]), RRFConfig(focus_pool=3))
     assert ranker.requests[-1].limit == 3 and len(trace.steps[-1].candidates) == 3
 
 
@@ -91,7 +96,7 @@ def test_leaves_of_two_documents_compete_in_one_list():
     scores = {"a:r": 10.0, "b:r": 9.9}
     scores.update({leaf_id("a", 0): 0.2, leaf_id("a", 1): 0.9, leaf_id("a", 2): 0.1,
                    leaf_id("b", 0): 0.1, leaf_id("b", 1): 0.1, leaf_id("b", 2): 1.0})
-    hits, _, ranker = run(forest, scores, SearchConfig())
+    hits, _, ranker = run(forest, scores, RRFConfig())
     assert [h.node.id for h in hits] == [leaf_id("b", 2), leaf_id("a", 1)]
     assert len([r for r in ranker.requests if r.candidate_ids and leaf_id("b", 2) in r.candidate_ids]) >= 1
 
@@ -99,7 +104,7 @@ def test_leaves_of_two_documents_compete_in_one_list():
 def test_fixed_and_branch_never_focus(bees):
     scores = parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02])
     for method in ("fixed", "branch"):
-        config = SearchConfig(method=method)
+        config = RRFConfig(method=method)
         assert not config.focuses
         hits, trace, _ = run(bees, scores, config)
         assert [h.node.id for h in hits] == ["bees:r"]
@@ -109,16 +114,16 @@ def test_fixed_and_branch_never_focus(bees):
 def test_a_filter_that_no_leaf_passes_keeps_the_walk_nodes():
     forest = document("d", 4)
     # Only the root passes the filter: the focus ranks nothing, so the walk's node stands.
-    hits, trace, _ = run(forest, parent_wins("d", [1, 1, 1, 1]), SearchConfig(), filters={"kind": "root"})
+    hits, trace, _ = run(forest, parent_wins("d", [1, 1, 1, 1]), RRFConfig(), filters={"kind": "root"})
     assert [h.node.id for h in hits] == ["d:r"]
     assert trace.steps[-1].kind == "focus" and trace.steps[-1].candidates == []
 
 
 def test_the_walk_cuts_at_the_region_sensitivity_when_it_focuses():
-    assert SearchConfig().walk_sensitivity == 0.85
-    assert SearchConfig(focus_pool=None).walk_sensitivity == 1.0
-    assert SearchConfig(method="sensitive_knee", sensitivity=0.5).walk_sensitivity == 0.5
-    assert SearchConfig(method="sensitive_knee", sensitivity=0.95, region_sensitivity=0.9).walk_sensitivity == 0.9
+    assert RRFConfig().walk_sensitivity == 0.85
+    assert RRFConfig(focus_pool=None).walk_sensitivity == 1.0
+    assert RRFConfig(method="sensitive_knee", sensitivity=0.5).walk_sensitivity == 0.5
+    assert RRFConfig(method="sensitive_knee", sensitivity=0.95, region_sensitivity=0.9).walk_sensitivity == 0.9
 
 
 @pytest.mark.parametrize("field,value,message", [
@@ -132,7 +137,7 @@ def test_the_walk_cuts_at_the_region_sensitivity_when_it_focuses():
 ])
 def test_bad_focus_settings_are_refused_when_built(field, value, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
-        SearchConfig(**{field: value})
+        RRFConfig(**{field: value})
 
 
 # -- the tree as evidence: region leaves fused with a global leaf ranking (focus_global) ---------
@@ -150,12 +155,12 @@ def two_documents():
 def test_focus_global_recovers_a_strong_leaf_whose_root_the_walk_cut():
     forest, scores = two_documents()
     walk_only = FakeRanker(forest, scores)
-    hits = walk(walk_only, SearchConfig(merge_ratio=None), (), Trace(query="q", method="knee"))
+    hits = walk(walk_only, RRFConfig(merge_ratio=None), (), Trace(query="q", method="knee"))
     assert leaf_id("ants", 2) not in {h.node.id for h in hits}, "the walk alone never sees ants"
     ranker = FakeRanker(forest, scores)
     trace = Trace(query="q", method="knee")
     calls = []
-    hits = walk(lambda reqs: calls.append(len(reqs)) or ranker(reqs), SearchConfig(focus_global=3, merge_ratio=None),
+    hits = walk(lambda reqs: calls.append(len(reqs)) or ranker(reqs), RRFConfig(focus_global=3, merge_ratio=None),
                 (), trace)
     assert hits[0].node.id == leaf_id("bees", 0)
     assert [s.kind for s in trace.steps][-2:] == ["global", "focus"]
@@ -183,4 +188,4 @@ def test_combine_rankings_sums_reciprocal_ranks():
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5])
 def test_focus_global_is_validated(bad):
     with pytest.raises(ConfigError, match="focus_global"):
-        SearchConfig(focus_global=bad)
+        RRFConfig(focus_global=bad)

@@ -35,7 +35,9 @@ from ..base import (
     RankRequest,
     detect_engine,
     fetch_limit,
+    score_limit,
     side_limit,
+    side_scores,
 )
 from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
 from ..payload import (
@@ -506,12 +508,14 @@ class EdgeStore(NodeStore):
                         query=qe.Fusion.Rrf(k=rrf_k, weights=[float(w) for w in request.weights]),
                         filter=flt, limit=limit, with_payload=with_payload,
                     ))
-                if explain:
+                if explain or request.with_scores:
+                    # Side rankings in the same batch: ranks within `side`, scores of every hit.
+                    read = score_limit(request) if request.with_scores else side
                     dense_index = len(batch)
-                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=side, params=exact,
+                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read, params=exact,
                                                  with_payload=False))
                     sparse_index = len(batch)
-                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=side, with_payload=False))
+                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read, with_payload=False))
             plans.append((request, main_index, dense_index, sparse_index))
         self._count()
         with _engine_errors(f"rank {len(requests)} candidate sets"):
@@ -526,10 +530,15 @@ class EdgeStore(NodeStore):
                     results.append(quiet)
                     continue
             # Side rankings come without payload: their ids are read cheaply (see _point_ids).
-            dense_ids = _point_ids(responses[dense_index]) if dense_index is not None else None
-            sparse_ids = _point_ids(responses[sparse_index]) if sparse_index is not None else None
-            dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if dense_ids is not None else None
-            sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if sparse_ids is not None else None
+            dense_all = _point_ids(responses[dense_index]) if dense_index is not None else None
+            sparse_all = _point_ids(responses[sparse_index]) if sparse_index is not None else None
+            # A with_scores side may read past the side limit: ranks and fusion use its first `side`.
+            side = side_limit(request)
+            dense_ids = dense_all[:side] if dense_all is not None else None
+            sparse_ids = sparse_all[:side] if sparse_all is not None else None
+            # Ranks only with explain (a with_scores request reads the sides for their scores).
+            dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if explain and dense_ids is not None else None
+            sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
                 assert node_map is not None and dense_ids is not None and sparse_ids is not None
                 scored = _fuse(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
@@ -562,7 +571,13 @@ class EdgeStore(NodeStore):
                 ))
             if main_index is not None:  # (_fuse already ordered its hits so)
                 hits = stable_order(hits)
-            results.append(hits[: request.limit])  # over-fetched: cut here, ties by id
+            hits = hits[: request.limit]  # over-fetched: cut here, ties by id
+            if request.with_scores and dense_all is not None and sparse_all is not None:
+                hits = side_scores(
+                    hits, request,
+                    dict(zip(dense_all, (float(p.score) for p in responses[dense_index]))),
+                    dict(zip(sparse_all, (float(p.score) for p in responses[sparse_index]))))
+            results.append(hits)
         return results
 
     def _fetch_light(self, point_id: str) -> Optional[TreeNode]:

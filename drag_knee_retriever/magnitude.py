@@ -1,0 +1,70 @@
+"""Focus scores with magnitude: a leaf's z-scored dense cosine and BM25 score, plus its siblings'.
+
+RRF scores depend on ranks only, so a knee over them sees the same 1/rank curve whether the best
+leaf stands far above the rest or barely; the cut then cannot track how much evidence there is
+(issue 14: cut size vs gold count, Spearman 0.08). Here each side's raw score (from the store's
+``RankRequest.with_scores``) is z-scored over the focus candidates, the two are summed, and the
+mean of that sum over the candidates that share the leaf's parent is added with a weight: the
+parent's evidence read from its own leaves (a page whose passages all match lifts each of them),
+with no extra round trip. Chosen by replaying rules over per-question dumps
+(benchmarks/cut_sim.py); the figures are in benchmarks/RESULTS.md ("## cut: ...").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Sequence
+
+from .store import RankedHit
+
+
+def _z(values: Sequence[float]) -> List[float]:
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+    if sd <= 1e-12:
+        return [0.0] * n  # no spread: this side says nothing about the candidates
+    return [(v - mean) / sd for v in values]
+
+
+def _filled(values: Sequence[Optional[float]], missing: float) -> List[float]:
+    return [missing if v is None else float(v) for v in values]
+
+
+def magnitude_ranking(hits: Sequence[RankedHit], sibling_weight: float) -> List[RankedHit]:
+    """``hits`` (each with ``dense_score`` / ``sparse_score``) re-scored and ordered best first.
+
+    Score = z(dense) + z(BM25) + ``sibling_weight`` x the mean of that sum over the hits with the
+    same ``parent_id`` (the hit itself included; a hit without a parent counts alone). A missing
+    side score (a global hit below that side's limit) takes the lowest score seen on that side.
+    Ties by node id, as the stores order them. Duplicated nodes keep their first hit.
+    """
+    unique: Dict[str, RankedHit] = {}
+    for hit in hits:
+        unique.setdefault(hit.node.id, hit)
+    pool = list(unique.values())
+    if not pool:
+        return []
+    dense_raw = [h.dense_score for h in pool]
+    sparse_raw = [h.sparse_score for h in pool]
+    dense = _filled(dense_raw, min((v for v in dense_raw if v is not None), default=0.0))
+    sparse = _filled(sparse_raw, min((v for v in sparse_raw if v is not None), default=0.0))
+    own = [a + b for a, b in zip(_z(dense), _z(sparse))]
+    if sibling_weight:
+        totals: Dict[Optional[str], List[float]] = {}
+        for hit, value in zip(pool, own):
+            key = hit.node.parent_id
+            if key is None:
+                continue
+            entry = totals.setdefault(key, [0.0, 0.0])
+            entry[0] += value
+            entry[1] += 1.0
+        score = [value + sibling_weight * (totals[h.node.parent_id][0] / totals[h.node.parent_id][1]
+                                           if h.node.parent_id is not None else value)
+                 for h, value in zip(pool, own)]
+    else:
+        score = own
+    scored = [RankedHit(h.node, s, h.dense_rank, h.sparse_rank, h.dense_score, h.sparse_score)
+              for h, s in zip(pool, score)]
+    scored.sort(key=lambda h: (-h.score, h.node.id))
+    return scored
