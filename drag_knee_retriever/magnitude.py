@@ -22,8 +22,11 @@ def _z(values: Sequence[float]) -> List[float]:
     n = len(values)
     mean = sum(values) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
-    if sd <= 1e-12:
-        return [0.0] * n  # no spread: this side says nothing about the candidates
+    # No spread beyond float32 rounding (the engines score in float32: a constant embedding such as
+    # a mock model gives cosines that differ only in the last bits): this side says nothing about
+    # the candidates, and z-scoring its rounding noise would let the noise outvote the other side.
+    if sd <= 1e-6 * max(1.0, abs(mean)):
+        return [0.0] * n
     return [(v - mean) / sd for v in values]
 
 

@@ -131,9 +131,13 @@ def side_scores(hits: List[RankedHit], request: RankRequest, dense: Optional[Dic
     """``hits`` with their dense and BM25 scores from the two side rankings (id -> score)."""
     if dense is None or sparse is None:
         return hits
-    # In a candidate set the sparse side returned every candidate sharing a term with the query:
-    # the others score 0.0 exactly. Outside one, a missing score is only "below the side's limit".
-    missing = 0.0 if request.candidate_ids is not None else None
+    # The sparse side returns only nodes sharing a term with the query. In a candidate set, or in an
+    # open ranking where that side returned fewer hits than it was asked for, a node it did not
+    # return matches no term: BM25 0.0 exactly. Otherwise a missing score is only "below the side's
+    # limit" (None). (Filling such nodes with the weakest returned score instead made a leaf with no
+    # query term tie the weakest match, so a constant dense model left nothing to rank by.)
+    exhaustive = request.candidate_ids is not None or len(sparse) < score_limit(request)
+    missing = 0.0 if exhaustive else None
     out = []
     for h in hits:
         nid = h.node.id

@@ -186,3 +186,18 @@ def test_the_final_fetch_drops_leaf_ranking_candidates_of_uncommitted_trees():
     prune_trace(trace, [root])
     assert [(c.doc_id, c.doc_hash) for c in trace.steps[1].candidates] == [("kept", "v1")]
     assert len(trace.steps[0].candidates) == 1
+
+
+def test_a_constant_dense_side_leaves_the_ranking_to_bm25():
+    """A mock embedding gives every text the same vector: cosines equal up to float32 rounding.
+    That noise must not be z-scored into a signal; BM25 (0.0 for a leaf with no query term) decides."""
+    from drag_knee_retriever.magnitude import magnitude_ranking
+    from drag_knee_retriever.nodes import Span, TreeNode
+    from drag_knee_retriever.store import RankedHit
+
+    def hit(nid, cosine, bm25):
+        node = TreeNode(id=nid, doc_id=nid, level=0, is_leaf=True, text=nid, span=Span(0, 0))
+        return RankedHit(node, 0.0, None, None, cosine, bm25)
+
+    hits = [hit("bees", 0.99999994, 0.0), hit("bread", 1.0, 0.0), hit("lava", 0.99999988, 2.5)]
+    assert [h.node.id for h in magnitude_ranking(hits, 0.25)][0] == "lava"
