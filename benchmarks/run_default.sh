@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The frozen default on every dataset: the runs behind benchmarks/RESULTS.md "The frozen default on
+# every dataset". Each run: flat hybrid top-k, the default (drag_knee) and the previous default
+# (drag_knee_rrf) on the same index.
+#   bash benchmarks/run_default.sh            # all eight runs
+#   bash benchmarks/run_default.sh qmsum      # one of the names below
+# MMLongBench-Doc (CC BY-NC) and QMSum text must never enter git: output goes to $OUT (outside the
+# repository); commit only the rows `python benchmarks/longdoc_table.py $OUT/*.json` prints.
+set -euo pipefail
+REPO=$(pwd)
+PY=${PY:-$REPO/.venv/bin/python}
+OUT=${OUT:-/work/cache/default/runs}
+CACHE=${CACHE:-/work/cache/default/emb}   # passage vectors, one file per encoder fingerprint
+export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
+export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
+mkdir -p "$OUT"
+which=${1:-all}
+M=(-m 'flat_hybrid_*' -m drag_knee -m 'drag_knee[[]*' -m drag_knee_rrf)
+run() {  # name, dataset, extra arguments
+  local name=$1 ds=$2; shift 2
+  if [[ $which == all || $which == "$name" ]]; then
+    nice -n 10 "$PY" -m drag_knee_retriever.eval --dataset "$ds" --out "$OUT/$name" --embedding-cache "$CACHE" \
+      --no-plot -q --json "${M[@]}" "$@" > "$OUT/$name.json"
+  fi
+}
+run mmlb-all mmlongbench --build use_outline=false
+run mmlb20 mmlongbench --max-doc-pages 20 --build use_outline=false --build-variant use_outline=false,passage_words=120
+run mmlb-shared mmlongbench --shared-store --build use_outline=false
+run qmsum qmsum
+run covidqa30 covidqa --limit-docs 30
+run hotpotqa hotpotqa
+run xqen xquad-en --limit-questions 400
+run xqru xquad-ru --limit-questions 400
