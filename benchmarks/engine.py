@@ -46,7 +46,7 @@ import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -81,6 +81,24 @@ class _LeadSentences:
 
         return [Summary(None) if r.is_leaf else Summary(" ".join(t[:120] for t in r.child_texts)[:600]) for r in requests]
 
+
+
+def timed_pair(index: Any, text: str, vectors: Any, position: int, flat: List[float], knee: List[float]) -> Any:
+    """One flat top-10 and one knee search of a query, timed into ``flat`` / ``knee`` (seconds).
+
+    Flat and knee take turns going first (by ``position``): a flat query scans every leaf vector and
+    leaves the CPU caches cold for whatever follows it (~0.5 ms on the next knee search at 10k
+    nodes). Returns the knee search's result."""
+    result = None
+    for run in ("flat", "knee") if position % 2 == 0 else ("knee", "flat"):
+        started = time.perf_counter()
+        if run == "flat":
+            index.flat_search(text, k=10, query_vectors=vectors)
+            flat.append(time.perf_counter() - started)
+        else:
+            result = index.search(text, method="knee", query_vectors=vectors)
+            knee.append(time.perf_counter() - started)
+    return result
 
 def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64, shapes: Optional[Sequence[dict]] = None):
     """Yield lists of NodeRecords (about ``n_nodes`` in total), a few dozen documents at a time.
@@ -217,18 +235,10 @@ def bench_engine(engine: str, records, queries, encoder, reps: int, explained: b
         flat, knee, knee_enc, knee_explain, requests, returned = [], [], [], [], [], []
         # Searches without encoding first, interleaved so load drift hits them alike; the encoder
         # stays out of this loop (onnxruntime's worker threads keep spinning for a while after an
-        # inference and would slow whatever runs next on a 2-core machine). Flat and knee take
-        # turns going first: a flat query scans every leaf vector and leaves the CPU caches cold
-        # for whatever follows it (measured: ~0.5 ms on the next knee search at 10k nodes).
+        # inference and would slow whatever runs next on a 2-core machine). timed_pair alternates
+        # which of flat and knee goes first.
         for position, (text, vectors) in enumerate(queries[:reps]):
-            for run in ("flat", "knee") if position % 2 == 0 else ("knee", "flat"):
-                started = time.perf_counter()
-                if run == "flat":
-                    index.flat_search(text, k=10, query_vectors=vectors)
-                    flat.append(time.perf_counter() - started)
-                else:
-                    result = index.search(text, method="knee", query_vectors=vectors)
-                    knee.append(time.perf_counter() - started)
+            result = timed_pair(index, text, vectors, position, flat, knee)
             if explained:
                 started = time.perf_counter()
                 index.search(text, method="knee", query_vectors=vectors, config=explain)

@@ -166,6 +166,7 @@ def search_child(size: int, scale_dir: str, reps: int) -> None:
     """Reopen ``scale_dir/n<size>`` (fresh process), time flat and knee searches, report RSS."""
     from drag_knee_retriever import DragKneeIndex
     from drag_knee_retriever.store import QueryVectors
+    from engine import timed_pair
 
     folder = folder_for(scale_dir, size)
     queries = [(q["text"], QueryVectors(dense=tuple(q["dense"]), sparse_indices=tuple(q["sparse_indices"]),
@@ -205,14 +206,7 @@ def search_child(size: int, scale_dir: str, reps: int) -> None:
             values.clear()
         flat, knee, returned, requests = [], [], [], []
         for position, (text, vectors) in enumerate(queries[:reps]):
-            for run in ("flat", "knee") if position % 2 == 0 else ("knee", "flat"):
-                started = time.perf_counter()
-                if run == "flat":
-                    index.flat_search(text, k=10, query_vectors=vectors)
-                    flat.append(time.perf_counter() - started)
-                else:
-                    result = index.search(text, method="knee", query_vectors=vectors)
-                    knee.append(time.perf_counter() - started)
+            result = timed_pair(index, text, vectors, position, flat, knee)
             returned.append(len(result.nodes))
             requests.append(result.trace.requests)
         after = _rss()
