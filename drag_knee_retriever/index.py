@@ -28,6 +28,7 @@ from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, StoreError
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
+from .page_ranking import rank_pages
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
 from .traversal import awalk, walk
@@ -404,9 +405,19 @@ class DragKneeIndex:
         filters: Any = None,
         query_vectors: Optional[QueryVectors] = None,
         rrf_k: Optional[int] = None,
+        unit: str = "leaf",
     ) -> List[ScoredNode]:
-        """Flat top-k (the baseline): leaves only, or every node of every level (``scope="all"``)."""
+        """Flat top-k (the baseline): leaves only, or every node of every level (``scope="all"``).
+
+        ``unit="page"``: the top ``k`` distinct pages, each ranked by its best leaf, so the passages
+        of a page split by ``BuildConfig.passage_words`` come back as that whole page (see
+        :mod:`~drag_knee_retriever.page_ranking`); leaves that are not passages stay as they are.
+        """
         query = _validate_query(query)
+        if unit not in ("leaf", "page"):
+            raise InvalidQueryError(f"unit must be 'leaf' or 'page', got {unit!r}.")
+        if unit == "page" and scope != "leaves":
+            raise InvalidQueryError("unit='page' groups leaves into their pages: use it with scope='leaves'.")
         if mode not in ("hybrid", "dense", "sparse"):
             raise InvalidQueryError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}.")
         if scope not in ("leaves", "all"):
@@ -421,8 +432,11 @@ class DragKneeIndex:
             query_vectors = self.encoder.encode_query(query)
         request = RankRequest(limit=k, leaves_only=scope == "leaves", filters=spec,
                               only=None if mode == "hybrid" else mode)
-        hits = self.store.rank([request], query_vectors, rrf_k=rrf_k if rrf_k is not None else self.search_config.rrf_k,
-                               explain=False)[0]
+        rrf_k = rrf_k if rrf_k is not None else self.search_config.rrf_k
+        if unit == "page":
+            hits = rank_pages(self.store, request, query_vectors, k=k, rrf_k=rrf_k)
+        else:
+            hits = self.store.rank([request], query_vectors, rrf_k=rrf_k, explain=False)[0]
         hits, texts = fetch_context(self.store, hits)
         return [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
 

@@ -174,14 +174,20 @@ class _SharedCall:
 
 
 def flat_methods(index: Any, leaf_tokens: LeafTokens, *, ks: Sequence[int] = FLAT_KS,
-                 modes: Sequence[str] = ("dense", "sparse", "hybrid")) -> List[Method]:
-    """Flat top-k over leaves for each mode (dense, BM25, hybrid RRF)."""
+                 modes: Sequence[str] = ("dense", "sparse", "hybrid"), pages: bool = True) -> List[Method]:
+    """Flat top-k over leaves for each mode (dense, BM25, hybrid RRF); ``pages``: also hybrid top-k
+    *pages* (``flat_search(unit="page")``: passages grouped into their page, the page returned
+    whole; the same as ``flat_hybrid`` on an index without passages)."""
     methods: List[Method] = []
     names = {"dense": "flat_dense", "sparse": "flat_bm25", "hybrid": "flat_hybrid"}
     top = max(ks)
-    for mode in modes:
+    runs = [(names[mode], mode, "leaf") for mode in modes]
+    if pages and "hybrid" in modes:
+        runs.append(("flat_hybrid_page", "hybrid", "page"))
+    for name, mode, unit in runs:
         shared = _SharedCall(
-            lambda text, qv, mode=mode: index.flat_search(text, k=top, mode=mode, scope="leaves", query_vectors=qv)
+            lambda text, qv, mode=mode, unit=unit: index.flat_search(text, k=top, mode=mode, scope="leaves",
+                                                                     query_vectors=qv, unit=unit)
         )
         for k in ks:
             def run(text: str, qv: Any, shared=shared, k=k) -> Retrieval:
@@ -189,8 +195,8 @@ def flat_methods(index: Any, leaf_tokens: LeafTokens, *, ks: Sequence[int] = FLA
                 hits, returned = hits_from_scored(nodes[:k], leaf_tokens)
                 return Retrieval(hits, latency, returned)
 
-            methods.append(Method(f"{names[mode]}_k{k}", names[mode], {"mode": mode, "k": k, "scope": "leaves"},
-                                  run, curve=names[mode]))
+            params = {"mode": mode, "k": k, "scope": "leaves", **({"unit": unit} if unit != "leaf" else {})}
+            methods.append(Method(f"{name}_k{k}", name, params, run, curve=name))
     return methods
 
 

@@ -80,3 +80,46 @@ def test_flat_search_finds_passages_with_page_citations(passage_index, passage_c
     assert parts, "the top passages of long pages are leaves of their own"
     stored = passage_index.store.retrieve([leaf_id(parts[0].doc_id, parts[0].span.first_leaf)])
     assert stored[0].span == parts[0].span
+
+
+def test_flat_search_by_page_returns_distinct_whole_pages_ranked_by_their_best_passage(passage_index,
+                                                                                      passage_corpus):
+    docs, questions = passage_corpus
+    pages = {d.id: d.pages for d in docs}
+    question = questions[1][0]
+    leaves = passage_index.flat_search(question, k=40)
+    by_page = passage_index.flat_search(question, k=5, unit="page")
+    assert len(by_page) == 5
+    cited = [(h.doc_id, h.span.first_page) for h in by_page]
+    assert len(set(cited)) == 5, "one result per page"
+    # the order is the order of each page's first (best) leaf in the leaf ranking
+    first_seen = []
+    for h in leaves:
+        if (h.doc_id, h.span.first_page) not in first_seen:
+            first_seen.append((h.doc_id, h.span.first_page))
+    assert cited == first_seen[:5]
+    best = {}
+    for h in leaves:
+        best.setdefault((h.doc_id, h.span.first_page), h.score)
+    for hit in by_page:
+        assert hit.span.first_part is None, "a passage comes back as its whole page"
+        assert hit.score == pytest.approx(best[(hit.doc_id, hit.span.first_page)])
+        page = pages[hit.doc_id][hit.span.first_page - 1]
+        assert " ".join(hit.text.split()) == " ".join(page.split())
+    assert any(not h.node.is_leaf for h in by_page), "some winning pages were split into passages"
+
+
+def test_flat_search_by_page_on_an_index_without_passages_is_the_leaf_ranking(covid_index, covid_corpus):
+    question = covid_corpus[1][0][0]
+    leaves = covid_index.flat_search(question, k=8)
+    by_page = covid_index.flat_search(question, k=8, unit="page")
+    assert [(h.node.id, h.score) for h in by_page] == [(h.node.id, h.score) for h in leaves]
+
+
+def test_flat_search_by_page_rejects_bad_units(passage_index):
+    from drag_knee_retriever import InvalidQueryError
+
+    with pytest.raises(InvalidQueryError, match="unit must be 'leaf' or 'page'"):
+        passage_index.flat_search("virus", unit="pages")
+    with pytest.raises(InvalidQueryError, match="scope='leaves'"):
+        passage_index.flat_search("virus", unit="page", scope="all")

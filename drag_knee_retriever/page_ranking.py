@@ -1,0 +1,59 @@
+"""Flat ranking by page: leaves ranked as usual, passages of one page grouped into that page.
+
+With ``BuildConfig(passage_words=...)`` a long page is a page node over its passage leaves. A flat
+top-k over leaves then returns passages; ``flat_search(unit="page")`` returns the top ``k`` distinct
+*pages* instead, each scored by its best passage (what LangChain's ParentDocumentRetriever does with
+small chunks and their parents, and "MaxP" in the passage-ranking literature): the ranking reads
+passages, the reader gets whole pages. Leaves that are not passages (a page kept whole, a
+paragraph of a text document) are their own group, so on an index without passages this is the
+plain leaf ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict, List, Optional
+
+from .store import NodeStore, QueryVectors, RankRequest
+from .store.base import RankedHit
+
+# The leaf ranking is asked for this many leaves per wanted page first (a long page of ~500
+# words holds about four 120-word passages), then four times more until k pages are found or
+# the ranking runs out; the cap bounds one search's cost on a store of very long pages.
+_LEAVES_PER_PAGE = 4
+_MAX_LEAVES = 4096
+
+
+def page_key(hit: RankedHit) -> str:
+    """The page a leaf belongs to: its page node for a passage, else the leaf itself."""
+    node = hit.node
+    return node.parent_id if node.span.first_part is not None and node.parent_id else node.id
+
+
+def group_by_page(hits: List[RankedHit]) -> Dict[str, RankedHit]:
+    """First (best) hit per page, in rank order."""
+    best: Dict[str, RankedHit] = {}
+    for hit in hits:
+        best.setdefault(page_key(hit), hit)
+    return best
+
+
+def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVectors, *, k: int,
+               rrf_k: Optional[int]) -> List[RankedHit]:
+    """The top ``k`` pages for ``request`` (a leaves-only ranking), each carrying its best leaf's scores."""
+    limit = min(max(k * _LEAVES_PER_PAGE, k), _MAX_LEAVES)
+    while True:
+        hits = store.rank([replace(request, limit=limit)], query_vectors, rrf_k=rrf_k, explain=False)[0]
+        best = group_by_page(hits)
+        if len(best) >= k or len(hits) < limit or limit >= _MAX_LEAVES:
+            break
+        limit = min(limit * 4, _MAX_LEAVES)
+    chosen = list(best.items())[:k]
+    pages = {n.id: n for n in store.retrieve([key for key, hit in chosen if key != hit.node.id])}
+    out: List[RankedHit] = []
+    for key, hit in chosen:
+        node = hit.node if key == hit.node.id else pages.get(key)
+        if node is None or node.doc_hash != hit.node.doc_hash:
+            continue  # the document was replaced between the ranking and this read
+        out.append(replace(hit, node=node))
+    return out
