@@ -304,8 +304,7 @@ class FastEmbedDense:
         except Exception as exc:
             raise ModelLoadError(f"{_how_to_fix(cfg.model_name)} (fastembed said: {exc})") from None
         self._locks = [self._lock] + [threading.Lock() for _ in self._models[1:]]
-        for model in self._models:
-            self._limit_tokens(model, cfg.max_tokens)
+        truncated = [self._limit_tokens(model, cfg.max_tokens) for model in self._models][0]
         default_q, default_p = _default_prefixes(cfg.model_name)
         self.query_prefix = default_q if cfg.query_prefix is None else cfg.query_prefix
         self.passage_prefix = default_p if cfg.passage_prefix is None else cfg.passage_prefix
@@ -315,6 +314,10 @@ class FastEmbedDense:
         self.identity = cfg.model_name
         if (self.query_prefix, self.passage_prefix) != (default_q, default_p):
             self.identity += f"|query_prefix={self.query_prefix!r}|passage_prefix={self.passage_prefix!r}"
+        if truncated:
+            # A lower input limit changes every long passage's vector: an index built with one limit
+            # and searched or extended with another would mix two vector spaces.
+            self.identity += f"|max_tokens={truncated}"
 
     @property
     def providers(self) -> List[str]:
@@ -323,14 +326,17 @@ class FastEmbedDense:
         return list(session.get_providers()) if session is not None and hasattr(session, "get_providers") else []
 
     @staticmethod
-    def _limit_tokens(model: Any, max_tokens: Optional[int]) -> None:
-        """Truncate dense inputs at ``max_tokens`` (fastembed reads up to the config's 512)."""
+    def _limit_tokens(model: Any, max_tokens: Optional[int]) -> Optional[int]:
+        """Truncate dense inputs at ``max_tokens`` (fastembed reads up to the config's 512); the
+        limit set, or None where the model's own limit stays (``max_tokens`` unset or not lower)."""
         tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
         if max_tokens is None or tokenizer is None or not hasattr(tokenizer, "enable_truncation"):
-            return
+            return None
         current = (tokenizer.truncation or {}).get("max_length")
         if current is None or max_tokens < current:
             tokenizer.enable_truncation(max_length=max_tokens)
+            return max_tokens
+        return None
 
     def embed_query(self, text: str) -> np.ndarray:
         """One query vector (query-side method and prefix)."""

@@ -14,6 +14,7 @@ import abc
 import asyncio
 import contextlib
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,10 +185,14 @@ def check_collection_compatible(info: Mapping[str, Any], *, collection: str, mod
             "or choose another collection."
         )
     if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
+        stored_limit = re.search(r"\|max_tokens=(\d+)", str(info["model_id"]))
+        how = (f"Open it with EmbeddingConfig(max_tokens={stored_limit.group(1)}) and the same model"
+               if stored_limit else "Open it with the same model (and EmbeddingConfig(max_tokens=None))"
+               if "|max_tokens=" in model_id else "Open it with the same model")
         raise ModelMismatchError(
             f"Collection {collection!r} was built with model {info['model_id']!r} "
             f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "
-            "Open it with the same model, or choose another collection name."
+            f"{how}, or choose another collection name."
         )
 
 

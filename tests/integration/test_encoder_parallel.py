@@ -69,3 +69,23 @@ def test_an_index_ingests_and_searches_with_parallel_sessions(model_path):
 def test_parallel_rejects_what_is_not_a_session_count(bad):
     with pytest.raises(ConfigError, match="parallel must be an integer in \\[1, 64\\]"):
         EmbeddingConfig(parallel=bad)
+
+
+def test_an_index_built_with_a_token_limit_refuses_to_open_with_another(tmp_path, model_path):
+    from drag_knee_retriever import ModelMismatchError
+
+    folder = tmp_path / "limited"
+    doc = Document(id="bees", pages=["Varroa mites spread deformed wing virus through honeybee colonies."])
+    with DragKneeIndex(str(folder), engine="local",
+                       embedding=EmbeddingConfig(model_path=model_path, max_tokens=128)) as index:
+        assert index.encoder.model_id.endswith("|max_tokens=128")
+        index.add_documents([doc])
+    for other in (None, 256):
+        with pytest.raises(ModelMismatchError, match=r"EmbeddingConfig\(max_tokens=128\)"):
+            DragKneeIndex(str(folder), engine="local", embedding=EmbeddingConfig(model_path=model_path, max_tokens=other))
+    # the same limit opens it, and a limit at or above the model's own changes nothing (same identity)
+    with DragKneeIndex(str(folder), engine="local",
+                       embedding=EmbeddingConfig(model_path=model_path, max_tokens=128)) as index:
+        assert index.search("honeybee viruses").nodes[0].node.doc_id == "bees"
+    assert FastEmbedDense(EmbeddingConfig(model_path=model_path, max_tokens=4096)).identity == \
+        FastEmbedDense(EmbeddingConfig(model_path=model_path)).identity
