@@ -178,6 +178,15 @@ def split_passages(text: str, max_words: int) -> List[str]:
     return [text[lo:hi] for lo, hi in passage_bounds(text, max_words)]
 
 
+def _splits(page: str, config: BuildConfig) -> bool:
+    """Whether a page becomes passages: ``passage_words`` is set and the page is longer than
+    ``split_pages_over`` words (or, unset, than one passage)."""
+    if not config.passage_words:
+        return False
+    limit = config.split_pages_over if config.split_pages_over is not None else config.passage_words
+    return len(page.split()) > limit
+
+
 def _paragraphs(text: str, config: BuildConfig) -> List[str]:
     """Paragraphs (blank-line separated), merged when short and split when long."""
     # Paragraphs are separated by blank lines; text without any blank line but with line breaks
@@ -358,7 +367,7 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
             if not text:
                 continue
             path = paths.get(n, ())
-            parts = split_passages(text, config.passage_words) if config.passage_words else [text]
+            parts = split_passages(text, config.passage_words) if _splits(text, config) else [text]
             if len(parts) == 1:
                 drafts.append((n, new_leaf(text, page=n, path=path)))
             else:

@@ -247,6 +247,8 @@ class BuildConfig:
       dense side reads the whole page and not only the encoder's first window; the page node's
       span text is the whole page and citations keep the page (``p.37 ¶2``). ``None``: a page
       is always one leaf.
+    - ``split_pages_over``: split only pages longer than this many words (``None``: every page
+      longer than ``passage_words``), e.g. only pages the encoder cannot read in one window.
     - ``use_outline``: a document with an ``outline`` (PDF bookmarks) gets its sections as the
       tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
       with its section title in front. Off by default: not yet measured better
@@ -275,6 +277,7 @@ class BuildConfig:
     sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
     passage_words: Optional[int] = None
+    split_pages_over: Optional[int] = None
     use_outline: bool = False
     # Branch context (issue 14, items 3-4): headings found in the text as sections where there is
     # no outline, and each leaf's context path in its indexed text. Both opt-in until measured
@@ -291,6 +294,13 @@ class BuildConfig:
             raise ConfigError(
                 f"passage_words must be an integer >= 20 (words per passage of a long page) or None, "
                 f"got {self.passage_words!r}."
+            )
+        if self.split_pages_over is not None and (
+            isinstance(self.split_pages_over, bool) or not isinstance(self.split_pages_over, int)
+            or self.split_pages_over < 1
+        ):
+            raise ConfigError(
+                f"split_pages_over must be a positive integer (words) or None, got {self.split_pages_over!r}."
             )
         if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
             raise ConfigError(f"branching must be an integer >= 2, got {self.branching!r}.")

@@ -64,6 +64,25 @@ def test_without_passage_words_a_page_is_one_leaf():
     assert all(n.span.first_part is None for n in tree.nodes)
 
 
+def test_split_pages_over_splits_only_the_pages_longer_than_it():
+    medium = " ".join(f"m{i}" for i in range(40))  # 40 words: over passage_words, under the threshold
+    long_page = " ".join(f"w{i}" for i in range(90))
+    doc = Document(id="d", pages=[medium, long_page])
+    tree = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=60))[0]
+    leaves = sorted((n for n in tree.nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
+    assert [str(n.span) for n in leaves] == ["p.1", "p.2 ¶1", "p.2 ¶2", "p.2 ¶3", "p.2 ¶4"]  # 25+25+25+15
+    assert leaves[0].text == medium
+    # unset, every page longer than one passage is split (the behaviour before the threshold)
+    both = build_document_trees([doc], BuildConfig(passage_words=25))[0]
+    assert sum(n.is_leaf and n.span.first_page == 1 for n in both.nodes) == 2
+
+
+@pytest.mark.parametrize("bad", [0, -5, True, "300", 2.5])
+def test_split_pages_over_is_validated(bad):
+    with pytest.raises(ConfigError, match="split_pages_over"):
+        BuildConfig(passage_words=120, split_pages_over=bad)
+
+
 def test_span_citation_forms():
     assert str(Span(3, 3, 37, 37, 2, 2)) == "p.37 ¶2"
     assert str(Span(3, 4, 37, 37, 2, 3)) == "p.37 ¶2-3"
