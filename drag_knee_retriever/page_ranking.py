@@ -17,10 +17,11 @@ from typing import Dict, List, Optional
 from .store import NodeStore, QueryVectors, RankRequest
 from .store.base import RankedHit
 
-# The leaf ranking is asked for this many leaves per wanted page first (a long page of ~500
-# words holds about four 120-word passages), then four times more until k pages are found or
-# the ranking runs out; the cap bounds one search's cost on a store of very long pages.
-_LEAVES_PER_PAGE = 4
+# The leaf ranking is asked for k leaves first, then four times more until k pages are found or
+# the ranking runs out; the cap bounds one search's cost on a store of very long pages. Starting
+# at k keeps an index without passages exactly on the leaf ranking: RRF fuses each side's top
+# ``limit`` hits, so a larger first request would reorder it slightly.
+_GROWTH = 4
 _MAX_LEAVES = 4096
 
 
@@ -41,13 +42,13 @@ def group_by_page(hits: List[RankedHit]) -> Dict[str, RankedHit]:
 def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVectors, *, k: int,
                rrf_k: Optional[int]) -> List[RankedHit]:
     """The top ``k`` pages for ``request`` (a leaves-only ranking), each carrying its best leaf's scores."""
-    limit = min(max(k * _LEAVES_PER_PAGE, k), _MAX_LEAVES)
+    limit = k
     while True:
         hits = store.rank([replace(request, limit=limit)], query_vectors, rrf_k=rrf_k, explain=False)[0]
         best = group_by_page(hits)
         if len(best) >= k or len(hits) < limit or limit >= _MAX_LEAVES:
             break
-        limit = min(limit * 4, _MAX_LEAVES)
+        limit = min(limit * _GROWTH, max(_MAX_LEAVES, k))
     chosen = list(best.items())[:k]
     pages = {n.id: n for n in store.retrieve([key for key, hit in chosen if key != hit.node.id])}
     out: List[RankedHit] = []
