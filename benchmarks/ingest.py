@@ -1,6 +1,6 @@
 """Ingestion throughput and memory: against the bare encoder (the floor) or a naive pipeline.
 
-    python benchmarks/ingest.py --corpus mmlongbench [--passage-words 120] [--threads 1]
+    python benchmarks/ingest.py --corpus mmlongbench [--passage-words 120|none] [--split-pages-over 200|none] [--threads 1]
     python benchmarks/ingest.py [--corpus covidqa] [--papers 20] [--engine edge|local]
 
 ``--corpus mmlongbench`` (the floor, issue 17): a fixed subset of ~300 text pages of
@@ -87,7 +87,12 @@ def floor_run(args) -> None:
     started = time.perf_counter()
     docs, pages = load_mmlongbench()
     read_s = time.perf_counter() - started
-    build = BuildConfig(passage_words=args.passage_words)
+    # Unset: the BuildConfig default; "none": whole pages (passage_words) / every page longer than
+    # one passage (split_pages_over).
+    chosen = {name: None if value == "none" else int(value)
+              for name, value in (("passage_words", args.passage_words), ("split_pages_over", args.split_pages_over))
+              if value is not None}
+    build = BuildConfig(**chosen)
     index = DragKneeIndex(":memory:", engine="edge", collection="floor", build=build,
                           embedding=EmbeddingConfig(threads=args.threads))
     trees = build_document_trees(docs, index.build_config, index.summarizer)
@@ -101,7 +106,8 @@ def floor_run(args) -> None:
     bare = (bare_before + bare_after) / 2
     wall = read_s + report.seconds
     print(f"MMLongBench-Doc subset: {len(docs)} documents, {pages} text pages, {report.nodes_written} nodes, "
-          f"{len(texts)} texts for the dense encoder; passage_words={args.passage_words}, threads={args.threads}, "
+          f"{len(texts)} texts for the dense encoder; passage_words={build.passage_words}, "
+          f"split_pages_over={build.split_pages_over}, threads={args.threads}, "
           f"{os.cpu_count()} cores, engine=edge")
     print(f"bare encoder (fastembed, same texts and batches): {bare_before:.1f} s before, {bare_after:.1f} s after "
           f"our ingest -> {pages / bare:.2f} pages/s")
@@ -200,7 +206,10 @@ def naive_ingest(index, docs) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", choices=["covidqa", "mmlongbench"], default="covidqa")
-    parser.add_argument("--passage-words", type=int, default=None, help="mmlongbench: BuildConfig(passage_words=N)")
+    parser.add_argument("--passage-words", help="mmlongbench: BuildConfig(passage_words=N), 'none' for whole pages "
+                        "(default: BuildConfig's default)")
+    parser.add_argument("--split-pages-over", help="mmlongbench: BuildConfig(split_pages_over=N) or 'none' "
+                        "(default: BuildConfig's default)")
     parser.add_argument("--threads", type=int, default=1, help="mmlongbench: EmbeddingConfig(threads=N)")
     parser.add_argument("--papers", type=int, default=20)
     parser.add_argument("--engine", default="auto")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The frozen default on every dataset: the runs behind benchmarks/RESULTS.md "The frozen default on
-# every dataset". Each run: flat hybrid top-k, the default (drag_knee) and the previous default
-# (drag_knee_rrf) on the same index.
+# every dataset". Each run: flat hybrid top-k (leaves, and pages ranked by their passages), the
+# default (drag_knee) and the previous search default (drag_knee_rrf) on the default index (long
+# pages as passages), then the same on an index of whole pages ([passage_words=none], the build
+# default before "Passages by default").
 #   bash benchmarks/run_default.sh            # all eight runs
 #   bash benchmarks/run_default.sh qmsum      # one of the names below
 # MMLongBench-Doc (CC BY-NC) and QMSum text must never enter git: output goes to $OUT (outside the
@@ -23,11 +25,12 @@ run() {  # name, dataset, extra arguments
       --no-plot -q --json "${M[@]}" "$@" > "$OUT/$name.json"
   fi
 }
-run mmlb-all mmlongbench --build use_outline=false
-run mmlb20 mmlongbench --max-doc-pages 20 --build use_outline=false --build-variant use_outline=false,passage_words=120
-run mmlb-shared mmlongbench --shared-store --build use_outline=false
-run qmsum qmsum
-run covidqa30 covidqa --limit-docs 30
-run hotpotqa hotpotqa
-run xqen xquad-en --limit-questions 400
-run xqru xquad-ru --limit-questions 400
+P=(--build-variant passage_words=none)
+run mmlb-all mmlongbench "${P[@]}"
+run mmlb20 mmlongbench --max-doc-pages 20 "${P[@]}"
+run mmlb-shared mmlongbench --shared-store "${P[@]}"
+run qmsum qmsum "${P[@]}"
+run covidqa30 covidqa --limit-docs 30 "${P[@]}"
+run hotpotqa hotpotqa "${P[@]}"
+run xqen xquad-en --limit-questions 400 "${P[@]}"
+run xqru xquad-ru --limit-questions 400 "${P[@]}"
