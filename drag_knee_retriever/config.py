@@ -242,13 +242,16 @@ class BuildConfig:
       (plus its keywords), or ``"description"``, its summary as ``sparse_text`` says. With
       ``"span"`` BM25's length normalisation lets a specific child outrank its parent, and a parent
       wins only where the query's terms are spread over its children (measured: README, Quality).
-    - ``passage_words``: a page longer than this many words becomes a *page node* whose leaves
-      are its passages (consecutive sentences/lines of at most about this many words), so the
-      dense side reads the whole page and not only the encoder's first window; the page node's
-      span text is the whole page and citations keep the page (``p.37 ¶2``). ``None``: a page
-      is always one leaf.
-    - ``split_pages_over``: split only pages longer than this many words (``None``: every page
-      longer than ``passage_words``), e.g. only pages the encoder cannot read in one window.
+    - ``passage_words`` (default 120): a long page becomes a *page node* whose leaves are its
+      passages (consecutive sentences/lines of at most about this many words), so the dense side
+      reads the whole page and not only the encoder's first window, and a search can return the
+      passage that answers instead of the whole page; the page node's span text is the whole page
+      and citations keep the page (``p.37 ¶2``). ``None``: a page is always one leaf.
+    - ``split_pages_over`` (default 200): split only pages longer than this many words, about the
+      256 word pieces the default model (all-MiniLM-L6-v2) was tuned to read (sentence-transformers
+      truncates it there; fastembed reads up to 512); shorter pages stay one leaf. ``None``: every
+      page longer than ``passage_words``. Both chosen by measurement on every dataset
+      (benchmarks/RESULTS.md, "Passages by default").
     - ``use_outline``: a document with an ``outline`` (PDF bookmarks) gets its sections as the
       tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
       with its section title in front. Off by default: not yet measured better
@@ -276,8 +279,8 @@ class BuildConfig:
     leaf_text: LeafTextSource = "own"
     sparse_text: SparseTextSource = "auto"
     inner_sparse: InnerSparseSource = "span"
-    passage_words: Optional[int] = None
-    split_pages_over: Optional[int] = None
+    passage_words: Optional[int] = 120
+    split_pages_over: Optional[int] = 200
     use_outline: bool = False
     # Branch context (issue 14, items 3-4): headings found in the text as sections where there is
     # no outline, and each leaf's context path in its indexed text. Both opt-in until measured

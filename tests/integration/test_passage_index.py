@@ -18,7 +18,7 @@ def passage_corpus(covid_corpus):
 @pytest.fixture(scope="module")
 def passage_index(make_index, passage_corpus):
     docs, _ = passage_corpus
-    index = make_index(collection="covid_passages", build=BuildConfig(passage_words=40))
+    index = make_index(collection="covid_passages", build=BuildConfig(passage_words=40, split_pages_over=None))
     index.add_documents(docs)
     return index
 
@@ -109,10 +109,14 @@ def test_flat_search_by_page_returns_distinct_whole_pages_ranked_by_their_best_p
     assert any(not h.node.is_leaf for h in by_page), "some winning pages were split into passages"
 
 
-def test_flat_search_by_page_on_an_index_without_passages_is_the_leaf_ranking(covid_index, covid_corpus):
-    question = covid_corpus[1][0][0]
-    leaves = covid_index.flat_search(question, k=8)
-    by_page = covid_index.flat_search(question, k=8, unit="page")
+def test_flat_search_by_page_on_an_index_without_passages_is_the_leaf_ranking(make_index, passage_corpus):
+    docs, questions = passage_corpus
+    pages = make_index(collection="covid_whole_pages", build=BuildConfig(passage_words=None))
+    pages.add_documents(docs[:1])
+    question = questions[0][0]
+    leaves = pages.flat_search(question, k=8)
+    by_page = pages.flat_search(question, k=8, unit="page")
+    assert len(leaves) == 8
     assert [(h.node.id, h.score) for h in by_page] == [(h.node.id, h.score) for h in leaves]
 
 

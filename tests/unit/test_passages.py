@@ -31,7 +31,7 @@ def test_a_segment_longer_than_the_limit_is_cut_at_words_and_a_tiny_tail_joins()
 
 def test_long_page_becomes_page_node_over_passages_with_page_citations():
     doc = Document(id="report", pages=["Cover page.", LONG, "Back page."])
-    tree = build_document_trees([doc], BuildConfig(passage_words=25))[0]
+    tree = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
     by_page = {}
     for node in tree.nodes:
         by_page.setdefault(node.span.first_page, []).append(node)
@@ -50,8 +50,8 @@ def test_long_page_becomes_page_node_over_passages_with_page_citations():
 
 def test_passage_ids_are_stable_and_payload_keeps_the_part():
     doc = Document(id="report", pages=["Cover page.", LONG])
-    first = build_document_trees([doc], BuildConfig(passage_words=25))[0]
-    again = build_document_trees([doc], BuildConfig(passage_words=25))[0]
+    first = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
+    again = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
     assert [n.id for n in first.nodes] == [n.id for n in again.nodes]
     passage = next(n for n in first.nodes if n.is_leaf and n.span.first_part == 2)
     back = TreeNode.from_payload(passage.id, passage.to_payload())
@@ -59,7 +59,7 @@ def test_passage_ids_are_stable_and_payload_keeps_the_part():
 
 
 def test_without_passage_words_a_page_is_one_leaf():
-    tree = build_document_trees([Document(id="d", pages=["Cover.", LONG])], BuildConfig())[0]
+    tree = build_document_trees([Document(id="d", pages=["Cover.", LONG])], BuildConfig(passage_words=None))[0]
     assert sum(n.is_leaf for n in tree.nodes) == 2
     assert all(n.span.first_part is None for n in tree.nodes)
 
@@ -73,8 +73,17 @@ def test_split_pages_over_splits_only_the_pages_longer_than_it():
     assert [str(n.span) for n in leaves] == ["p.1", "p.2 ¶1", "p.2 ¶2", "p.2 ¶3", "p.2 ¶4"]  # 25+25+25+15
     assert leaves[0].text == medium
     # unset, every page longer than one passage is split (the behaviour before the threshold)
-    both = build_document_trees([doc], BuildConfig(passage_words=25))[0]
+    both = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
     assert sum(n.is_leaf and n.span.first_page == 1 for n in both.nodes) == 2
+
+
+def test_by_default_only_pages_past_the_encoders_window_become_120_word_passages():
+    short = " ".join(f"s{i}" for i in range(190))  # under 200 words: one leaf
+    long_page = " ".join(f"w{i}" for i in range(450))
+    tree = build_document_trees([Document(id="d", pages=[short, long_page])], BuildConfig())[0]
+    leaves = sorted((n for n in tree.nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
+    assert [str(n.span) for n in leaves] == ["p.1", "p.2 ¶1", "p.2 ¶2", "p.2 ¶3", "p.2 ¶4"]
+    assert [len(n.text.split()) for n in leaves] == [190, 120, 120, 120, 90]
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, "300", 2.5])
