@@ -1,6 +1,12 @@
 """Aggregate rows for benchmarks/RESULTS.md from `drag-knee eval --json` outputs (no per-question data).
 
     python benchmarks/longdoc_table.py RUN.json [RUN.json ...] [--methods drag_knee drag_knee_global ...]
+    python benchmarks/longdoc_table.py RUN.json ... --against passage_words=none
+
+``--against LABEL``: instead, each run's default method against the flat hybrid curve of the build
+variant ``LABEL`` (another index of the same documents, e.g. whole pages) at the default's mean tokens:
+what a reader gets per token from one index against the other (below the variant's k=1 the curve is
+the line from zero to k=1, as everywhere in the harness).
 
 For every run and adaptive DRAG method: recall and mean / p90 tokens, the gain at equal tokens over
 flat hybrid on the same index with its 95% paired-bootstrap interval (a build variant's methods
@@ -70,6 +76,25 @@ def rows(payload: Dict[str, Any], methods: Optional[List[str]]) -> List[str]:
     return out
 
 
+def against(payload: Dict[str, Any], label: str) -> str:
+    """One line: the run's default method against flat hybrid on the variant ``label``'s index."""
+    from drag_knee_retriever.eval.metrics import interpolate_curve
+
+    summary = payload["summary"]
+    default = payload["headline"].get("default_method", "drag_knee")
+    curve = sorted((v["tokens"], v["recall"]) for k, v in summary.items()
+                   if k.startswith("flat_hybrid_k") and k.endswith(f"[{label}]"))
+    if not curve or default not in summary:
+        return f"{payload['dataset']}: no flat_hybrid_k*[{label}] rows or no {default} in this run"
+    means = summary[default]
+    at, beyond = interpolate_curve(curve, means["tokens"])
+    k1 = summary.get(f"flat_hybrid_k1[{label}]")
+    smallest = f"; flat k=1 there: {k1['recall']:.3f} @ {k1['tokens']:.0f}" if k1 else ""
+    return (f"{payload['dataset']} ({payload['meta']['dataset']['questions']} q): {default} {means['recall']:.3f} @ "
+            f"{means['tokens']:.0f} tokens vs flat hybrid on [{label}] at those tokens {at:.3f}"
+            f"{' (beyond its curve)' if beyond else ''}: {means['recall'] - at:+.3f}{smallest}")
+
+
 HEADER = ("| dataset | questions | method | recall | tokens | p90 tokens | gain @ equal tokens | 95% interval "
           "| gain @ matched budget (95%) | all-gold, multi-gold q: method vs flat @ tokens |\n"
           "|---|---:|---|---:|---:|---:|---:|---|---|---|")
@@ -79,7 +104,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--methods", nargs="*")
+    parser.add_argument("--against", help="a build variant's label: the default against its flat curve")
     args = parser.parse_args()
+    if args.against:
+        for path in args.runs:
+            with open(path, encoding="utf-8") as handle:
+                print(against(json.load(handle), args.against))
+        return
     print(HEADER)
     for path in args.runs:
         with open(path, encoding="utf-8") as handle:
