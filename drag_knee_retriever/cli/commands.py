@@ -73,6 +73,8 @@ def ingest(
     collection: CollectionOption = "drag_knee",
     engine: EngineOption = Engine.auto,
     branching: Annotated[Optional[int], typer.Option("--branching", min=2, help="Children per parent node (default 3).", show_default=False)] = None,
+    passage_words: Annotated[Optional[int], typer.Option("--passage-words", min=0, help="Words per passage of a long page (default 120); 0 keeps every page one leaf.", show_default=False)] = None,
+    split_pages_over: Annotated[Optional[int], typer.Option("--split-pages-over", min=1, help="Split only pages longer than this many words (default 200).", show_default=False)] = None,
     include: Annotated[Optional[List[str]], typer.Option("--include", help="Glob of files to take from folders (repeatable), e.g. '*.md'.", show_default=False)] = None,
     exclude: Annotated[Optional[List[str]], typer.Option("--exclude", help="Glob of files to leave out (repeatable), e.g. 'drafts/*'.", show_default=False)] = None,
     language: LanguageOption = None,
@@ -113,7 +115,8 @@ def ingest(
 
     idx = open_index(
         index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model, model_path=model_path,
-        language=language, branching=branching, must_exist=False,
+        language=language, branching=branching, passage_words=passage_words, split_pages_over=split_pages_over,
+        must_exist=False,
     )
     progress = PhaseProgress(err)
     try:

@@ -78,6 +78,8 @@ def open_index(
     model_path: Optional[Path] = None,
     language: Optional[Language] = None,
     branching: Optional[int] = None,
+    passage_words: Optional[int] = None,
+    split_pages_over: Optional[int] = None,
     must_exist: bool,
 ) -> Any:
     folder, url = _index_location(index, url)
@@ -107,8 +109,15 @@ def open_index(
         kwargs["model_path"] = str(model_path.expanduser())
     if language is not None:
         kwargs["language"] = language.value
+    build: Dict[str, Any] = {}
     if branching is not None:
-        kwargs["build"] = BuildConfig(branching=branching)
+        build["branching"] = branching
+    if passage_words is not None:
+        build["passage_words"] = passage_words or None  # 0: every page one leaf
+    if split_pages_over is not None:
+        build["split_pages_over"] = split_pages_over
+    if build:
+        kwargs["build"] = BuildConfig(**build)
     where = kwargs.get("url") or kwargs.get("location")
     log.debug("opening index %s", where)
     # Loading the model takes a few seconds: say so on a terminal instead of sitting silent.

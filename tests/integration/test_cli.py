@@ -350,3 +350,20 @@ def test_default_index_folder_follows_the_platform(monkeypatch, tmp_path):
     if sys.platform.startswith("linux"):
         assert default_index_dir() == tmp_path / "drag-knee-retriever" / "index"
     assert default_index_dir().name == "index"
+
+
+def test_ingest_splits_long_pdf_pages_unless_told_not_to(workdir):
+    long_page = " ".join(f"Lighthouse keepers trimmed wick number {i} every night." for i in range(40))  # 280 words
+    folder = workdir / "long-pdf"
+    folder.mkdir()
+    (folder / "keepers.pdf").write_bytes(text_pdf_bytes(["A short cover page.", long_page]))
+    leaves = {}
+    for label, extra in (("default", ()), ("whole pages", ("--passage-words", "0"))):
+        target = workdir / f"long-pdf-index-{len(leaves)}"
+        proc = run(workdir, "ingest", folder, "--index", target, *extra)
+        assert proc.returncode == 0, proc.stderr
+        listed = run(workdir, "docs", "list", "--index", target, "--json")
+        leaves[label] = json.loads(listed.stdout)[0]["leaves"]
+    assert leaves == {"default": 1 + 3, "whole pages": 2}  # 280 words -> 120 + 120 + 40
+    bad = run(workdir, "ingest", folder, "--index", workdir / "long-pdf-bad", "--passage-words", "5")
+    assert bad.returncode != 0 and "passage_words must be an integer >= 20" in bad.stderr
