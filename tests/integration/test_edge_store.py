@@ -358,12 +358,55 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
         assert store.requests == before + 4  # still one round trip per rank call
     finally:
         store.close()
-    reopened = open_store(tmp_path)  # loaded from a folder: no node map, payload fields instead
+    without = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=0)  # no map: payload fields
     try:
-        assert not reopened._node_map.complete
+        assert not without._node_map.complete
+        _assert_light_equals_full(without)
+    finally:
+        without.close()
+    reopened = open_store(tmp_path)  # loaded from a folder: the map fills in the background
+    try:
+        assert reopened.wait_for_node_map(60)
+        assert len(reopened._node_map._nodes) == reopened.count()
         _assert_light_equals_full(reopened)
     finally:
         reopened.close()
+
+
+def test_a_write_while_the_node_map_loads_discards_the_load(records):
+    from drag_knee_retriever.store.edge.node_map import NodeCache
+
+    payloads = [(r.node.id, r.node.to_payload()) for r in records]
+    cache = NodeCache(len(records), complete=False)
+    token = cache.begin_load()
+    cache.remove("doc0", None)  # a write the scroll may or may not have seen
+    assert not cache.finish_load(token, payloads) and not cache.complete
+    token = cache.begin_load()
+    assert cache.finish_load(token, payloads) and cache.complete
+    assert len(cache._nodes) == len(records)
+    assert not NodeCache(len(records) - 1, complete=False).finish_load(0, payloads)  # over capacity: no map
+
+
+def test_writes_right_after_reopening_leave_a_right_map_or_none(tmp_path, records):
+    open_store(tmp_path, records).close()
+    for attempt in range(3):
+        store = open_store(tmp_path)  # the loader starts; the delete races it
+        try:
+            store.delete_nodes("doc2")
+            store.upsert([r for r in records if r.node.doc_id == "doc2"])
+            if store.wait_for_node_map(60):
+                assert len(store._node_map._nodes) == store.count()
+            _assert_light_equals_full(store)
+        finally:
+            store.close()
+
+
+def test_closing_while_the_node_map_loads_is_clean(tmp_path, records):
+    open_store(tmp_path, records).close()
+    for attempt in range(5):
+        store = open_store(tmp_path)
+        store.close()  # joins the loader before the shard closes
+        assert store._loader is None or not store._loader.is_alive()
 
 
 def test_the_node_map_follows_replaces_and_deletes(records):

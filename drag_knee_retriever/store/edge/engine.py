@@ -11,6 +11,8 @@ import errno
 import logging
 import os
 import tempfile
+import threading
+import time
 import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -174,6 +176,8 @@ class EdgeStore(NodeStore):
         self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
         # Complete only once this store creates the shard (open_collection); see NodeCache.
         self._node_map = NodeCache(node_map_capacity, complete=False)
+        self._loader_stop = threading.Event()
+        self._loader: Optional[threading.Thread] = None
         # BM25 IDF kept here, in exact arithmetic (bm25_idf.py); decided per collection when opened.
         self._idf = ClientIdf(enabled=True)
         self._deleted = False
@@ -198,9 +202,49 @@ class EdgeStore(NodeStore):
         except Exception:
             self._finalizer()
             raise
+        # A loaded index fills its node map in the background (see NodeCache); close() stops it.
+        if self._shard is not None and node_map_capacity > 0:
+            self._loader = threading.Thread(target=self._load_node_map, name="drag-knee-node-map", daemon=True)
+            self._loader.start()
 
     def describe(self) -> str:
         return f"qdrant-edge {EDGE_VERSION} ({self.location})"
+
+    def _load_node_map(self) -> None:
+        """Read every node's walk fields, a page at a time, and install them as the node map
+        (the loader thread of a loaded index). Gives up when the index holds more than the map's
+        capacity, when the store closes, or when a write comes in meanwhile (NodeCache.finish_load)."""
+        qe, shard, cache = self._qe, self._shard, self._node_map
+        started = time.perf_counter()
+        try:
+            token = cache.begin_load()
+            nodes_only = qe.Filter(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))])
+            pairs: List[Tuple[str, Dict[str, Any]]] = []
+            offset = None
+            while not self._loader_stop.is_set():
+                records, offset = shard.scroll(qe.ScrollRequest(
+                    offset=offset, limit=1024, filter=nodes_only, with_payload=self._walk_payload, with_vector=False))
+                pairs.extend((str(r.id), r.payload) for r in records if is_node(r.payload))
+                if len(pairs) > cache.capacity:
+                    log.info("this Edge index holds more than %d nodes: no node map (rankings read payloads)",
+                             cache.capacity)
+                    return
+                if offset is None:
+                    installed = cache.finish_load(token, pairs)
+                    log.debug("node map of %d nodes %s in %.2f s", len(pairs),
+                              "loaded" if installed else "discarded (a write came in meanwhile)",
+                              time.perf_counter() - started)
+                    return
+        except Exception:  # the store closed under it, or the engine failed: rankings read payloads
+            log.debug("loading the node map stopped", exc_info=True)
+
+    def wait_for_node_map(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the background node map load (of a loaded index) ends; True if the map is
+        complete. Rankings are the same either way; only their speed differs."""
+        loader = self._loader
+        if loader is not None:
+            loader.join(timeout)
+        return self._node_map.complete
 
     @property
     def shard(self) -> Any:
@@ -642,6 +686,9 @@ class EdgeStore(NodeStore):
         if self._closed:
             return
         self._closed = True
+        self._loader_stop.set()
+        if self._loader is not None:
+            self._loader.join()  # at most one scroll page: the shard closes only after it
         self._node_map.drop()
         shard, self._shard = self._shard, None
         try:
