@@ -360,6 +360,7 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
         store.close()
     without = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=0)  # no map: payload fields
     try:
+        without.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
         assert not without._node_map.complete
         _assert_light_equals_full(without)
     finally:
@@ -595,3 +596,14 @@ def test_candidate_ids_as_uuid_objects_select_the_same_points(store, records):
     assert _id_set((3, 5)) == {3, 5} and _id_set(("not-a-uuid",)) == {"not-a-uuid"}
     (hits,) = store.rank([RankRequest(limit=20, candidate_ids=cand)], QUERY, rrf_k=2, explain=False)
     assert {h.node.id for h in hits} <= set(cand) and len(hits) == len(cand)
+
+
+def test_an_index_over_the_node_map_capacity_loads_none(tmp_path, records):
+    open_store(tmp_path, records).close()
+    store = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1)
+    try:
+        store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+        assert not store.wait_for_node_map(60) and not store._node_map._nodes
+        _assert_light_equals_full(store)
+    finally:
+        store.close()

@@ -219,15 +219,17 @@ class EdgeStore(NodeStore):
         try:
             token = cache.begin_load()
             nodes_only = qe.Filter(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))])
+            if int(shard.count(qe.CountRequest(exact=True, filter=nodes_only))) > cache.capacity:
+                log.info("this Edge index holds more than %d nodes: no node map (rankings read payloads)",
+                         cache.capacity)
+                return
             pairs: List[Tuple[str, Dict[str, Any]]] = []
             offset = None
             while not self._loader_stop.is_set():
                 records, offset = shard.scroll(qe.ScrollRequest(
                     offset=offset, limit=1024, filter=nodes_only, with_payload=self._walk_payload, with_vector=False))
                 pairs.extend((str(r.id), r.payload) for r in records if is_node(r.payload))
-                if len(pairs) > cache.capacity:
-                    log.info("this Edge index holds more than %d nodes: no node map (rankings read payloads)",
-                             cache.capacity)
+                if len(pairs) > cache.capacity:  # grown since the count: the map would not fit
                     return
                 if offset is None:
                     installed = cache.finish_load(token, pairs)
