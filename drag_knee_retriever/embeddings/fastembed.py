@@ -304,8 +304,9 @@ class FastEmbedDense:
         except Exception as exc:
             raise ModelLoadError(f"{_how_to_fix(cfg.model_name)} (fastembed said: {exc})") from None
         self._locks = [self._lock] + [threading.Lock() for _ in self._models[1:]]
-        # Every session reads the same limit; the first one's answer names it.
-        truncated = [self._limit_tokens(model, cfg.max_tokens) for model in self._models][0]
+        truncated = None  # every session gets the same limit, so any one's answer names it
+        for model in self._models:
+            truncated = self._limit_tokens(model, cfg.max_tokens)
         default_q, default_p = _default_prefixes(cfg.model_name)
         self.query_prefix = default_q if cfg.query_prefix is None else cfg.query_prefix
         self.passage_prefix = default_p if cfg.passage_prefix is None else cfg.passage_prefix

@@ -185,10 +185,14 @@ def check_collection_compatible(info: Mapping[str, Any], *, collection: str, mod
             "or choose another collection."
         )
     if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
+        # The encoder's identity ends in "|max_tokens=N" when it reads fewer word pieces than the model.
         stored_limit = re.search(r"\|max_tokens=(\d+)", str(info["model_id"]))
-        how = (f"Open it with EmbeddingConfig(max_tokens={stored_limit.group(1)}) and the same model"
-               if stored_limit else "Open it with the same model (and EmbeddingConfig(max_tokens=None))"
-               if "|max_tokens=" in model_id else "Open it with the same model")
+        if stored_limit:
+            how = f"Open it with EmbeddingConfig(max_tokens={stored_limit.group(1)}) and the same model"
+        elif "|max_tokens=" in model_id:
+            how = "Open it with the same model and EmbeddingConfig(max_tokens=None)"
+        else:
+            how = "Open it with the same model"
         raise ModelMismatchError(
             f"Collection {collection!r} was built with model {info['model_id']!r} "
             f"({info.get('dense_size')} dims) but this index uses {model_id!r} ({dense_size} dims). "

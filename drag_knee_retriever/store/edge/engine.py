@@ -218,7 +218,7 @@ class EdgeStore(NodeStore):
         started = time.perf_counter()
         try:
             token = cache.begin_load()
-            nodes_only = qe.Filter(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))])
+            nodes_only = qe.Filter(must=self._conditions(F.count_conditions()))
             if int(shard.count(qe.CountRequest(exact=True, filter=nodes_only))) > cache.capacity:
                 log.info("this Edge index holds more than %d nodes: no node map (rankings read payloads)",
                          cache.capacity)
