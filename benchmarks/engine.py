@@ -51,7 +51,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+# The offline model: $DRAG_KNEE_MODEL_PATH, else ../shared/models beside the checkout.
+MODEL = Path(os.environ.get("DRAG_KNEE_MODEL_PATH") or REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
 DIM = 384
 PAGES_PER_DOC = 31
 VOCAB = 30_000

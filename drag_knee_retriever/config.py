@@ -20,6 +20,7 @@ LEAF_CONTEXT_PARTS: Tuple[str, ...] = ("title", "section", "path", "page")
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 FocusScores = Literal["rrf", "magnitude"]
+GlobalScope = Literal["roots", "collection"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: The largest count or constant a search setting may take: the engines take 32-bit (Edge: Rust
 #: usize / u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
@@ -99,6 +100,12 @@ class SearchConfig:
       leaves: no extra round trip). The knee then cuts where the evidence falls, and a result's score
       is that sum. Measured in benchmarks/RESULTS.md ("## cut: ...").
     - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
+    - ``focus_global_scope``: where ``focus_global``'s leaves come from. ``"roots"`` (default): the
+      leaves of the documents whose roots the first step ranked (its ``max_roots``), so the list
+      reads a few thousand leaves at any index size; ``"collection"``: every leaf of the (filtered)
+      collection, a flat search of its own (its cost grows with the index: ~0.5 s at 1M nodes on
+      Qdrant Edge). The two are the same when a filter leaves at most ``max_roots`` documents, as
+      in a search filtered to one document. Measured: benchmarks/RESULTS.md, "Roots where they rank fast".
     """
 
     method: SearchMethod = "knee"
@@ -119,8 +126,13 @@ class SearchConfig:
     # Focus on scores with magnitude (issue 14, items 5-6; branch cut): added at the end.
     focus_scores: FocusScores = "magnitude"
     sibling_weight: float = 0.25
+    # Scale (issue 26): the global list from the ranked roots' documents.
+    focus_global_scope: GlobalScope = "roots"
 
     def __post_init__(self) -> None:
+        if self.focus_global_scope not in ("roots", "collection"):
+            raise ConfigError(
+                f"focus_global_scope must be 'roots' or 'collection', got {self.focus_global_scope!r}.")
         if self.focus_scores not in ("rrf", "magnitude"):
             raise ConfigError(f"focus_scores must be 'rrf' or 'magnitude', got {self.focus_scores!r}.")
         if (isinstance(self.sibling_weight, bool) or not isinstance(self.sibling_weight, (int, float))

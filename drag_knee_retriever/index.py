@@ -214,6 +214,12 @@ class DragKneeIndex:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""
         return self._ingestor.add_nodes(nodes, progress)
 
+    def file_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        """doc_id -> stored file stamp (``"<size>:<mtime_ns>"``) for ``load_paths(stored_stamps=...)``:
+        a file whose size and modification time match is not read again. Only documents built with
+        this index's build settings and summariser have one (one request, no texts)."""
+        return self._ingestor.file_stamps(doc_ids)
+
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""
         return self._ingestor.delete_document(doc_id)

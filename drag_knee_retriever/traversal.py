@@ -23,6 +23,12 @@ sections, but a knee over the few candidates of one beam step decides badly betw
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
 generously (``region_sensitivity``) and the leaves compete once, directly.
 
+Where the global list looks (``SearchConfig.focus_global_scope``): by default among the leaves of
+the documents whose roots the first step ranked (``max_roots`` of them), so it reads a few thousand
+leaves whatever the index size; ``"collection"`` ranks every leaf, a flat search of its own. With a
+filter that leaves at most ``max_roots`` documents (one document: the usual long-document setting)
+the two are the same list.
+
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
 parent wins it is a result, where children outrank it those children descend (leaves are results).
@@ -39,6 +45,7 @@ from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
 from .store import FilterSpec, RankedHit, RankRequest
+from .store.filters import any_of
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +66,22 @@ def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
 
 def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
     """The walk as a generator: yields each step's requests, receives their hits, returns the result."""
-    roots = yield from _rank_roots(config, filters, trace)
+    roots, ranked = yield from _rank_roots(config, filters, trace)
     if not roots:
         return []
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
     if config.focuses:
-        return (yield from _focus(config, filters, trace, regions))
+        return (yield from _focus(config, _global_filters(config, filters, ranked), filters, trace, regions))
     return regions
+
+
+def _global_filters(config: SearchConfig, filters: FilterSpec, ranked: Sequence[RankedHit]) -> FilterSpec:
+    """The global list's filter: the user's, and (scope ``"roots"``) the ranked roots' documents."""
+    if config.focus_global_scope == "collection":
+        return filters
+    return tuple(filters) + (any_of("doc_id", sorted({h.node.doc_id for h in ranked})),)
 
 
 def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
@@ -114,7 +128,7 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Step
         step.candidates.append(candidate)
     step.kept_count = min(keep, len(hits))
     trace.steps.append(step)
-    return hits[:keep]
+    return hits[:keep], hits
 
 
 def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> Steps:
@@ -171,14 +185,17 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
-def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
-    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+           regions: List[RankedHit]) -> Steps:
+    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions.
+
+    ``global_filters``: the global list's filter (see :func:`_global_filters`)."""
     assert config.focus_pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
     if config.focus_scores == "magnitude":
-        hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights)
+        hits = yield from _magnitude_pool(config, global_filters, filters, trace, candidate_ids, weights)
     elif config.focus_global:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
@@ -188,7 +205,7 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         deep = min(max(config.focus_pool, config.focus_global), len(candidate_ids))
         region_hits, global_hits = (yield [
             RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
+            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=global_filters),
         ])
         glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
                          weights=weights)
@@ -239,8 +256,8 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     return results
 
 
-def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
-                    weights: Tuple[float, float]) -> Steps:
+def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+                    candidate_ids: Tuple[str, ...], weights: Tuple[float, float]) -> Steps:
     """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
 
     One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
@@ -255,8 +272,8 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         requests.append(RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids,
                                     filters=filters, with_scores=True))
     if config.focus_global:
-        requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters,
-                                    with_scores=True))
+        requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True,
+                                    filters=global_filters, with_scores=True))
     if not requests:
         return []
     answers = yield requests

@@ -287,6 +287,9 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_mag_nosib", {"config": "mag_nosib"}),
         ("drag_knee_mag_walk", {"config": "mag_walk"}),
         ("drag_knee_mag_merge", {"config": "mag_merge"}),
+        # The default with the global list over every leaf of the collection (the default before
+        # issue 26 scoped it to the ranked roots' documents).
+        ("drag_knee_global_collection", {"config": "global_collection"}),
     ]
 
 
@@ -310,6 +313,7 @@ _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
                  "sibling_weight": 0.25},
     "mag_merge": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": 0.5,
                   "sibling_weight": 0.25},
+    "global_collection": {"focus_global_scope": "collection"},
 }
 
 
@@ -337,7 +341,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
             config = kwargs["config"]
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
                            "merge_ratio": config.merge_ratio, "focus_global": config.focus_global,
-                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight})
+                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight,
+                           "focus_global_scope": config.focus_global_scope})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import operator
 import uuid
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..nodes import Span, TreeNode
+from ..nodes import FILE_STAMP_KEY, Span, TreeNode
 from .base import SCHEMA_VERSION, RankedHit
 
 #: The id of the collection's bookkeeping point (which model built it); the same in every engine.
@@ -21,6 +22,11 @@ META_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-met
 # once, for the chosen nodes only, by ``retrieve``.
 WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_leaf", "last_leaf",
                "first_page", "last_page", "doc_hash")
+
+
+#: What an ingest's change check reads of a stored root: the walk's fields (doc_hash among them)
+#: and the file stamp in its metadata (``NodeStore.retrieve_roots``).
+ROOT_FIELDS = WALK_FIELDS + (f"metadata.{FILE_STAMP_KEY}",)
 
 
 def node_payload(node: TreeNode) -> Dict[str, Any]:
@@ -51,6 +57,13 @@ def light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
         child_ids=tuple(payload.get("child_ids") or ()),
         doc_hash=payload.get("doc_hash", ""),
     )
+
+
+def root_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
+    """A light node with the metadata the payload holds (:data:`ROOT_FIELDS`: the file stamp)."""
+    node = light_node(node_id, payload)
+    metadata = payload.get("metadata")
+    return replace(node, metadata=dict(metadata)) if isinstance(metadata, Mapping) and metadata else node
 
 
 def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Optional[str] = None) -> Dict[str, Any]:
