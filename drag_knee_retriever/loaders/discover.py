@@ -42,10 +42,15 @@ class SkippedFile:
 
 @dataclass(frozen=True)
 class FoundFile:
-    """A file selected for loading and the root its document id is relative to."""
+    """A file selected for loading and the root its document id is relative to.
+
+    ``stamp``: ``"<size>:<mtime_ns>"`` from the stat discovery made of it (None if it made none):
+    what a re-ingest compares with the stored one to skip an unchanged file unread.
+    """
 
     path: Path
     root: Path
+    stamp: Optional[str] = None
 
     @property
     def doc_id(self) -> str:
@@ -55,6 +60,11 @@ class FoundFile:
             relative = Path(self.path.name)
         text = PurePosixPath(*relative.parts).as_posix()
         return text if text not in ("", ".") else self.path.name
+
+
+def file_stamp(info: os.stat_result) -> str:
+    """A file's stamp (see :class:`FoundFile`) from its stat."""
+    return f"{info.st_size}:{info.st_mtime_ns}"
 
 
 def kind_of(path: PathLike) -> Optional[str]:
@@ -161,7 +171,7 @@ def discover(
             )
         if path.is_dir():
             root = path
-            in_root: List[Tuple[str, Path]] = []
+            in_root: List[Tuple[str, Path, str]] = []
             real_root = path.resolve()
             # Folders already walked, by (device, inode): a link back to one of them is a loop.
             walked: set = set()
@@ -198,9 +208,10 @@ def discover(
                                 else:
                                     ignored += 1
                                 continue
-                            mode = target.stat().st_mode
+                            info = target.stat()
                         else:
-                            mode = entry.stat(follow_symlinks=False).st_mode
+                            info = entry.stat(follow_symlinks=False)
+                        mode = info.st_mode
                     except OSError as exc:
                         skip(file, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
                         continue
@@ -220,7 +231,7 @@ def discover(
                         skip(file, f"is {what}, not a regular file; only regular files are read "
                                    "(exclude it with --exclude).")
                         continue
-                    in_root.append((relative, file))
+                    in_root.append((relative, file, file_stamp(info)))
 
             walk(path)
             # Sorted by relative path (like `find | sort`): the same ids and order on every platform.
@@ -228,13 +239,13 @@ def discover(
             # under its own name (the link's name would change its id with every new alias).
             in_root.sort()
             preferred = {}
-            for relative, file in sorted(in_root, key=lambda item: (item[1].is_symlink(), item[0])):
+            for relative, file, _ in sorted(in_root, key=lambda item: (item[1].is_symlink(), item[0])):
                 preferred.setdefault(file.resolve(), file)
-            for relative, file in in_root:
+            for relative, file, stamp in in_root:
                 key = file.resolve()
                 if key not in seen and preferred.get(key) == file:
                     seen.add(key)
-                    found.append(FoundFile(file, root))
+                    found.append(FoundFile(file, root, stamp))
         else:
             if exclude and _matches(path.name, exclude):
                 ignored += 1
@@ -245,7 +256,8 @@ def discover(
                     skip(path, problem)
                     continue
             try:
-                mode = path.stat().st_mode
+                info = path.stat()
+                mode = info.st_mode
             except OSError as exc:
                 skip(path, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
                 continue
@@ -256,7 +268,7 @@ def discover(
             key = path.resolve()
             if key not in seen:
                 seen.add(key)
-                found.append(FoundFile(path, path.parent))
+                found.append(FoundFile(path, path.parent, file_stamp(info)))
     return found, ignored
 
 
