@@ -386,9 +386,22 @@ def main() -> None:
     parser.add_argument("--scale-build", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale-search", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale-hnsw", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--scale-convert", type=int, help="copy the scale index of this size in --scale-dir into "
+                        "--convert-to with the --dense-* storage settings, then exit")
+    parser.add_argument("--convert-to", help="where --scale-convert writes")
+    parser.add_argument("--dense-in-ram", action="store_true", help="--scale-convert: dense vectors in RAM (the "
+                        "engine's default before issue 26), not in a memory-mapped file")
+    parser.add_argument("--dense-datatype", choices=["float32", "float16"], default=None,
+                        help="--scale-convert: EdgeStore(dense_datatype=...)")
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.seed)
+        return
+    if args.scale_convert:
+        import engine_scale
+
+        engine_scale.convert_child(args.scale_convert, args.scale_dir, args.convert_to, not args.dense_in_ram,
+                                   args.dense_datatype)
         return
     if args.scale_build or args.scale_search or args.scale_hnsw:
         import engine_scale
