@@ -6,7 +6,7 @@ import fnmatch
 import logging
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -44,13 +44,19 @@ class SkippedFile:
 class FoundFile:
     """A file selected for loading and the root its document id is relative to.
 
-    ``stamp``: ``"<size>:<mtime_ns>"`` from the stat discovery made of it (None if it made none):
-    what a re-ingest compares with the stored one to skip an unchanged file unread.
+    ``stat``: what :func:`discover` saw of it (None for a file that did not come from it);
+    :attr:`stamp` is its size and modification time, what a re-ingest compares with the stored
+    one to skip an unchanged file unread.
     """
 
     path: Path
     root: Path
-    stamp: Optional[str] = None
+    stat: Optional[os.stat_result] = field(default=None, compare=False, repr=False)
+
+    @property
+    def stamp(self) -> Optional[str]:
+        """``"<size>:<mtime_ns>"`` of the file discovery checked, or None."""
+        return file_stamp(self.stat) if self.stat is not None else None
 
     @property
     def doc_id(self) -> str:
@@ -171,7 +177,7 @@ def discover(
             )
         if path.is_dir():
             root = path
-            in_root: List[Tuple[str, Path, str]] = []
+            in_root: List[Tuple[str, Path, os.stat_result]] = []
             real_root = path.resolve()
             # Folders already walked, by (device, inode): a link back to one of them is a loop.
             walked: set = set()
@@ -231,7 +237,7 @@ def discover(
                         skip(file, f"is {what}, not a regular file; only regular files are read "
                                    "(exclude it with --exclude).")
                         continue
-                    in_root.append((relative, file, file_stamp(info)))
+                    in_root.append((relative, file, info))
 
             walk(path)
             # Sorted by relative path (like `find | sort`): the same ids and order on every platform.
@@ -241,11 +247,11 @@ def discover(
             preferred = {}
             for relative, file, _ in sorted(in_root, key=lambda item: (item[1].is_symlink(), item[0])):
                 preferred.setdefault(file.resolve(), file)
-            for relative, file, stamp in in_root:
+            for relative, file, info in in_root:
                 key = file.resolve()
                 if key not in seen and preferred.get(key) == file:
                     seen.add(key)
-                    found.append(FoundFile(file, root, stamp))
+                    found.append(FoundFile(file, root, stat=info))
         else:
             if exclude and _matches(path.name, exclude):
                 ignored += 1
@@ -268,7 +274,7 @@ def discover(
             key = path.resolve()
             if key not in seen:
                 seen.add(key)
-                found.append(FoundFile(path, path.parent, file_stamp(info)))
+                found.append(FoundFile(path, path.parent, stat=info))
     return found, ignored
 
 
