@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .compat import check_collection_compatible, stored_collection_info, stored_language
+from .compat import _NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
 from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
 from .context import afetch_context, fetch_context
 from .embeddings import Encoder
@@ -153,6 +153,11 @@ class DragKneeIndex:
             if language is None and encoder is None and stored_language(info):
                 # An existing collection keeps the BM25 language it was built with.
                 emb = replace(emb, language=stored_language(info))
+            limit = stored_max_tokens(info)
+            if embedding is None and encoder is None and dense is None and limit is not _NO_LIMIT:
+                # ... and, unless told otherwise, the dense window it was built with (an index built
+                # before a default changed keeps opening with the same vectors).
+                emb = replace(emb, max_tokens=limit)
             self.encoder = encoder if encoder is not None else Encoder(emb, dense=dense)
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
                                         dense_size=self.encoder.dense_size, sparse_model=self.encoder.sparse_model)
