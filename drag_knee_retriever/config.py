@@ -101,11 +101,13 @@ class SearchConfig:
       is that sum. Measured in benchmarks/RESULTS.md ("## cut: ...").
     - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
     - ``focus_global_scope``: where ``focus_global``'s leaves come from. ``"roots"`` (default): the
-      leaves of the documents whose roots the first step ranked (its ``max_roots``), so the list
+      leaves of the ``focus_global_docs`` best-ranked documents of the first step (it ranks that many
+      roots in its round trip; the walk still starts from the best ``max_roots``), so the list
       reads a few thousand leaves at any index size; ``"collection"``: every leaf of the (filtered)
       collection, a flat search of its own (its cost grows with the index: ~0.5 s at 1M nodes on
-      Qdrant Edge). The two are the same when a filter leaves at most ``max_roots`` documents, as
-      in a search filtered to one document. Measured: benchmarks/RESULTS.md, "Roots where they rank fast".
+      Qdrant Edge). The two are the same when a filter leaves at most ``focus_global_docs``
+      documents, as in a search filtered to one document. Measured: benchmarks/RESULTS.md, "scale".
+    - ``focus_global_docs``: see ``focus_global_scope`` (>= 1).
     """
 
     method: SearchMethod = "knee"
@@ -128,6 +130,7 @@ class SearchConfig:
     sibling_weight: float = 0.25
     # Scale (issue 26): the global list from the ranked roots' documents.
     focus_global_scope: GlobalScope = "roots"
+    focus_global_docs: int = 50
 
     def __post_init__(self) -> None:
         if self.focus_global_scope not in ("roots", "collection"):
@@ -160,6 +163,7 @@ class SearchConfig:
             )
         _check_count("beam_width", self.beam_width)
         _check_count("max_roots", self.max_roots)
+        _check_count("focus_global_docs", self.focus_global_docs)
         if (
             isinstance(self.sensitivity, bool)
             or not isinstance(self.sensitivity, (int, float))

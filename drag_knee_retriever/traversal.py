@@ -24,10 +24,10 @@ its children (the per-step lists are short and RRF scores depend only on ranks).
 generously (``region_sensitivity``) and the leaves compete once, directly.
 
 Where the global list looks (``SearchConfig.focus_global_scope``): by default among the leaves of
-the documents whose roots the first step ranked (``max_roots`` of them), so it reads a few thousand
-leaves whatever the index size; ``"collection"`` ranks every leaf, a flat search of its own. With a
-filter that leaves at most ``max_roots`` documents (one document: the usual long-document setting)
-the two are the same list.
+the ``focus_global_docs`` best documents of the first step (which ranks that many roots in its
+round trip), so it reads a few thousand leaves whatever the index size; ``"collection"`` ranks every
+leaf, a flat search of its own. With a filter that leaves at most ``focus_global_docs`` documents
+(one document: the usual long-document setting) the two are the same list.
 
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
@@ -115,8 +115,19 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
 
 
 def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
+    """Rank the roots; returns the walk's start (cut at the knee) and every root ranked.
+
+    With a focus step whose global list looks at the best documents (``focus_global_scope="roots"``)
+    the same request ranks ``focus_global_docs`` roots; the walk reads its first ``max_roots``,
+    which are the same hits a request of ``max_roots`` returns while ``focus_global_docs`` is at most
+    ``store.MIN_SIDE_LIMIT`` (100: each side ranks that many before the fusion; ties are cut by id).
+    """
     limit = config.beam_width if config.method == "fixed" else config.max_roots
-    hits = (yield [RankRequest(limit=limit, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
+    scope = limit
+    if config.focuses and config.focus_global and config.focus_global_scope == "roots":
+        scope = max(limit, config.focus_global_docs)
+    ranked = (yield [RankRequest(limit=scope, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
+    hits = ranked[:limit]
     step = TraceStep(step=0, kind="roots", level=0, weights=config.weights_for_level(0))
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
@@ -128,7 +139,7 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Step
         step.candidates.append(candidate)
     step.kept_count = min(keep, len(hits))
     trace.steps.append(step)
-    return hits[:keep], hits
+    return hits[:keep], ranked
 
 
 def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> Steps:

@@ -290,6 +290,8 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         # The default with the global list over every leaf of the collection (the default before
         # issue 26 scoped it to the ranked roots' documents).
         ("drag_knee_global_collection", {"config": "global_collection"}),
+        # ... and over the leaves of the 20 best documents only (the default covers 50).
+        ("drag_knee_global_docs20", {"config": "global_docs20"}),
     ]
 
 
@@ -314,6 +316,7 @@ _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
     "mag_merge": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": 0.5,
                   "sibling_weight": 0.25},
     "global_collection": {"focus_global_scope": "collection"},
+    "global_docs20": {"focus_global_docs": 20},
 }
 
 
@@ -342,7 +345,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
                            "merge_ratio": config.merge_ratio, "focus_global": config.focus_global,
                            "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight,
-                           "focus_global_scope": config.focus_global_scope})
+                           "focus_global_scope": config.focus_global_scope,
+                           "focus_global_docs": config.focus_global_docs})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods
