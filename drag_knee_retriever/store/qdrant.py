@@ -181,9 +181,9 @@ class QdrantClientStore(NodeStore):
             **self.collection_options,
         )
         if self.engine == "server":
+            # (No parent_id index: no request filters by it.)
             for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
-                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD),
-                                  ("doc_hash", m.PayloadSchemaType.KEYWORD)):
+                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(name, field, field_schema=schema)
 
     def _root_hashes(self, name: str, flt: Any) -> Dict[str, str]:
