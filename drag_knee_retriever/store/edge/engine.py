@@ -193,6 +193,7 @@ class EdgeStore(NodeStore):
         self._roots: Any = None
         self._flush_deferred = 0  # inside writing(): flushes wait for its end
         self._flush_owed = False
+        self._roots_dirty = False  # a write to the roots' shard not flushed yet (see _flush)
         self._last_query: Optional[Tuple[QueryVectors, Any, Any, int]] = None
         self._exact = self._qe.SearchParams(exact=True)
         self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
@@ -457,6 +458,7 @@ class EdgeStore(NodeStore):
                         # partial tree; a write cut between the two leaves the document pending,
                         # and the next ingest's sweep (or the next open) copies the root.
                         self.roots_shard.update(qe.UpdateOperation.upsert_points([point]))
+                        self._roots_dirty = True
             if self._idf.enabled:
                 self._idf.frequencies.remove(replaced)
                 self._idf.frequencies.add([r.sparse_indices for r in chunk])
@@ -472,7 +474,9 @@ class EdgeStore(NodeStore):
             self._flush_owed = True
             return
         with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk", self.location):
-            self.roots_shard.flush()
+            if self._roots_dirty:  # a tree's body touches only the nodes' shard: one fsync, not two
+                self.roots_shard.flush()
+                self._roots_dirty = False
             self.shard.flush()
 
     @contextlib.contextmanager
@@ -565,6 +569,7 @@ class EdgeStore(NodeStore):
             with self._idf_in_step():
                 # The roots' copy first (the walk stops reaching the tree), then the root, then the rest.
                 self._count()
+                self._roots_dirty = True
                 self.roots_shard.update(qe.UpdateOperation.delete_points_by_filter(
                     qe.Filter(must=of_doc, must_not=must_not)))
                 for step in steps:
@@ -605,6 +610,7 @@ class EdgeStore(NodeStore):
         with _engine_errors("update a root's metadata", self.location):
             for shard in (self.shard, self.roots_shard):
                 shard.update(qe.UpdateOperation.set_payload([root_id], dict(values), key="metadata"))
+            self._roots_dirty = True
             self._flush()
 
     def _filter(self, request: RankRequest) -> Any:
@@ -639,12 +645,10 @@ class EdgeStore(NodeStore):
         qe = self._qe
         if len(c.values) == 1:
             return qe.FieldCondition(key=c.field, match=_match_value(qe, c.values[0]))
-        # Any of several values (parse_filters allows lists of str or int only): as a `should` of
-        # one MatchValue each, the same points as MatchAny (a list-valued field matches when any
-        # element does), because the engine resolves those through the payload index while it
-        # scanned every point for a MatchAny: 50 doc_ids at 1M nodes, ~16 ms against ~1.3 s
-        # (benchmarks/RESULTS.md, "scale"; the global list of the default search is such a filter).
-        return qe.Filter(should=[qe.FieldCondition(key=c.field, match=_match_value(qe, v)) for v in c.values])
+        # parse_filters allows lists of str or int only (a single bool otherwise). (A `should` of one
+        # MatchValue each was tried for the global list's 50 doc_ids at 1M nodes: no faster once the
+        # engine's pages are warm, 56-70 ms against ~90 ms, within the noise: benchmarks/RESULTS.md.)
+        return qe.FieldCondition(key=c.field, match=qe.MatchAny(list(c.values)))
 
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:
