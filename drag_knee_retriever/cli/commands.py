@@ -396,17 +396,15 @@ def demo(
         f"({', '.join(d.id for d in documents)})"
     )
     quiet_native_logs(state["verbose"])
-    kwargs: Dict[str, Any] = {}
-    if engine is not Engine.auto:
-        kwargs["engine"] = engine.value
-    if model:
-        kwargs["model_name"] = model
-    if model_path is not None:
-        kwargs["model_path"] = str(model_path.expanduser())
+    from ..config import EmbeddingConfig, StoreConfig
+
+    embedding = EmbeddingConfig(**({"model_name": model} if model else {}),
+                                **({"model_path": str(model_path.expanduser())} if model_path is not None else {}))
+    store = StoreConfig(engine=engine.value) if engine is not Engine.auto else None
     started = time.perf_counter()
     status = err.status("loading the embedding model…") if err.is_terminal else nullcontext()
     with status:
-        idx = DragKneeIndex(":memory:", **kwargs)
+        idx = DragKneeIndex(":memory:", embedding=embedding, store=store)
     with idx:
         with PhaseProgress(err) as progress:
             report = idx.add_documents(documents, progress=progress)
@@ -434,17 +432,19 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     the walk keeps the whole document, the focus picks the paragraph that answers)."""
     from dataclasses import replace
 
+    from ..traversal import focuses
+
     settings = idx.search_config.with_overrides(method=result.method)
-    if not settings.focuses:
+    if not focuses(settings):
         return
-    walk_only = idx.search(text, config=replace(settings, focus_pool=None))
+    walk_only = idx.search(text, config=replace(settings, focus=None))
     if [h.node.id for h in walk_only.nodes] == [h.node.id for h in result.nodes]:
         return
     chosen = ", ".join(
         f"{h.node.doc_id} {h.node.span}" + ("" if h.node.is_leaf else " (whole span)") for h in walk_only.nodes
     )
     note = (f"the walk chose {chosen}; the focus step kept the leaves above "
-            "(SearchConfig(focus_pool=None) returns the walk's choice)")
+            "(SearchConfig(focus=None) returns the walk's choice)")
     for piece in textwrap.wrap(note, width=max(40, (out.width or 80) - 3)):
         out.print(Text("   " + piece, "dim"))
 

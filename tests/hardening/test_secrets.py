@@ -130,8 +130,7 @@ def test_the_key_is_not_in_reprs_stats_results_or_traces(caching_encoder, caplog
     said = [repr(config), str(config), repr(remote_store), remote_store.describe()]
     remote_store.close()
     monkeypatch.setenv("QDRANT_API_KEY", SECRET)
-    with DragKneeIndex(url="http://127.0.0.1:1", api_key=SECRET, store=make_store("local", "secrets"),
-                       encoder=caching_encoder, collection="secrets") as index:
+    with DragKneeIndex(make_store("local", "secrets"), embedding=caching_encoder, store=StoreConfig(collection="secrets", api_key=SECRET)) as index:
         assert index.store_config.api_key == SECRET  # the key is held where the store would use it...
         index.add_documents([Document(id="doc", text="Lighthouses guide ships into the harbour at night.")])
         result = index.search("lighthouse harbour")

@@ -22,7 +22,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tools import create_retriever_tool
 
-from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError, LeafConfig
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.integrations.langchain import (
     DragKneeRetriever,
@@ -81,7 +81,7 @@ def corpus() -> List[LCDocument]:
 @pytest.fixture(scope="module")
 def built_retriever(make_index: Any) -> Any:
     # Named apart from `retriever`, which langchain-tests' suite below defines for itself.
-    index = make_index(collection="langchain_adapter", build=BuildConfig(min_leaf_chars=50))
+    index = make_index(collection="langchain_adapter", build=BuildConfig(leaves=LeafConfig(min_chars=50)))
     return DragKneeRetriever.from_documents(corpus(), index=index)
 
 
