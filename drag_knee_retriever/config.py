@@ -49,6 +49,7 @@ SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 FocusScores = Literal["rrf", "magnitude"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_BM25_LANGUAGE = "english"
 
 # -- engine constants that shape a search (not settings; the stores read them from here) ----------
 
@@ -455,11 +456,11 @@ class EmbeddingConfig(Settings):
         None, kind="any", optional=True,
         doc="Your own dense model instead of fastembed's: LangChain Embeddings, a LlamaIndex embedding, a "
             "function texts -> vectors, or a DenseEmbedder.")
-    language: BM25Language = setting(
-        "english", kind="any", check=check_bm25_language,
+    language: Optional[BM25Language] = setting(
+        None, kind="any", optional=True, check=check_bm25_language,
         doc=f"The BM25 stemmer and stop words: {' or '.join(repr(n) for n in BM25_LANGUAGES)} (the package's one "
-            "language vocabulary: lower-case English names). An existing collection keeps the language it was "
-            "built with.")
+            "language vocabulary: lower-case English names). None: an existing collection's own language, else "
+            "'english'; a language given that differs from the collection's is refused (ModelMismatchError).")
     query_prefix: Optional[str] = setting(
         None, kind="any", optional=True, check=_optional_text,
         doc="Text put in front of queries (e5: 'query: '); None: the model's own convention.")
@@ -489,6 +490,11 @@ class EmbeddingConfig(Settings):
                     f"EmbeddingConfig.dense is your own dense model, so {', '.join(changed)} (fastembed settings) "
                     "cannot apply too; drop one of them."
                 )
+
+    @property
+    def bm25_language(self) -> str:
+        """The BM25 language this config encodes with (``language``, else ``"english"``)."""
+        return self.language or DEFAULT_BM25_LANGUAGE
 
     def __hash__(self) -> int:  # ``dense`` may be an unhashable model object
         return hash((self.model_name, self.model_path, id(self.dense), self.language, self.runtime))

@@ -124,7 +124,7 @@ class DragKneeIndex:
         store: Optional[StoreConfig] = None,
         **deprecated: Any,
     ) -> None:
-        location, embedding, store, legacy_language = _translate_deprecated(location, embedding, store, deprecated)
+        location, embedding, store = _translate_deprecated(location, embedding, store, deprecated)
         self.build_config = build if build is not None else BuildConfig()
         self.search_config = search if search is not None else SearchConfig()
         if not isinstance(self.build_config, BuildConfig) or not isinstance(self.search_config, SearchConfig):
@@ -140,7 +140,7 @@ class DragKneeIndex:
         try:
             info = stored_collection_info(self.store)
             if encoder is None:
-                if not legacy_language and emb.language == _DEFAULT_LANGUAGE and stored_language(info):
+                if emb.language is None and stored_language(info):
                     # An existing collection keeps the BM25 language it was built with.
                     emb = replace(emb, language=stored_language(info))
                 encoder = Encoder(replace(emb, dense=None), dense=emb.dense)
@@ -491,7 +491,6 @@ async def _aencode_query(encoder: Any, text: str) -> QueryVectors:
     return await asyncio.to_thread(encoder.encode_query, text)
 
 
-_DEFAULT_LANGUAGE = EmbeddingConfig().language
 # Keywords of earlier releases: where each one went (see _translate_deprecated).
 _TO_LOCATION = ("path", "url", "client")
 _TO_STORE = ("collection", "engine", "api_key", "timeout", "async_client")
@@ -501,7 +500,7 @@ _HOST_PORT = re.compile(r"^[\w.-]+:\d{1,5}$")
 
 
 def _translate_deprecated(location: Any, embedding: Any, store: Any,
-                          old: Dict[str, Any]) -> Tuple[Any, Any, Optional[StoreConfig], bool]:
+                          old: Dict[str, Any]) -> Tuple[Any, Any, Optional[StoreConfig]]:
     """Map the constructor keywords of earlier releases onto the new ones, each with a DeprecationWarning."""
     unknown = sorted(set(old) - set(_TO_LOCATION + _TO_STORE + _TO_EMBEDDING + ("encoder",)))
     if unknown:
@@ -518,6 +517,9 @@ def _translate_deprecated(location: Any, embedding: Any, store: Any,
             raise ConfigError(f"Give where the index lives once, as the first argument (a folder, ':memory:', a URL, a "
                               f"QdrantClient or a NodeStore), not also {given}.")
         (name, value), = places.items()
+        if name == "client" and type(value).__name__ != "QdrantClient":
+            raise ConfigError(f"client= takes a qdrant_client.QdrantClient, got {type(value).__name__}; "
+                              "pass it as the first argument: DragKneeIndex(QdrantClient(...)).")
         warn_deprecated(f"DragKneeIndex({name}=...)", "DragKneeIndex(location) (where the index lives, the first "
                         "argument: a folder, ':memory:', a URL, a QdrantClient or a NodeStore)", stacklevel=3)
         if name == "url" and isinstance(value, str) and not _URL.match(value):
@@ -547,7 +549,7 @@ def _translate_deprecated(location: Any, embedding: Any, store: Any,
                 "embedding= is your own dense model, so model_name/model_path (a fastembed model) cannot apply "
                 "too; drop one of them (the BM25 language goes in EmbeddingConfig(dense=<model>, language=...)).")
         embedding = replace(embedding or EmbeddingConfig(), **emb_changes)
-    return location, embedding, store, "language" in emb_changes
+    return location, embedding, store
 
 
 def _is_store(value: Any) -> bool:

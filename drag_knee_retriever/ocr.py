@@ -96,7 +96,7 @@ def _ocr_languages(name: str, value: Any) -> Tuple[str, ...]:
     Tesseract's own codes (``"eng+rus"``, the spelling before issue 23) are read for one release with a
     DeprecationWarning naming the names.
     """
-    parts = [p for p in re.split(r"[+,\s]+", value) if p] if isinstance(value, str) else value
+    parts = [p for p in re.split(r"[+,]", value) if p] if isinstance(value, str) else value
     if not isinstance(parts, (tuple, list)) or not parts or not all(isinstance(p, str) and p.strip() for p in parts):
         raise ConfigError(f"{name} must be language names, e.g. ('english', 'russian'), got {value!r}.")
     names, codes = [], []

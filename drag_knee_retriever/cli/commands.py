@@ -217,7 +217,7 @@ def _ensure_not_empty(idx: Any, where: str) -> None:
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
     method: Annotated[Optional[Method], typer.Option("--method", "-m", help="knee (default), sensitive_knee, fixed or branch.", show_default=False)] = None,
-    sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
+    sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee and branch: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
     beam_width: Annotated[Optional[int], typer.Option("--beam-width", help="For fixed: nodes kept per step (default 3).", show_default=False)] = None,
     max_roots: Annotated[Optional[int], typer.Option("--max-roots", help="Documents ranked at the first step (default 20).", show_default=False)] = None,
     order: Annotated[Optional[Order], typer.Option("--order", help="Results by score (default) or by document position.", show_default=False)] = None,

@@ -262,8 +262,8 @@ def run_eval(
     caching: Optional[CachingEncoder] = None
     try:
         base_build = build or BuildConfig()
-        if encoder is not None and getattr(getattr(encoder, "config", None), "language", ds.language) != ds.language:
-            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.language!r} but {ds.name} "
+        if encoder is not None and getattr(getattr(encoder, "config", None), "bm25_language", ds.language) != ds.language:
+            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.bm25_language!r} but {ds.name} "
                              f"needs {ds.language!r}; pass encoder=None or an encoder for that language.")
         if encoder is None:
             from ..config import EmbeddingConfig

@@ -176,7 +176,7 @@ def test_every_method_terminates_and_returns_an_antichain_inside_the_filter(fore
             else:
                 merged = [c for c in focus[0].candidates if c.suppressed_by == hit.node.id]
                 span = hit.node.span.last_leaf - hit.node.span.first_leaf + 1
-                assert merged and len(merged) / span > config.merge_ratio
+                assert merged and len(merged) / span > config.focus.merge_ratio
     if any(n.level == 0 and node_matches(n, spec) for n in forest.values()):
         assert hits, "some root matches the filter, yet nothing was returned"
     else:

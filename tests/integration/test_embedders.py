@@ -36,8 +36,8 @@ DOCS = [
 ]
 
 
-def _index(embedding, **kwargs) -> DragKneeIndex:
-    index = DragKneeIndex(engine="local", embedding=embedding, **kwargs)
+def _index(embedding, location=":memory:") -> DragKneeIndex:
+    index = DragKneeIndex(location, embedding=embedding, store=StoreConfig(engine="local"))
     index.add_documents(DOCS)
     return index
 
@@ -103,7 +103,7 @@ def test_collection_built_with_one_model_refuses_another(tmp_path):
     from llama_index.core.embeddings import MockEmbedding
 
     folder = tmp_path / "idx"
-    with _index(lc.DeterministicFakeEmbedding(size=384), path=folder):
+    with _index(lc.DeterministicFakeEmbedding(size=384), folder):
         pass
     with pytest.raises(ModelMismatchError) as err:
         DragKneeIndex(folder, embedding=MockEmbedding(embed_dim=384), store=StoreConfig(engine="local"))
@@ -136,8 +136,8 @@ def test_plain_callable_and_its_errors(encoder):
         Encoder(dense=CallableEmbedder(lambda t: np.full((len(t), 4), np.nan), dimension=4)).encode_query("x")
     with pytest.raises(ConfigError, match="Cannot use a int"):
         as_dense_embedder(3)
-    with pytest.raises(ConfigError, match="not both"):
-        DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local"))
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="not both"):
+        DragKneeIndex(embedding=embedder, encoder=encoder, store=StoreConfig(engine="local"))  # encoder= is the old spelling
 
 
 def test_wrappers_reject_objects_of_the_wrong_kind():

@@ -371,7 +371,7 @@ def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeR
         DragKneeRetriever(index=index, k=0)
     with pytest.raises(ValueError, match="beam_width must be an integer >= 1"):
         DragKneeRetriever(index=index, beam_width=0)
-    with pytest.raises(ValueError, match="sensitivity must be in"):
+    with pytest.raises(ValueError, match="sensitivity must be a number in"):
         DragKneeRetriever(index=index, sensitivity=1.5)
     with pytest.raises(ValueError, match="filter 'lang'"):
         DragKneeRetriever(index=index, filters={"lang": 1.5})

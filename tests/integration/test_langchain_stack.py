@@ -158,6 +158,7 @@ def test_trace_in_astream_events(encoder):
 
 
 def test_own_embeddings_through_from_documents():
-    retriever = DragKneeRetriever.from_documents(lc_docs(), engine="local", embedding=DeterministicFakeEmbedding(size=32))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), embedding=DeterministicFakeEmbedding(size=32),
+                                                 store=StoreConfig(engine="local"))
     assert retriever.index.stats()["embedding_model"] == "langchain:DeterministicFakeEmbedding:size=32"
     assert retriever.invoke("Spring tides follow the new and the full moon.")

@@ -51,13 +51,13 @@ def _stored(retriever: DragKneeRetriever) -> set:
 
 
 def test_mock_embedding_as_embed_model_and_from_settings():
-    retriever = DragKneeRetriever.from_documents(li_docs(), engine="local", embed_model=MockEmbedding(embed_dim=16))
+    retriever = DragKneeRetriever.from_documents(li_docs(), store=StoreConfig(engine="local"), embed_model=MockEmbedding(embed_dim=16))
     assert retriever.index.stats()["embedding_model"] == "llamaindex:MockEmbedding:size=16"
     assert retriever.retrieve("stratovolcanoes erupt explosively")[0].node.metadata["drag_doc_id"] == "lava"
     previous = Settings._embed_model
     Settings.embed_model = MockEmbedding(embed_dim=24)
     try:
-        from_settings = DragKneeRetriever.from_documents(li_docs(), engine="local")
+        from_settings = DragKneeRetriever.from_documents(li_docs(), store=StoreConfig(engine="local"))
         assert from_settings.index.stats()["embedding_model"] == "llamaindex:MockEmbedding:size=24"
     finally:
         Settings._embed_model = previous
