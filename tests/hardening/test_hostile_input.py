@@ -262,7 +262,7 @@ def test_a_single_huge_line_is_split_by_the_builder_in_bounded_time(size, kind, 
     TRIED["inputs"] += 1
     print(f"\n[hardening] builder {size / 1e6:.0f} MB single line ({kind}): {len(leaves)} leaves, "
           f"{len(tree.nodes)} nodes in {outcome.seconds:.1f}s wall, {time.process_time() - started:.1f}s CPU")
-    assert all(len(leaf.text) <= config.max_leaf_chars for leaf in leaves)
+    assert all(len(leaf.text) <= config.leaves.max_chars for leaf in leaves)
     assert sum(len(leaf.text) for leaf in leaves) >= size * 0.95  # only spaces may go
 
 
