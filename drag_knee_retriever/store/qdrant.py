@@ -65,6 +65,8 @@ class QdrantClientStore(NodeStore):
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
         # Servers also get qdrant-client's async client, so that asearch never blocks the event loop.
         self.async_client: Any = async_client
+        # A client handed in stays the caller's: close() leaves it (and its async twin) open.
+        self._owns_clients = client is None
         if client is not None:
             self.client = client
         elif url:
@@ -420,6 +422,8 @@ class QdrantClientStore(NodeStore):
                 must=self._conditions(F.count_conditions())), exact=True).count
 
     def close(self) -> None:
+        if not self._owns_clients:
+            return
         try:
             self.client.close()
         except Exception:  # closing twice or at interpreter exit is harmless
