@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from drag_knee_retriever import DragKneeIndex, EncoderRuntime, StoreConfig
-from drag_knee_retriever.builder import span_leaf_ids
+from drag_knee_retriever.ids import span_leaf_ids
 from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
 from drag_knee_retriever.embeddings import Encoder
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table

@@ -96,7 +96,7 @@ class FusionRanker:
     def _seed_roots(self, request: Any, roots: List[Any], leaves: List[Any]) -> List[Any]:
         """A document scores as the better of its root and its best leaf (MaxP); documents found
         only through a leaf have their root fetched (one more request, only when needed)."""
-        from drag_knee_retriever.builder import node_id
+        from drag_knee_retriever.ids import node_id
         from drag_knee_retriever.store import RankedHit
 
         best: Dict[str, float] = {}
@@ -106,7 +106,7 @@ class FusionRanker:
         missing = [doc for doc in best if doc not in by_doc]
         if missing:
             # A one-leaf document's root is its leaf: ask for both ids, keep the level-0 node.
-            from drag_knee_retriever.builder import leaf_id
+            from drag_knee_retriever.ids import leaf_id
 
             wanted = [i for doc in missing for i in (node_id(doc, "r"), leaf_id(doc, 0))]
             for node in self.store.retrieve(wanted):
@@ -137,7 +137,7 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
 
     With ``merge_ratio`` an inner node stays whole when more than that share of its leaves
     survive the knee (AutoMerging's rule: the evidence is spread over the node)."""
-    from drag_knee_retriever.builder import span_leaf_ids
+    from drag_knee_retriever.ids import span_leaf_ids
     from drag_knee_retriever.store import RankRequest
 
     inner = [h for h in hits if not h.node.is_leaf]

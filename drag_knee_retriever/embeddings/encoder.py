@@ -11,7 +11,7 @@ import numpy as np
 
 from ..config import EmbeddingConfig
 from ..errors import EmbeddingError
-from ..store import QueryVectors
+from ..nodes import QueryVectors
 from .base import _DATA, SparseVector
 from .fastembed import FastEmbedDense
 from .frameworks import as_dense_embedder

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 from ..errors import InvalidDocumentError, OcrUnavailableError
 from ..nodes import Document
-from ..ocr import OCR_PAGES_KEY, OcrConfig
+from ..ocr import OcrConfig
+from ..point_schema import OCR_PAGES_KEY
 from .discover import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_TEXT_BYTES,

@@ -15,11 +15,13 @@ from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ..disk import io_error
 from ..redact import protect, redact_text, redact_url
 from ..errors import DragKneeError, StoreError, StoreLockedError
+from ..ids import META_ID
 from ..nodes import TreeNode
+from ..point_schema import (DENSE, SPARSE, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload,
+                            meta_vector, node_payload)
 from . import filters as F
-from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores
-from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
+from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
+from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores, stable_order
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ import pytest
 from drag_knee_retriever.store.edge import LOCK_FILE, EdgeStore
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
 from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.point_schema import node_payload
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
 
 DIM = 16
@@ -377,7 +378,7 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
 def test_a_write_while_the_node_map_loads_discards_the_load(records):
     from drag_knee_retriever.store.edge.node_map import NodeCache
 
-    payloads = [(r.node.id, r.node.to_payload()) for r in records]
+    payloads = [(r.node.id, node_payload(r.node)) for r in records]
     cache = NodeCache(len(records), complete=False)
     token = cache.begin_load()
     cache.remove("doc0", None)  # a write the scroll may or may not have seen

@@ -22,13 +22,24 @@ import numpy as np
 from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
 from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError, StoreLockedError
+from ...ids import META_ID
 from ...nodes import TreeNode
+from ...point_schema import (
+    DENSE,
+    SPARSE,
+    WALK_FIELDS,
+    collection_info,
+    full_node,
+    is_node,
+    light_node,
+    meta_payload,
+    meta_vector,
+    node_payload,
+)
 from .. import filters as F
 from ..base import (
     PENDING_FILE,
     PendingDocs,
-    DENSE,
-    SPARSE,
     FilterSpec,
     NodeRecord,
     NodeStore,
@@ -40,20 +51,9 @@ from ..base import (
     score_limit,
     side_limit,
     side_scores,
-)
-from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
-from ..payload import (
-    META_ID,
-    WALK_FIELDS,
-    collection_info,
-    full_node,
-    is_node,
-    light_node,
-    meta_payload,
-    meta_vector,
-    node_payload,
     stable_order,
 )
+from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
 from .fast import _fuse, _id_set, _map_hits, _point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
 from .node_map import NodeCache

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..base import RankedHit
-from ..payload import stable_order
+from ..base import RankedHit, stable_order
 
 if TYPE_CHECKING:
     from .node_map import NodeCache
@@ -111,7 +110,7 @@ def _fuse(dense_ids: Sequence[str], sparse_ids: Sequence[str], k: int,
     spares the engine a third request that would scan both sides again (measured: explain then
     costs ~1 ms less per knee search at 10k nodes). The engine sums a point's terms in float32,
     dense first: a float64 sum of two float32 values rounded once to float32 is that same number.
-    Ties are ordered by id (as ``payload.stable_order`` does), where the engine's order is arbitrary.
+    Ties are ordered by id (as ``base.stable_order`` does), where the engine's order is arbitrary.
     """
     scores = dict(zip(dense_ids, _rrf_terms(len(dense_ids), k, float(weights[0]))))
     both: List[str] = []

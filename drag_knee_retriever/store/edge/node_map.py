@@ -9,7 +9,7 @@ import uuid
 from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 from ...nodes import TreeNode
-from ..payload import light_node
+from ...point_schema import light_node
 
 log = logging.getLogger(__name__)
 
