@@ -41,7 +41,7 @@ from .encoding import CachingEncoder, encoder_fingerprint
 from .errors import EvalConsistencyError, EvalSetupError
 from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
 from .metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
-from .progress import _Progress, progress_log
+from .progress import ProgressBars, progress_log
 
 #: Extra methods for an index: ``factory(index, leaf_tokens, label)`` (label "default" or a build
 #: variant's); benchmarks/prototypes.py adds its research walks this way.
@@ -173,7 +173,7 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
         )
 
 
-def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) -> Dict[str, Any]:
+def _build(index: Any, dataset: EvalDataset, progress: ProgressBars, label: str) -> Dict[str, Any]:
     phases: Dict[str, float] = {}
 
     def on_progress(phase: str, done: int, total: int) -> None:
@@ -246,7 +246,7 @@ def run_eval(
         )
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
     leaf_tokens = leaf_token_table(ds)
-    bar = _Progress(progress)
+    bar = ProgressBars(progress)
     meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
                             "limit_docs": limit_docs, "limit_questions": limit_questions,
                             "max_doc_pages": max_doc_pages, "shared_store": shared_store,
@@ -388,7 +388,7 @@ def _build_dict(build: BuildConfig) -> Dict[str, Any]:
 def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequence[Any],
                per_question: List[Dict[str, Any]], rows: Dict[str, List[QuestionMetrics]],
                method_info: Dict[str, Dict[str, Any]], trace_rows: List[Dict[str, Any]],
-               traces: int, bar: _Progress, trace_methods: Sequence[str] = (),
+               traces: int, bar: ProgressBars, trace_methods: Sequence[str] = (),
                scope: Optional[ScopedIndex] = None) -> None:
     label, methods = stage
     if not methods:

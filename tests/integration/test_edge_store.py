@@ -476,8 +476,8 @@ def test_a_full_node_map_gives_way_to_payload_rankings(tmp_path, records):
 
 
 def test_fusion_here_equals_the_engines_bit_for_bit(store, records):
-    """_fuse (explain on, node map complete) against Edge's own Fusion.Rrf on the same requests."""
-    from drag_knee_retriever.store.edge.fast import _fuse, _point_ids
+    """fuse_rrf (explain on, node map complete) against Edge's own Fusion.Rrf on the same requests."""
+    from drag_knee_retriever.store.edge.fast import fuse_rrf, point_ids
 
     qe, shard = store._qe, store.shard
     rng = np.random.default_rng(5)
@@ -498,8 +498,8 @@ def test_fusion_here_equals_the_engines_bit_for_bit(store, records):
             qe.QueryRequest(query=dense_q, filter=flt, limit=side, params=store._exact, with_payload=False),
             qe.QueryRequest(query=sparse_q, filter=flt, limit=side, with_payload=False)]))
         engine = sorted(((str(p.id), p.score) for p in fused), key=lambda item: (-item[1], item[0]))
-        here = _fuse(_point_ids(dense), _point_ids(sparse), k, weights)[:limit]
-        assert _point_ids(fused) == [str(p.id) for p in fused]
+        here = fuse_rrf(point_ids(dense), point_ids(sparse), k, weights)[:limit]
+        assert point_ids(fused) == [str(p.id) for p in fused]
         if here != engine:
             # Only where the limit cuts through equal scores: the engine keeps an arbitrary one.
             assert [s for _, s in here] == [s for _, s in engine]
@@ -535,11 +535,11 @@ def test_search_results_are_the_same_with_and_without_the_node_map(make_index, c
 
 
 def test_point_ids_read_from_the_repr_or_fall_back(store):
-    from drag_knee_retriever.store.edge.fast import _point_ids
+    from drag_knee_retriever.store.edge.fast import point_ids
 
     qe = store._qe
     points = store.shard.query(qe.QueryRequest(query=store._query(QUERY)[0], limit=12, with_payload=False))
-    assert len(points) == 12 and _point_ids(points) == [str(p.id) for p in points]
+    assert len(points) == 12 and point_ids(points) == [str(p.id) for p in points]
 
     class IntIdPoint:  # an integer id (or any other repr): every id comes from .id
         def __init__(self, pid):
@@ -548,8 +548,8 @@ def test_point_ids_read_from_the_repr_or_fall_back(store):
         def __repr__(self):
             return f"ScoredPoint(id={self.id}, version=0, score=1.0)"
 
-    assert _point_ids([IntIdPoint(7), points[0]]) == ["7", str(points[0].id)]
-    assert _point_ids([]) == []
+    assert point_ids([IntIdPoint(7), points[0]]) == ["7", str(points[0].id)]
+    assert point_ids([]) == []
 
 
 def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, records):
@@ -574,7 +574,7 @@ def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, record
 
 
 def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
-    """Light rankings without explain read ids, scores and the node map only (store/edge/fast.py _map_hits);
+    """Light rankings without explain read ids, scores and the node map only (store/edge/fast.py hits_from_map);
     a point the map lacks sends the ranking down the general path, with the same hits."""
     store = open_store(":memory:", records)
     try:
@@ -590,11 +590,11 @@ def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
 
 def test_candidate_ids_as_uuid_objects_select_the_same_points(store, records):
     """HasIdCondition gets UUID objects (cheaper for the binding); other ids fall back to the input."""
-    from drag_knee_retriever.store.edge.fast import _id_set
+    from drag_knee_retriever.store.edge.fast import point_id_set
 
     cand = tuple(r.node.id for r in records[:7])
-    assert {str(u) for u in _id_set(cand)} == set(cand)
-    assert _id_set((3, 5)) == {3, 5} and _id_set(("not-a-uuid",)) == {"not-a-uuid"}
+    assert {str(u) for u in point_id_set(cand)} == set(cand)
+    assert point_id_set((3, 5)) == {3, 5} and point_id_set(("not-a-uuid",)) == {"not-a-uuid"}
     (hits,) = store.rank([RankRequest(limit=20, candidate_ids=cand)], QUERY, rrf_k=2, explain=False)
     assert {h.node.id for h in hits} <= set(cand) and len(hits) == len(cand)
 

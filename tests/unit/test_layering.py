@@ -13,6 +13,8 @@ import is still a dependency); only ``if TYPE_CHECKING:`` blocks are left out. R
   both paths: ``ids`` imports nothing of the package, ``point_schema`` only the node types;
 - core modules (everything but the adapters, the CLI and eval) import no adapter, no CLI, no eval;
 - ``nodes.py`` imports nothing of the package but ``errors``;
+- no module uses another module's private (``_x``) name: a name used outside its module is public
+  there (documented) or lives where it is used;
 - no import cycle among the package's modules.
 
 A new rule is one line in ``RULES``: (modules it applies to, what they may not import) or an
@@ -20,7 +22,8 @@ allow-list with ``only=`` (e.g. the store engines may import only ``store.base``
 ``store.filters``, the ids and the point schema); ``transitive=True`` checks everything the
 modules import, directly or not.
 
-``python tests/unit/test_layering.py`` prints the layers, every import that climbs one (the figures of issue 23; ``benchmarks/query_path.py`` traces a
+``python tests/unit/test_layering.py`` prints the layers, every import that climbs one and every
+private name used across modules (the figures of issue 23; ``benchmarks/query_path.py`` traces a
 real search through the layers).
 """
 
@@ -286,6 +289,59 @@ def test_no_import_climbs_a_layer() -> None:
         f"{a} ({LAYER_NAMES[layer_of(a)]}) imports {b} ({LAYER_NAMES[layer_of(b)]})" for a, b in found)
 
 
+# -- private names ---------------------------------------------------------------------------------
+
+
+def private_uses(module: str, source: Optional[str] = None) -> List[Tuple[str, str]]:
+    """The private names ``(owner module, _name)`` that ``module`` takes from another package module:
+    ``from .x import _name`` and ``x._name`` on an imported module (``_x`` modules themselves, a
+    package's internal files, may be imported; dunder names are not private)."""
+    path = MODULES.get(module)
+    is_package = path is not None and path.name == "__init__.py"
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))  # type: ignore[union-attr]
+    aliases: Dict[str, str] = {}
+    found: Set[Tuple[str, str]] = set()
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source_module = _resolve(module, is_package, node.level, node.module)
+            if not (source_module == PACKAGE or source_module.startswith(PACKAGE + ".")):
+                continue
+            for alias in node.names:
+                candidate = f"{source_module}.{alias.name}"
+                if candidate in MODULES:
+                    aliases[alias.asname or alias.name] = candidate
+                elif private(alias.name) and source_module != module:
+                    found.add((source_module, alias.name))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and private(node.attr)):
+            found.add((aliases[node.value.id], node.attr))
+    return sorted(found)
+
+
+def test_the_private_name_finder_finds_one() -> None:
+    source = ("from .builder import _paragraphs, leaf_id\nfrom .store.edge import fast\n"
+              "from . import knee as K\nx = fast._fuse, K._PURE_MAX, fast.__doc__\n")
+    assert private_uses(f"{PACKAGE}.context", source) == [
+        (f"{PACKAGE}.builder", "_paragraphs"), (f"{PACKAGE}.knee", "_PURE_MAX"), (f"{PACKAGE}.store.edge.fast", "_fuse")]
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    found = {m: private_uses(m) for m in MODULES}
+    found = {m: uses for m, uses in found.items() if uses}
+    assert not found, "private names used outside their module (make them public there, documented, or " \
+        "move them where they are used): " + "; ".join(
+            f"{m} uses {', '.join(f'{o}.{n}' for o, n in uses)}" for m, uses in found.items())
+
+
 if __name__ == "__main__":  # the figures: layers, climbs, private names across modules
     short = lambda m: m[len(PACKAGE) + 1:] or PACKAGE  # noqa: E731
     for number, (name, _) in enumerate(LAYERS):
@@ -294,6 +350,10 @@ if __name__ == "__main__":  # the figures: layers, climbs, private names across 
     print(f"imports that climb a layer: {len(found_climbs)}")
     for a, b in found_climbs:
         print(f"  {short(a)} -> {short(b)}")
+    uses = [(m, o, n) for m in MODULES for o, n in private_uses(m)]
+    print(f"private names used outside their module: {len({(o, n) for _, o, n in uses})} names, {len(uses)} uses")
+    for m, o, n in uses:
+        print(f"  {short(m)} uses {short(o)}.{n}")
     search = closure(SEARCH_PATH_MODULES := [m for m in MODULES if _under(m, SEARCH_PATH)])
     print(f"the search path's import closure: {len(search)} modules, of the build path: "
           f"{sorted(short(m) for m in search if _under(m, _p(*BUILD_PATH)))}")

@@ -54,7 +54,7 @@ from ..base import (
     stable_order,
 )
 from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
-from .fast import _fuse, _id_set, _map_hits, _point_ids
+from .fast import fuse_rrf, point_id_set, hits_from_map, point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
 from .node_map import NodeCache
 
@@ -485,7 +485,7 @@ class EdgeStore(NodeStore):
     def _condition(self, c: F.Condition) -> Any:
         qe = self._qe
         if c.kind == F.IDS:
-            return qe.HasIdCondition(_id_set(c.values))
+            return qe.HasIdCondition(point_id_set(c.values))
         if c.kind == F.NODES:  # every node has level >= 0; the bookkeeping point has no level
             return qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))
         if c.kind == F.MATCH:
@@ -545,7 +545,7 @@ class EdgeStore(NodeStore):
                 batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=limit, with_payload=with_payload))
             else:
                 # With explain or with_scores and the node map, the two side rankings are all we ask
-                # for and the fusion is done here (_fuse: bit for bit the engine's); otherwise the
+                # for and the fusion is done here (fuse_rrf: bit for bit the engine's); otherwise the
                 # engine fuses. (A fused request would scan both sides a second time: the default
                 # focus's global list cost ~3 ms more per search over 6,500 leaves.)
                 if not ((explain or request.with_scores) and node_map is not None):
@@ -573,13 +573,13 @@ class EdgeStore(NodeStore):
         for request, main_index, dense_index, sparse_index in plans:
             if node_map is not None and main_index is not None and dense_index is None:
                 # The default walk (light, explain off): ids, scores and the node map only.
-                quiet = _map_hits(responses[main_index], request.limit, node_map)
+                quiet = hits_from_map(responses[main_index], request.limit, node_map)
                 if quiet is not None:
                     results.append(quiet)
                     continue
-            # Side rankings come without payload: their ids are read cheaply (see _point_ids).
-            dense_all = _point_ids(responses[dense_index]) if dense_index is not None else None
-            sparse_all = _point_ids(responses[sparse_index]) if sparse_index is not None else None
+            # Side rankings come without payload: their ids are read cheaply (see point_ids).
+            dense_all = point_ids(responses[dense_index]) if dense_index is not None else None
+            sparse_all = point_ids(responses[sparse_index]) if sparse_index is not None else None
             # A with_scores side may read past the side limit: ranks and fusion use its first `side`.
             side = side_limit(request)
             dense_ids = dense_all[:side] if dense_all is not None else None
@@ -589,15 +589,15 @@ class EdgeStore(NodeStore):
             sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
                 assert node_map is not None and dense_ids is not None and sparse_ids is not None
-                scored = _fuse(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
+                scored = fuse_rrf(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
                 payloads: List[Any] = [None] * len(scored)
             else:
                 points = responses[main_index]
-                ids = _point_ids(points) if node_map is not None else [str(p.id) for p in points]
+                ids = point_ids(points) if node_map is not None else [str(p.id) for p in points]
                 scored = [(pid, float(p.score)) for pid, p in zip(ids, points)]
                 payloads = [None] * len(points) if node_map is not None else [p.payload for p in points]
             hits = []
-            mapped = node_map._nodes.get if node_map is not None else None
+            mapped = node_map.nodes.get if node_map is not None else None
             for (pid, score), payload in zip(scored, payloads):
                 if mapped is not None:
                     node = mapped(pid)
@@ -617,7 +617,7 @@ class EdgeStore(NodeStore):
                     dense_ranks.get(pid) if dense_ranks is not None else None,
                     sparse_ranks.get(pid) if sparse_ranks is not None else None,
                 ))
-            if main_index is not None:  # (_fuse already ordered its hits so)
+            if main_index is not None:  # (fuse_rrf already ordered its hits so)
                 hits = stable_order(hits)
             hits = hits[: request.limit]  # over-fetched: cut here, ties by id
             if request.with_scores and dense_all is not None and sparse_all is not None:

@@ -19,7 +19,7 @@ _REPR_HEAD = 'ScoredPoint(id="'
 _REPR_END = len(_REPR_HEAD) + 36
 
 
-def _point_ids(points: Sequence[Any]) -> List[str]:
+def point_ids(points: Sequence[Any]) -> List[str]:
     """The ids of ranked points *returned without payload*, as strings (``str(point.id)``).
 
     Why not ``str(point.id)``: the binding builds a ``uuid.UUID`` in Python on every ``.id``,
@@ -43,7 +43,7 @@ def _point_ids(points: Sequence[Any]) -> List[str]:
 _uuid = functools.lru_cache(maxsize=1 << 14)(uuid.UUID)
 
 
-def _id_set(ids: Sequence[Any]) -> Set[Any]:
+def point_id_set(ids: Sequence[Any]) -> Set[Any]:
     """Point ids for a HasIdCondition, as UUID objects where they are UUID strings (same points)."""
     try:
         return set(map(_uuid, ids))
@@ -58,7 +58,7 @@ _ID = operator.itemgetter(slice(len(_REPR_HEAD), _REPR_END))
 _QUOTE = operator.itemgetter(slice(_REPR_END, _REPR_END + 1))
 
 
-def _map_hits(points: Sequence[Any], limit: int, node_map: "NodeCache") -> Optional[List[RankedHit]]:
+def hits_from_map(points: Sequence[Any], limit: int, node_map: "NodeCache") -> Optional[List[RankedHit]]:
     """A light ranking's hits (no explain) from the engine's points and the node map, best first.
 
     The same list as the general path of :meth:`EdgeStore.rank` (every point a mapped node, sorted
@@ -79,7 +79,7 @@ def _map_hits(points: Sequence[Any], limit: int, node_map: "NodeCache") -> Optio
             boundary = scores[limit - 1]
             while end < count and scores[end] == boundary:
                 end += 1
-    nodes = list(map(node_map._nodes.get, _point_ids(points[:end])))
+    nodes = list(map(node_map.nodes.get, point_ids(points[:end])))
     if not all(nodes):
         return None
     hits = list(map(RankedHit, nodes, scores[:end]))
@@ -102,8 +102,8 @@ def _rrf_terms(length: int, k: int, weight: float) -> Tuple[float, ...]:
     return tuple((np.float32(1.0) / (positions / w + np.float32(k) - np.float32(1.0))).astype(np.float64).tolist())
 
 
-def _fuse(dense_ids: Sequence[str], sparse_ids: Sequence[str], k: int,
-          weights: Tuple[float, float]) -> List[Tuple[str, float]]:
+def fuse_rrf(dense_ids: Sequence[str], sparse_ids: Sequence[str], k: int,
+             weights: Tuple[float, float]) -> List[Tuple[str, float]]:
     """RRF of two side rankings, bit for bit as Edge's ``Fusion.Rrf`` computes it, best first.
 
     Why here: with explain on, the walk needs both side rankings anyway; fusing them in Python

@@ -43,13 +43,19 @@ class NodeCache:
     def __init__(self, capacity: int, complete: bool) -> None:
         self.capacity = capacity
         self.complete = complete and capacity > 0
-        self._nodes: Dict[str, TreeNode] = {}  # by the id's canonical form (see _point_ids)
+        self._nodes: Dict[str, TreeNode] = {}  # by the id's canonical form (see point_ids)
         self._by_doc: Dict[str, Set[str]] = {}
         self._lock = threading.Lock()
         self._writes = 0  # every put / remove / drop: a load that saw a different count is stale
 
     def get(self, point_id: str) -> Optional[TreeNode]:
         return self._nodes.get(point_id)
+
+    @property
+    def nodes(self) -> Dict[str, TreeNode]:
+        """The map itself, light nodes by canonical point id, for lookups in bulk (``map(nodes.get, ids)``
+        stays in C). Read it, never write it: writers go through :meth:`put` / :meth:`remove`."""
+        return self._nodes
 
     def begin_load(self) -> int:
         """Before reading every node from the engine: the write count the load must still see."""
