@@ -1,17 +1,12 @@
-"""Dataset loaders: counts and gold mappings as the dataset READMEs describe them."""
+"""The benchmark dataset loaders (benchmarks/datasets, outside the wheel): counts and gold mappings as the
+dataset READMEs describe them."""
 
 import pytest
 
-from drag_knee_retriever.eval.datasets import (
-    DatasetError,
-    covidqa_lines,
-    datasets_root,
-    load_covidqa,
-    load_dataset,
-    load_hotpotqa,
-    load_xquad,
-    resolve_answer_span,
-)
+from benchmarks.datasets import DatasetError, datasets_root, load_dataset
+from benchmarks.datasets.covidqa import covidqa_lines, load_covidqa, resolve_answer_span
+from benchmarks.datasets.hotpotqa import load_hotpotqa
+from benchmarks.datasets.xquad import load_xquad
 from drag_knee_retriever.nodes import Document
 
 try:
