@@ -15,6 +15,8 @@ import is still a dependency); only ``if TYPE_CHECKING:`` blocks are left out. R
 - ``nodes.py`` imports nothing of the package but ``errors``;
 - no module uses another module's private (``_x``) name: a name used outside its module is public
   there (documented) or lives where it is used;
+- the package imports nothing of the repository outside it (``benchmarks``, whose dataset loaders
+  are not in the wheel; the tests);
 - no import cycle among the package's modules.
 
 A new rule is one line in ``RULES``: (modules it applies to, what they may not import) or an
@@ -340,6 +342,17 @@ def test_no_private_name_crosses_a_module() -> None:
     assert not found, "private names used outside their module (make them public there, documented, or " \
         "move them where they are used): " + "; ".join(
             f"{m} uses {', '.join(f'{o}.{n}' for o, n in uses)}" for m, uses in found.items())
+
+
+def test_the_package_imports_nothing_of_the_repository_outside_it() -> None:
+    """The wheel holds the package only: no module may import the benchmarks (their dataset loaders) or tests."""
+    found = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            found += [(module, n) for n in names if n.split(".")[0] in ("benchmarks", "tests", "support")]
+    assert not found, f"the package imports outside itself: {found}"
 
 
 if __name__ == "__main__":  # the figures: layers, climbs, private names across modules
