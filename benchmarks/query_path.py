@@ -102,9 +102,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if default.is_dir():
             os.environ["DRAG_KNEE_MODEL_PATH"] = str(default)
 
-    from drag_knee_retriever import DragKneeIndex, Document
+    from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 
-    with DragKneeIndex(":memory:", engine=args.engine) as index:
+    with DragKneeIndex(":memory:", store=StoreConfig(engine=args.engine)) as index:
         index.add_documents([Document(id=k, text=v) for k, v in DOCS.items()])
         query = "when did colony collapse start"
         index.search(query)  # warm: caches, lazy imports

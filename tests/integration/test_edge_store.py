@@ -369,7 +369,7 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
     reopened = open_store(tmp_path)  # loaded from a folder: the map fills in the background
     try:
         assert reopened.wait_for_node_map(60)
-        assert len(reopened._node_map._nodes) == reopened.count()
+        assert len(reopened._node_map.nodes) == reopened.count()
         _assert_light_equals_full(reopened)
     finally:
         reopened.close()
@@ -385,7 +385,7 @@ def test_a_write_while_the_node_map_loads_discards_the_load(records):
     assert not cache.finish_load(token, payloads) and not cache.complete
     token = cache.begin_load()
     assert cache.finish_load(token, payloads) and cache.complete
-    assert len(cache._nodes) == len(records)
+    assert len(cache.nodes) == len(records)
     assert not NodeCache(len(records) - 1, complete=False).finish_load(0, payloads)  # over capacity: no map
 
 
@@ -397,7 +397,7 @@ def test_writes_right_after_reopening_leave_a_right_map_or_none(tmp_path, record
             store.delete_nodes("doc2")
             store.upsert([r for r in records if r.node.doc_id == "doc2"])
             if store.wait_for_node_map(60):
-                assert len(store._node_map._nodes) == store.count()
+                assert len(store._node_map.nodes) == store.count()
             _assert_light_equals_full(store)
         finally:
             store.close()
@@ -428,7 +428,7 @@ def test_the_node_map_follows_replaces_and_deletes(records):
         _assert_light_equals_full(store)
         (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
         assert {h.node.doc_id: h.node.doc_hash for h in roots} == {"doc0": "hash0", "doc1": "hash1-v2", "doc3": "hash3"}
-        assert len(store._node_map._nodes) == store.count()
+        assert len(store._node_map.nodes) == store.count()
     finally:
         store.close()
 
@@ -467,7 +467,7 @@ def test_a_full_node_map_gives_way_to_payload_rankings(tmp_path, records):
     try:
         store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
         store.upsert(records)
-        assert not store._node_map.complete and not store._node_map._nodes
+        assert not store._node_map.complete and not store._node_map.nodes
         _assert_light_equals_full(store)
     finally:
         store.close()
@@ -582,7 +582,7 @@ def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
         assert _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)) == expected
         # Forget one node the roots ranking returns: the map no longer knows it, the engine does.
         (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
-        store._node_map._nodes.pop(roots[0].node.id)
+        store._node_map.nodes.pop(roots[0].node.id)
         assert _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)) == expected
     finally:
         store.close()
@@ -604,7 +604,7 @@ def test_an_index_over_the_node_map_capacity_loads_none(tmp_path, records):
     store = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1)
     try:
         store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
-        assert not store.wait_for_node_map(60) and not store._node_map._nodes
+        assert not store.wait_for_node_map(60) and not store._node_map.nodes
         _assert_light_equals_full(store)
     finally:
         store.close()
