@@ -47,7 +47,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "DragKneeIndex": "index", "DocumentInfo": "index", "StoredDocument": "index",
     "IngestReport": "ingest", "OrphanSweep": "ingest", "Progress": "ingest",
-    "Encoder": "embeddings", "NodeStore": "store", "QueryVectors": "store",
+    "Encoder": "embeddings", "NodeStore": "store", "QueryVectors": "nodes",
 }
 
 

@@ -5,53 +5,26 @@ Leaves are pages (when a document has pages: one leaf each, never merged; a page
 Markdown sections' paragraphs (headings become natural parents) or plain paragraphs, merged below
 ``min_leaf_chars`` and split above ``max_leaf_chars`` at sentence boundaries. Consecutive siblings
 are grouped by ``branching`` until one root per document remains (a one-leaf document's root is
-that leaf). Ids are uuid5 strings: a leaf's from its document id and ordinal, an inner node's from
-its document id and path, so re-ingesting the same document gives the same ids.
+that leaf). Ids come from :mod:`.ids` (a leaf's from its document id and ordinal, an inner node's
+from its document id and path), so re-ingesting the same document gives the same ids.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .config import BuildConfig
 from .headings import find_headings, headings_outline
+from .ids import ROOT_PATH, leaf_id, node_id
 from .nodes import Document, Span, TreeNode
-from .ocr import OCR_PAGES_KEY, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
+from .point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, split_sentences
 
-_NAMESPACE = uuid.UUID("6f1c2f0e-3d2b-5a57-9a3c-6b1d7e0d4c11")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-
-
-# Ids are pure functions of their arguments, and a search derives the same ones query after query
-# (the leaves under the walk's regions, the result's leaves and roots): a uuid5 hash costs ~3 us,
-# a cache hit ~0.1 us. ~64k leaf ids (a few MB) cover the hot documents of a large index.
-@functools.lru_cache(maxsize=1 << 16)
-def leaf_id(doc_id: str, ordinal: int) -> str:
-    """The id of a document's leaf number ``ordinal`` (0-based)."""
-    return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fleaf\x1f{ordinal}"))
-
-
-def span_leaf_ids(node: TreeNode) -> Tuple[str, ...]:
-    """The ids of the leaves a node covers, in document order (a leaf: its own id).
-
-    Leaf ids follow from the document and the ordinal, so they are derived, never fetched.
-    """
-    if node.is_leaf:
-        return (node.id,)
-    return tuple(leaf_id(node.doc_id, i) for i in range(node.span.first_leaf, node.span.last_leaf + 1))
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def node_id(doc_id: str, path: str) -> str:
-    """The id of a document's inner node at ``path`` (e.g. ``"r.0.2"``)."""
-    return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fnode\x1f{path}"))
 
 
 @dataclass
@@ -475,7 +448,7 @@ def build_document_trees(
 
     roots = []
     for document, root, leaves, doc_hash in shaped:
-        roots.append(visit(root, document, doc_hash, "r", 0, None, leaves))
+        roots.append(visit(root, document, doc_hash, ROOT_PATH, 0, None, leaves))
 
     descriptions: Dict[int, Summary] = {}
     for height in sorted(by_height):
@@ -536,7 +509,8 @@ def _node_metadata(metadata: Mapping[str, Any], span: Span) -> Dict[str, Any]:
     ocr = set(ocr_pages)
     span_pages = range(span.first_page, (span.last_page or span.first_page) + 1)
     inside = sum(1 for p in span_pages if p in ocr)
-    out["text_source"] = TEXT_SOURCE_PDF if inside == 0 else TEXT_SOURCE_OCR if inside == len(span_pages) else "mixed"
+    out[TEXT_SOURCE_KEY] = (TEXT_SOURCE_PDF if inside == 0 else TEXT_SOURCE_OCR if inside == len(span_pages)
+                            else TEXT_SOURCE_MIXED)
     return out
 
 

@@ -1,4 +1,7 @@
-"""Plain dataclasses: the input Document, tree nodes, scored results and the search trace."""
+"""Plain dataclasses: the input Document, tree nodes, an encoded query, scored results and the search trace.
+
+How a node is stored (its payload) is :mod:`.point_schema`'s; its id, :mod:`.ids`'.
+"""
 
 from __future__ import annotations
 
@@ -179,7 +182,7 @@ class Span:
 
 @dataclass(frozen=True)
 class TreeNode:
-    """One node of a document tree, as stored in Qdrant.
+    """One node of a document tree, as stored in Qdrant (its payload: :func:`.point_schema.node_payload`).
 
     ``level`` is the depth from the root (root = 0). ``text`` is the leaf's own text or an inner
     node's summary; :class:`ScoredNode.text` carries the full span text instead.
@@ -205,59 +208,15 @@ class TreeNode:
     # before. The text returned and counted stays ``text``.
     context: Optional[str] = None
 
-    def to_payload(self) -> Dict[str, Any]:
-        """The Qdrant payload of this node."""
-        payload = {
-            "doc_id": self.doc_id,
-            "level": self.level,
-            "is_leaf": self.is_leaf,
-            "parent_id": self.parent_id,
-            "child_ids": list(self.child_ids),
-            "first_leaf": self.span.first_leaf,
-            "last_leaf": self.span.last_leaf,
-            "first_page": self.span.first_page,
-            "last_page": self.span.last_page,
-            "first_part": self.span.first_part,
-            "last_part": self.span.last_part,
-            "text": self.text,
-            "keywords": list(self.keywords),
-            "title": self.title,
-            "path": self.path,
-            "metadata": dict(self.metadata),
-            "doc_hash": self.doc_hash,
-            "description": self.description,
-        }
-        if self.context is not None:  # absent by default, so default payloads stay as they were
-            payload["context"] = self.context
-        return payload
 
-    @classmethod
-    def from_payload(cls, node_id: str, payload: Mapping[str, Any]) -> "TreeNode":
-        """Rebuild a node from its Qdrant payload."""
-        return cls(
-            id=str(node_id),
-            doc_id=payload["doc_id"],
-            level=int(payload["level"]),
-            is_leaf=bool(payload["is_leaf"]),
-            span=Span(
-                int(payload["first_leaf"]),
-                int(payload["last_leaf"]),
-                payload.get("first_page"),
-                payload.get("last_page"),
-                payload.get("first_part"),
-                payload.get("last_part"),
-            ),
-            text=payload.get("text", ""),
-            parent_id=payload.get("parent_id"),
-            child_ids=tuple(payload.get("child_ids") or ()),
-            keywords=tuple(payload.get("keywords") or ()),
-            title=payload.get("title"),
-            path=payload.get("path", ""),
-            metadata=dict(payload.get("metadata") or {}),
-            doc_hash=payload.get("doc_hash", ""),
-            description=payload.get("description"),
-            context=payload.get("context"),
-        )
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query encoded once: dense vector and BM25 sparse vector (indices, values). The encoder
+    makes it, every ranking request of a search carries it to the store."""
+
+    dense: Tuple[float, ...]
+    sparse_indices: Tuple[int, ...]
+    sparse_values: Tuple[float, ...]
 
 
 @dataclass(frozen=True)

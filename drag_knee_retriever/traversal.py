@@ -33,12 +33,12 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
-from .builder import span_leaf_ids
 from .config import FOCUS_METHODS, SearchConfig
+from .ids import span_leaf_ids
 from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
-from .store import FilterSpec, RankedHit, RankRequest
+from .store.base import FilterSpec, RankedHit, RankRequest
 
 log = logging.getLogger(__name__)
 

@@ -458,7 +458,7 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     add_help_option=False,
 )
 def eval_command(ctx: typer.Context) -> None:
-    """Evaluate retrieval quality on benchmark datasets (see `drag-knee eval --help`)."""
+    """Evaluate retrieval quality on your corpus and questions (see `drag-knee eval --help`)."""
     try:
         from ..eval import cli as eval_cli  # type: ignore[attr-defined]
     except ImportError as exc:

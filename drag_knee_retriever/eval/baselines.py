@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..config import FusionConfig
 from ..knee import knee_cut
 from ..nodes import ScoredNode
-from .datasets import EvalDataset
+from .dataset import EvalDataset
 from .errors import UnknownDocumentError
 from .metrics import ContextHit, count_tokens
 

@@ -84,7 +84,8 @@ def _ocr_group(key: str, pages: List[str], metadata: Dict[str, Any], ocr: Any, w
     """
     from pathlib import Path
 
-    from ..ocr import OCR_PAGES_KEY, fill_pages
+    from ..ocr import fill_pages
+    from ..point_schema import OCR_PAGES_KEY
 
     path = Path(key)
     if ocr is None or ocr.mode == "never" or path.suffix.lower() != ".pdf" or not path.is_file():

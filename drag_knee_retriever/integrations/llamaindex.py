@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # First: _llamaindex_convert raises the ImportError naming the extra when LlamaIndex is missing.
 from ._llamaindex_convert import (
-    _entries,
+    page_entries,
     from_llamaindex_documents,
     index_parsed_nodes,
     metadata_filters_to_dict,
@@ -128,7 +128,7 @@ class DragTreeNodeParser(NodeParser):
         from ..summarize import ExtractiveSummarizer
 
         nodes = list(nodes)
-        entries = _entries(nodes, self.group_pages)
+        entries = page_entries(nodes, self.group_pages)
         pairs = group_paged_documents(entries)
         summarizer = self.summarizer if self.summarizer is not None else ExtractiveSummarizer(self.build)
         tree_nodes = build_trees([doc for doc, _ in pairs], self.build, summarizer)

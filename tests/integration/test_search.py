@@ -6,7 +6,7 @@ import json
 import pytest
 
 from drag_knee_retriever import ConfigError, Document, FocusConfig, FusionConfig, InvalidQueryError, SearchConfig
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.ids import leaf_id
 from drag_knee_retriever.render import trace_text
 from support import CountingRank, ancestors
 

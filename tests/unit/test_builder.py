@@ -3,7 +3,8 @@
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, LeafConfig, VectorConfig
-from drag_knee_retriever.builder import build_document_trees, leaf_id, node_id
+from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.ids import leaf_id, node_id
 from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
 
 MARKDOWN = """# Install
