@@ -425,6 +425,9 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
         body["outline"] = [dict(e) for e in document.outline]
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
     digest.update(json.dumps(dict(document.metadata), ensure_ascii=False, sort_keys=True, default=str).encode())
+    if document.page_metadata is not None:
+        digest.update(json.dumps([dict(m) for m in document.page_metadata], ensure_ascii=False, sort_keys=True,
+                                 default=str).encode())
     digest.update(repr(config).encode())
     digest.update(summarizer_identity.encode())
     return digest.hexdigest()[:32]
@@ -513,13 +516,22 @@ def build_document_trees(
                 id=rec["id"], doc_id=document.id, level=rec["level"], is_leaf=is_leaf, span=rec["span"],
                 text=text, parent_id=rec["parent"], child_ids=tuple(records[c]["id"] for c in rec["children"]),
                 keywords=tuple(summary.keywords), title=rec["title"], path=rec["path"],
-                metadata=_node_metadata(document.metadata, rec["span"]), doc_hash=doc_hash,
+                metadata=_node_metadata(_page_metadata(document, rec["span"]), rec["span"]), doc_hash=doc_hash,
                 description=summary.text if is_leaf and summary.text else None,
                 context=rec.get("context"),
             ))
         emit(root_key)
         trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))
     return trees
+
+
+def _page_metadata(document: Document, span: Span) -> Mapping[str, Any]:
+    """The document's metadata, with its page's own (``Document.page_metadata``) over it for a
+    node within one page."""
+    pages = document.page_metadata
+    if pages is None or span.first_page is None or span.first_page != span.last_page:
+        return document.metadata
+    return {**document.metadata, **pages[span.first_page - 1]}
 
 
 def _node_metadata(metadata: Mapping[str, Any], span: Span) -> Dict[str, Any]:

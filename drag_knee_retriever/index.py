@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -27,8 +27,9 @@ from .context import afetch_context, fetch_context
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, StoreError
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
-from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
+from .nodes import Document, NodeText, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .page_ranking import rank_pages
+from .relevance import relevance_request, relevance_scores
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
 from .traversal import awalk, walk
@@ -257,6 +258,18 @@ class DragKneeIndex:
                                       metadata=dict(root.metadata)))
         return out
 
+    def get_nodes(self, node_ids: Sequence[str]) -> List[NodeText]:
+        """Tree nodes by id (a result's ``node.id`` / ``parent_id`` / ``child_ids``), each with its
+        span's full text, in the order given; ids not stored (or of a tree being rewritten) are
+        skipped. One fetch for the nodes, one for the leaves of the inner ones."""
+        from .store import RankedHit
+
+        ids = [i for i in dict.fromkeys(node_ids) if isinstance(i, str) and i]
+        nodes = [n for n in self.store.retrieve(ids) if n.id in set(ids)] if ids else []
+        hits, texts = fetch_context(self.store, [RankedHit(node=n, score=0.0) for n in nodes])
+        by_id = {h.node.id: NodeText(node=h.node, text=texts[h.node.id]) for h in hits}
+        return [by_id[i] for i in ids if i in by_id]
+
     def stats(self) -> Dict[str, Any]:
         """Documents, nodes per level, model and collection."""
         nodes = self.store.scroll_nodes(with_text=False)
@@ -326,6 +339,9 @@ class DragKneeIndex:
 
         hits = walk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
+        extra = relevance_request(hits)
+        plan.score(hits, self.store.rank([extra], vectors, rrf_k=plan.settings.rrf_k, explain=False,
+                                         light=True)[0] if extra else ())
         return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
@@ -345,6 +361,9 @@ class DragKneeIndex:
 
         hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
+        extra = relevance_request(hits)
+        plan.score(hits, (await self.store.arank([extra], vectors, rrf_k=plan.settings.rrf_k, explain=False,
+                                                 light=True))[0] if extra else ())
         return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
@@ -386,7 +405,8 @@ class DragKneeIndex:
         )
 
     def _result(self, plan: "_SearchPlan", hits: Sequence[Any], texts: Dict[str, str]) -> SearchResult:
-        nodes = [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
+        nodes = [ScoredNode(node=h.node, score=plan.public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
+                 for i, h in enumerate(hits)]
         if plan.settings.order == "document":
             nodes.sort(key=lambda s: (s.node.doc_id, s.node.span.first_leaf))
         plan.mark("context")
@@ -437,8 +457,12 @@ class DragKneeIndex:
             hits = rank_pages(self.store, request, query_vectors, k=k, rrf_k=rrf_k)
         else:
             hits = self.store.rank([request], query_vectors, rrf_k=rrf_k, explain=False)[0]
+        extra = relevance_request(hits)
+        public = dict(zip((h.node.id for h in hits), relevance_scores(
+            hits, self.store.rank([extra], query_vectors, rrf_k=rrf_k, explain=False, light=True)[0] if extra else ())))
         hits, texts = fetch_context(self.store, hits)
-        return [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
+        return [ScoredNode(node=h.node, score=public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
+                for i, h in enumerate(hits)]
 
 
 @dataclass
@@ -452,12 +476,20 @@ class _SearchPlan:
     requests_before: int
     started: float
     last: float = 0.0
+    # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
+    public: Dict[str, float] = field(default_factory=dict)
+
+    def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
+        """Give every hit its public score (the walk's raw scores stay on the hits)."""
+        self.public = dict(zip((h.node.id for h in hits), relevance_scores(hits, answered)))
+        self.mark("score")
 
     def cap(self, hits: Sequence[Any]) -> List[Any]:
-        """The walk's results within ``min_score`` and ``max_results`` (best scores kept)."""
+        """The walk's results within ``min_score`` (on the public score) and ``max_results``
+        (the method's best by its own raw score kept)."""
         out = list(hits)
         if self.settings.min_score is not None:
-            out = [h for h in out if h.score >= self.settings.min_score]
+            out = [h for h in out if self.public.get(h.node.id, 0.0) >= self.settings.min_score]
         if self.settings.max_results is not None and len(out) > self.settings.max_results:
             keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
             out = [h for h in out if id(h) in keep]

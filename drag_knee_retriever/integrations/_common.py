@@ -40,6 +40,7 @@ LAST_PAGE = META_PREFIX + "last_page"
 PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
+RAW_SCORE = META_PREFIX + "raw_score"
 RANK = META_PREFIX + "rank"
 # Keys only the LlamaIndex node parser writes: with them a parsed node converts back into the
 # exact TreeNode the builder made, so the index can ingest parsed nodes without rebuilding.
@@ -311,15 +312,31 @@ def trace_payload(result: Any) -> Dict[str, Any]:
 def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:
     """The metadata of a returned hit: the source document's metadata plus ``drag_*`` fields.
 
-    ``drag_score`` is the fused RRF score of the hit's last ranking (``w / (rrf_k + rank)`` summed
-    over dense and sparse, rank from 0: Qdrant's convention), ``drag_rank`` its 0-based rank by
-    score (the list position too, unless the search ordered results by document). The ``drag_*`` fields win over a source key of the same name.
+    ``drag_score`` is the public score (:mod:`~drag_knee_retriever.relevance`: in [0, 1], higher
+    is better, the same scale for every method), ``drag_raw_score`` what the method ranked on (an
+    RRF sum, a z-score sum), ``drag_rank`` the 0-based rank in the method's order (the list
+    position too, unless the search ordered results by document). Our bookkeeping keys stay
+    inside; the ``drag_*`` fields win over a source key of the same name.
     """
-    meta = dict(hit.node.metadata)
+    meta = user_metadata(hit.node.metadata)
     meta.update(_position_metadata(hit.node))
     meta[SCORE] = float(hit.score)
+    if getattr(hit, "raw_score", None) is not None:
+        meta[RAW_SCORE] = float(hit.raw_score)
     meta[RANK] = int(hit.rank)
     return meta
+
+
+def node_metadata(node: TreeNode) -> Dict[str, Any]:
+    """A stored node's metadata for a node fetched by id: the user's, and where it sits (no score)."""
+    meta = user_metadata(node.metadata)
+    meta.update(_position_metadata(node))
+    return meta
+
+
+def user_metadata(metadata: Mapping[str, Any]) -> Dict[str, Any]:
+    """A stored node's metadata as the user gave it: our ``drag_*`` bookkeeping keys removed."""
+    return {k: v for k, v in metadata.items() if not k.startswith(META_PREFIX)}
 
 
 def tree_node_metadata(node: TreeNode) -> Dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 from ._common import (
     INSTALL_HINT,
+    RAW_SCORE,
     SCORE,
     SEARCH_SETTINGS,
     RetrieverSettings,
@@ -353,7 +354,9 @@ def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(search_kwargs)
 
 
-DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)
+# Our own results carry drag_raw_score, what the method ranked on (best first by construction);
+# drag_score, the public [0, 1] scale, need not be monotone along that order (relevance.py).
+DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", RAW_SCORE)
 
 
 class KneeDocumentCompressor(BaseDocumentCompressor):
