@@ -525,12 +525,21 @@ def build_document_trees(
     return trees
 
 
+#: On the nodes spanning several pages of a document with ``page_metadata``: the keys only its pages have.
+PAGE_KEYS = "drag_page_keys"
+
+
 def _page_metadata(document: Document, span: Span) -> Mapping[str, Any]:
     """The document's metadata, with its page's own (``Document.page_metadata``) over it for a
     node within one page."""
     pages = document.page_metadata
-    if pages is None or span.first_page is None or span.first_page != span.last_page:
+    if pages is None:
         return document.metadata
+    if span.first_page is None or span.first_page != span.last_page:
+        # The keys only pages have, so that a filter naming one (flat search over the leaves)
+        # is not refused as a typo (DragKneeIndex._check_filter_keys reads the roots).
+        keys = sorted({k for m in pages for k in m if k not in document.metadata and not k.startswith("drag_")})
+        return {**document.metadata, PAGE_KEYS: keys} if keys else document.metadata
     return {**document.metadata, **pages[span.first_page - 1]}
 
 

@@ -264,7 +264,15 @@ class DragKneeIndex:
         skipped. One fetch for the nodes, one for the leaves of the inner ones."""
         from .store import RankedHit
 
-        ids = [i for i in dict.fromkeys(node_ids) if isinstance(i, str) and i]
+        import uuid
+
+        def is_node_id(value: Any) -> bool:  # node ids are UUIDs; anything else names no node
+            try:
+                return isinstance(value, str) and str(uuid.UUID(value)) == value.lower()
+            except ValueError:
+                return False
+
+        ids = [i for i in dict.fromkeys(node_ids) if is_node_id(i)]
         nodes = [n for n in self.store.retrieve(ids) if n.id in set(ids)] if ids else []
         hits, texts = fetch_context(self.store, [RankedHit(node=n, score=0.0) for n in nodes])
         by_id = {h.node.id: NodeText(node=h.node, text=texts[h.node.id]) for h in hits}
@@ -395,7 +403,8 @@ class DragKneeIndex:
         if wanted <= self._metadata_keys:
             return
         self._metadata_keys = self._metadata_keys | frozenset(
-            k for root in self.store.scroll_nodes(level=0, with_text=False) for k in root.metadata)
+            k for root in self.store.scroll_nodes(level=0, with_text=False)
+            for k in (*root.metadata, *(root.metadata.get("drag_page_keys") or ())))
         unknown = sorted(wanted - self._metadata_keys)
         if not unknown:
             return

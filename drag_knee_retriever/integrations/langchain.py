@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
@@ -36,6 +37,7 @@ from ._common import (
     make_index,
 )
 from ..loaders import ocr_settings
+from ._members import MEMBER_IDS, MemberStore, check_members
 from ._pages import PageEntry, group_paged_documents
 
 try:
@@ -56,11 +58,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
+from ._langchain_store import DragKneeVectorStore, member_document, members_from_langchain
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "DragKneeRetriever",
+    "DragKneeVectorStore",
     "KneeDocumentCompressor",
     "from_langchain_documents",
     "to_langchain_document",
@@ -80,10 +84,14 @@ def to_langchain_document(hit: ScoredNode) -> LCDocument:
     """One search hit as a LangChain ``Document``.
 
     ``page_content`` is the full text of the node's span (every leaf beneath it, in document
-    order); ``metadata`` is the source document's metadata plus the ``drag_*`` fields (node id,
-    doc id, level, span label and leaf/page bounds, parent id, score, rank); ``id`` is the node id.
+    order); ``metadata`` is the metadata the user gave (a page's own, ``page`` included, for a
+    node within one page) plus the ``drag_*`` fields (node id, doc id, level, span label and
+    leaf/page bounds, parent id, score, raw score, rank); ``id`` is the id of the document the user
+    added when the node lies within one of them, else the node id.
     """
-    return LCDocument(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node.id)
+    members = hit.node.metadata.get(MEMBER_IDS) or ()
+    doc_id = members[0] if len(members) == 1 else hit.node.id
+    return LCDocument(page_content=hit.text, metadata=hit_metadata(hit), id=doc_id)
 
 
 def from_langchain_documents(
@@ -253,43 +261,60 @@ class DragKneeRetriever(DocumentIndex):
     # -- DocumentIndex ---------------------------------------------------------------------------
 
     def upsert(self, items: Sequence[LCDocument], /, **kwargs: Any) -> UpsertResponse:
-        """Add or replace documents by id: each LangChain document is one tree named by its ``id``
-        (a document without one gets a content-derived id). Returns the ids written."""
+        """Add or replace documents by id (``index()`` calls this per batch). A document keeps its
+        ``id`` (one without gets a content-derived id); documents sharing ``metadata["source"]``
+        are one tree whichever batch or call brought them. Returns the ids written."""
         if kwargs:
             raise TypeError(f"upsert takes no options, got {sorted(kwargs)}.")
-        core = from_langchain_documents(items, group_pages=False)
-        self.index.add_documents(core)
-        return UpsertResponse(succeeded=[doc.id for doc in core], failed=[])
+        members = members_from_langchain(list(items))
+        MemberStore(self.index).add(members)
+        return UpsertResponse(succeeded=[m.id for m in members], failed=[])
 
     def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
-        """Remove whole documents (their trees) by id; ids not indexed are reported as not found."""
+        """Remove documents by id: an added document's id removes it from its source's tree (the
+        last one the tree); a source's or tree's id removes the whole tree. Ids not stored are
+        reported as not found."""
         if kwargs:
             raise TypeError(f"delete takes only ids, got {sorted(kwargs)}.")
         if ids is None:
             raise ValueError("delete needs ids (the document ids to remove); there is no delete-all.")
         if isinstance(ids, str):
             raise ValueError("delete takes a list of ids; wrap a single id in a list.")
-        removed = [doc_id for doc_id in ids if self.index.delete_document(doc_id)]
+        removed = MemberStore(self.index).delete(list(ids))
         return DeleteResponse(num_deleted=len(removed), succeeded=removed, failed=[], num_failed=0)
 
     def get(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
-        """The documents with these ids (whole text, source metadata), in the order given; ids not
-        indexed are skipped."""
+        """The documents with these ids as they were added (text and metadata), in the order
+        given; ids not stored are skipped."""
         if kwargs:
             raise TypeError(f"get takes only ids, got {sorted(kwargs)}.")
-        found = {doc.doc_id: doc for doc in self.index.get_documents(list(ids))}
-        return [LCDocument(id=i, page_content=found[i].text, metadata=dict(found[i].metadata)) for i in ids if i in found]
+        return [member_document(m) for m in MemberStore(self.index).get(list(ids))]
 
     def add_documents(self, documents: Sequence[LCDocument], *, progress: Optional[Callable[..., Any]] = None,
                       ocr: Any = "auto", ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None) -> Any:
-        """Ingest more LangChain documents into the index (see :func:`from_langchain_documents`,
-        also for the ``ocr`` options).
+        """Ingest more LangChain documents into the index: pages of one source join that source's
+        tree (added in this call or an earlier one); an id given again replaces that document.
+        ``ocr`` options: see :func:`from_langchain_documents`.
 
         Every document is converted and validated before the index is touched. Returns the
         index's ingest report.
         """
-        core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
-        return self.index.add_documents(core, progress=progress)
+        members = members_from_langchain(list(documents))
+        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+        return MemberStore(self.index, ocr=config).add(members, progress=progress)
+
+    async def aadd_documents(self, documents: Sequence[LCDocument], **kwargs: Any) -> Any:
+        """:meth:`add_documents` in a worker thread (encoding is CPU-bound), same guarantees."""
+        return await asyncio.to_thread(self.add_documents, documents, **kwargs)
+
+    async def aupsert(self, items: Sequence[LCDocument], /, **kwargs: Any) -> UpsertResponse:
+        return await asyncio.to_thread(self.upsert, items, **kwargs)
+
+    async def adelete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
+        return await asyncio.to_thread(self.delete, ids, **kwargs)
+
+    async def aget(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
+        return await asyncio.to_thread(self.get, ids, **kwargs)
 
     @classmethod
     def from_documents(
@@ -328,9 +353,10 @@ class DragKneeRetriever(DocumentIndex):
                           **{**{k_: v for k_, v in settings.items() if v is not None}, **_search_kwargs(search_kwargs)})
         if search_kwargs is not None:
             settings["search_kwargs"] = search_kwargs
-        core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
+        members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
+        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         index = make_index(index, index_kwargs)
-        index.add_documents(core, progress=progress)
+        MemberStore(index, ocr=config).add(members, progress=progress)
         return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
 
 
