@@ -117,6 +117,9 @@ class DragKneeVectorStore(VectorStore):
       qdrant-client ``models.Filter`` (``key="metadata.source"`` as langchain-qdrant writes it).
     """
 
+    #: The class ``as_retriever`` returns (``langchain.DragKneeRetriever``, set where it is defined).
+    retriever_class: Any = None
+
     def __init__(self, index: Any = None, *, embedding: Optional[Embeddings] = None, ocr: Any = None,
                  **index_kwargs: Any) -> None:
         from ._common import check_index, make_index
@@ -297,8 +300,7 @@ class DragKneeVectorStore(VectorStore):
 
     def as_retriever(self, **kwargs: Any) -> Any:
         """The tree search over this store, as a LangChain retriever (see the class docstring)."""
-        from .langchain import DragKneeRetriever
-
+        DragKneeRetriever = self.retriever_class  # set by .langchain, which imports this module
         search_type = kwargs.pop("search_type", "similarity")
         search_kwargs = dict(kwargs.pop("search_kwargs", None) or {})
         if search_type == "mmr":

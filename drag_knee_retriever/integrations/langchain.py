@@ -360,6 +360,9 @@ class DragKneeRetriever(DocumentIndex):
         return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
 
 
+DragKneeVectorStore.retriever_class = DragKneeRetriever
+
+
 def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """``as_retriever(search_kwargs=...)`` keys as retriever settings; other search types' keys
     are refused, so that no setting is accepted and ignored."""
