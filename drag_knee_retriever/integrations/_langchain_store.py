@@ -20,7 +20,7 @@ from langchain_core.vectorstores import VectorStore
 
 from ..errors import ConfigError, InvalidDocumentError
 from ._common import check_query, node_metadata, user_metadata
-from ._members import MEMBER_IDS, Member, MemberStore, content_id, members_of_node
+from ._members import Member, MemberStore, content_id, flat_members
 
 log = logging.getLogger("drag_knee_retriever.integrations.langchain")
 
@@ -222,40 +222,10 @@ class DragKneeVectorStore(VectorStore):
         if vectors is not None and len(vectors.dense) != self.index.encoder.dense_size:
             raise ConfigError(f"the query vector has {len(vectors.dense)} dimensions; the index's model has "
                               f"{self.index.encoder.dense_size}.")
-        if self.index.store.count() == 0:
-            return []
-        # Leaves, then the documents they belong to: each added document once, at its best leaf.
-        want = k
-        while True:
-            hits = self.index.flat_search(query, k=want * 4, mode=mode, filters=filter, query_vectors=vectors)
-            out = self._documents_of(hits)
-            if len(out) >= k or len(hits) < want * 4:
-                break
-            want *= 4
-        out = out[:k]
+        out = [(member_document(m), s) for m, s in flat_members(self.index, query, k, filters=filter, mode=mode,
+                                                                 vectors=vectors)]
         if threshold is not None:
             out = [(d, s) for d, s in out if s >= threshold]
-        return out
-
-    def _documents_of(self, hits: Sequence[Any]) -> List[Tuple[LCDocument, float]]:
-        out: List[Tuple[LCDocument, float]] = []
-        seen = set()
-        whole: Dict[str, str] = {}  # member id -> its one-member text tree, whose text is all its leaves
-        for hit in hits:
-            members = members_of_node(hit.node)
-            if not members:
-                member_id = (hit.node.metadata.get(MEMBER_IDS) or [hit.node.doc_id])[0]
-                whole[member_id] = hit.node.doc_id
-                members = [Member(id=member_id, text=hit.text, metadata=user_metadata(hit.node.metadata),
-                                  group=hit.node.doc_id)]
-            for m in members:
-                if m.id not in seen:
-                    seen.add(m.id)
-                    out.append((member_document(m), hit.score))
-        if whole:
-            texts = {d.doc_id: d.text for d in self.index.get_documents(sorted(set(whole.values())))}
-            out = [(LCDocument(id=d.id, page_content=texts.get(whole[d.id], d.page_content), metadata=d.metadata), s)
-                   if d.id in whole else (d, s) for d, s in out]
         return out
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:

@@ -203,7 +203,7 @@ class MemberStore:
         stored = self.load(groups)
         removed = 0
         for group, members in stored.items():
-            keep = [m for m in members if m.ref not in refs and group not in refs]
+            keep = [m for m in members if m.ref not in refs and m.id not in refs and group not in refs]
             removed += len(members) - len(keep)
             stored[group] = keep
         self._write(stored)
@@ -315,3 +315,72 @@ def _leaf0_id(doc_id: str) -> str:
     from ..builder import leaf_id
 
     return leaf_id(doc_id, 0)
+
+
+def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]]:
+    """Flat hits (leaves, best first) as the members they lie in, each once at its best leaf's
+    score; a one-member text tree's member gets the tree's whole text (one fetch for all)."""
+    out: List[Tuple[Member, float]] = []
+    seen = set()
+    whole: Dict[str, str] = {}  # member id -> its one-member text tree
+    for hit in hits:
+        members = members_of_node(hit.node)
+        if not members:
+            member_id = (hit.node.metadata.get(MEMBER_IDS) or [hit.node.doc_id])[0]
+            whole[member_id] = hit.node.doc_id
+            members = [Member(id=member_id, text=hit.text, metadata=user_metadata(hit.node.metadata),
+                              group=hit.node.doc_id, ref=(hit.node.metadata.get(MEMBER_REFS) or [None])[0])]
+        for m in members:
+            if m.id not in seen:
+                seen.add(m.id)
+                out.append((m, hit.score))
+    if whole:
+        texts = {d.doc_id: d.text for d in index.get_documents(sorted(set(whole.values())))}
+        out = [(replace(m, text=texts.get(whole[m.id], m.text)) if m.id in whole else m, s) for m, s in out]
+    return out
+
+
+def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: str = "hybrid",
+                 vectors: Any = None) -> List[Tuple[Member, float]]:
+    """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`)."""
+    if index.store.count() == 0:
+        return []
+    want = k
+    while True:
+        hits = index.flat_search(query, k=want * 4, mode=mode, filters=filters, query_vectors=vectors)
+        out = ranked_members(index, hits)
+        if len(out) >= k or len(hits) < want * 4:
+            return out[:k]
+        want *= 4
+
+
+def split_runs(members: List[Member], group_of: Any) -> List[Member]:
+    """Members of a group whose name is only a file name (no path): consecutive pages are one
+    file until a page number repeats or goes down, where another file of that name starts. Each
+    run becomes its own group, named by the file name and a hash of its pages (so two files of one
+    name never share a tree, in one call or in two)."""
+    out: List[Member] = []
+    runs: List[List[Member]] = []
+    last: Dict[str, Optional[int]] = {}
+    current: Dict[str, List[Member]] = {}
+    for m in members:
+        key = group_of(m)
+        if key is None:
+            out.append(m)
+            continue
+        if key in current and m.page is not None and last[key] is not None and m.page <= last[key] \
+                and not any(o.ref == m.ref and o.page == m.page for o in current[key]):
+            runs.append(current.pop(key))
+        current.setdefault(key, []).append(m)
+        last[key] = m.page
+    runs.extend(current.values())
+    named: Dict[int, str] = {}
+    for run in runs:
+        digest = hashlib.sha256("\x1f".join(f"{m.page}:{m.text}" for m in run).encode("utf-8")).hexdigest()[:12]
+        for m in run:
+            named[id(m)] = f"{run[0].group}#{digest}"
+    if len(runs) > len({run[0].group for run in runs}):
+        log.warning("%d files share the name(s) %s and have no file_path: each is indexed as its own document "
+                    "(named by its content); give file_path (SimpleDirectoryReader sets it) so that a changed "
+                    "file replaces its old version.", len(runs), sorted({run[0].group for run in runs}))
+    return [replace(m, group=named[id(m)]) if id(m) in named else m for m in members]

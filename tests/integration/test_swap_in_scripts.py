@@ -77,3 +77,60 @@ def test_a_langchain_qdrant_script_runs_with_only_the_constructor_changed():
     # the same documents are stored, as they were given
     assert mine["result"] == theirs["result"]
     mine["store"].close()
+
+
+LLAMAINDEX_SCRIPT = textwrap.dedent('''
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.llms.mock import MockLLM
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+    from qdrant_client import QdrantClient
+    {import_line}
+
+    embed_model = MockEmbedding(embed_dim=8)  # your embedding model
+    docs = [
+        Document(id_="reefs", text="Coral reefs shelter a quarter of all marine species.\\n\\n"
+                 "Marine heatwaves bleach corals: stressed polyps expel their algae.", metadata={{"topic": "sea"}}),
+        Document(id_="mangroves", text="Mangrove forests protect coastlines from storm surges.",
+                 metadata={{"topic": "coast"}}),
+        Document(id_="bread", text="Sourdough bread rises because wild yeast ferments the dough.",
+                 metadata={{"topic": "food"}}),
+    ]
+    client = QdrantClient(":memory:")
+    {constructor_line}
+    pipeline = IngestionPipeline(
+        transformations=[SentenceSplitter(chunk_size=256, chunk_overlap=0), embed_model],
+        docstore=SimpleDocumentStore(), vector_store=vector_store,
+    )
+    nodes = pipeline.run(documents=docs)
+    assert len(nodes) == 3
+    assert pipeline.run(documents=docs) == []  # the docstore de-duplicates
+
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=embed_model)
+    engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=2)
+    response = engine.query("Why do corals bleach?")
+    assert response.source_nodes and isinstance(str(response), str)
+    for hit in response.source_nodes:
+        assert hit.node.metadata["topic"] in ("sea", "coast", "food") and isinstance(hit.score, float)
+    topics = sorted(n.metadata["topic"] for n in vector_store.get_nodes([n.node_id for n in nodes]))
+''')
+
+
+def test_a_llamaindex_pipeline_script_runs_with_only_the_constructor_changed():
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    original = LLAMAINDEX_SCRIPT.format(
+        import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
+        constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="docs")')
+    ours = LLAMAINDEX_SCRIPT.format(
+        import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
+        constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="docs")')
+    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
+    assert len(changed) == 2, changed
+    theirs = _run(original)
+    mine = _run(ours)
+    assert mine["topics"] == theirs["topics"] == ["coast", "food", "sea"]
+    # closing our store leaves the user's client (and its other collections) open
+    mine["vector_store"].close()
+    assert mine["client"].collection_exists("docs")
