@@ -356,7 +356,8 @@ def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: s
 
 def split_runs(members: List[Member], group_of: Any) -> List[Member]:
     """Members of a group whose name is only a file name (no path): consecutive pages are one
-    file until a page number repeats or goes down, where another file of that name starts. Each
+    file until a page number repeats or goes down, where another file of that name starts (chunks
+    of one page, which share their page document's ``ref``, are not a new file). Each
     run becomes its own group, named by the file name and a hash of its pages (so two files of one
     name never share a tree, in one call or in two)."""
     out: List[Member] = []
@@ -369,7 +370,7 @@ def split_runs(members: List[Member], group_of: Any) -> List[Member]:
             out.append(m)
             continue
         if key in current and m.page is not None and last[key] is not None and m.page <= last[key] \
-                and not any(o.ref == m.ref and o.page == m.page for o in current[key]):
+                and not (m.ref is not None and any(o.ref == m.ref and o.page == m.page for o in current[key])):
             runs.append(current.pop(key))
         current.setdefault(key, []).append(m)
         last[key] = m.page
