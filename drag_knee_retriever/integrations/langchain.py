@@ -400,6 +400,12 @@ class KneeDocumentCompressor(BaseDocumentCompressor):
       ``relevance_score`` (rerankers), ``score``, ``drag_score`` that every document has.
     - ``higher_is_better``: ``False`` for distances (lower is better); scores are then negated.
     - ``sensitivity``: in (0, 1]; 1.0 is the plain knee, smaller keeps more.
+    - ``vector_store``: the store the documents came from, for documents without a score in
+      their metadata (a ``VectorStore.as_retriever()`` puts none there, langchain-qdrant's
+      included): the store is asked for their scores (langchain-qdrant: exactly these points by
+      id, one request), so ``ContextualCompressionRetriever(base_compressor=
+      KneeDocumentCompressor(vector_store=store), base_retriever=store.as_retriever(search_kwargs=
+      {"k": 20}))`` works as it is.
 
     Documents must arrive best first; the knee needs at least three to cut (fewer are kept).
     """
@@ -407,27 +413,70 @@ class KneeDocumentCompressor(BaseDocumentCompressor):
     score_key: Optional[str] = None
     higher_is_better: bool = True
     sensitivity: float = Field(default=1.0, gt=0.0, le=1.0)
+    vector_store: Any = Field(default=None, description="The store the documents came from, asked for their scores.")
 
-    def _score_key(self, documents: Sequence[LCDocument]) -> str:
+    def _score_key(self, documents: Sequence[LCDocument]) -> Optional[str]:
         if self.score_key is not None:
             return self.score_key
         keys = [k for k in DEFAULT_SCORE_KEYS if all(k in (d.metadata or {}) for d in documents)]
         if not keys:
+            if self.vector_store is not None:
+                return None
             raise InvalidScoresError(
                 f"No score found: not every document has one of the metadata keys "
-                f"{list(DEFAULT_SCORE_KEYS)}. Put each document's score in its metadata, or "
-                "name the key with KneeDocumentCompressor(score_key=...)."
+                f"{list(DEFAULT_SCORE_KEYS)}. A vector store's as_retriever() puts none there: pass the "
+                "store, KneeDocumentCompressor(vector_store=store), and it is asked for the scores; or put "
+                "each document's score in its metadata, or name the key with score_key=..."
             )
         return keys[0]
+
+    def _scores_from_store(self, documents: List[LCDocument], query: str) -> List[Tuple[LCDocument, float]]:
+        """The documents with the scores their vector store gives them for ``query``, best first.
+
+        langchain-qdrant's store (documents carry their point id) is asked for exactly these
+        points (a ``HasIdCondition`` filter, one request); any other store for its top documents,
+        matched by id, then by text.
+        """
+        store = self.vector_store
+        ids = [d.id or (d.metadata or {}).get("_id") for d in documents]
+        if type(store).__module__.startswith("langchain_qdrant") and all(ids):
+            from qdrant_client import models
+
+            only = models.Filter(must=[models.HasIdCondition(has_id=list(ids))])
+            scored = store.similarity_search_with_score(query, k=len(ids), filter=only)
+        else:
+            scored = store.similarity_search_with_score(query, k=max(20, 4 * len(documents)))
+        by_id = {(d.id or (d.metadata or {}).get("_id")): s for d, s in scored}
+        by_text = {d.page_content: s for d, s in scored}
+        out = []
+        for doc, doc_id in zip(documents, ids):
+            score = by_id.get(doc_id) if doc_id is not None and doc_id in by_id else by_text.get(doc.page_content)
+            if score is None:
+                raise InvalidScoresError(
+                    f"the vector store gave no score to the document {doc_id or doc.page_content[:40]!r}; pass "
+                    "documents of that store, or put their scores in metadata (score_key=...)."
+                )
+            out.append((doc, float(score)))
+        out.sort(key=lambda pair: -pair[1] if self.higher_is_better else pair[1])
+        return out
 
     def compress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks = None
     ) -> Sequence[LCDocument]:
-        """Keep the documents up to the knee of their scores (order preserved)."""
+        """Keep the documents up to the knee of their scores (order preserved; documents scored
+        by ``vector_store`` come best first by those scores)."""
         documents = list(documents)
         if not documents:
             return []
         key = self._score_key(documents)
+        if key is None:
+            pairs = self._scores_from_store(documents, query)
+            return knee_keep(
+                [d for d, _ in pairs], [s for _, s in pairs], sensitivity=self.sensitivity,
+                higher_is_better=self.higher_is_better, what="documents",
+                bad_score=lambda position, value: f"the vector store scored documents[{position}] {value!r}.",
+                expects="KneeDocumentCompressor expects the store's scores best first.",
+            )
         direction = "descending" if self.higher_is_better else "ascending (distances)"
         return knee_keep(
             documents,
