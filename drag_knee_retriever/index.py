@@ -219,6 +219,20 @@ class DragKneeIndex:
         """Remove a document's whole tree. Returns False if it was not indexed."""
         return self._ingestor.delete_document(doc_id)
 
+    async def aadd_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+        """:meth:`add_documents` without blocking the event loop (building and encoding are
+        CPU-bound: they run in a worker thread), with the same guarantees: checked before anything
+        is written, one writer at a time, a document visible only once its root is stored."""
+        return await asyncio.to_thread(self.add_documents, list(documents), progress=progress)
+
+    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+        """:meth:`add_nodes` in a worker thread."""
+        return await asyncio.to_thread(self.add_nodes, nodes, progress=progress)
+
+    async def adelete_document(self, doc_id: str) -> bool:
+        """:meth:`delete_document` in a worker thread."""
+        return await asyncio.to_thread(self.delete_document, doc_id)
+
     def sweep_orphans(self) -> OrphanSweep:
         """Delete every rootless document's nodes (what a killed ingest or delete left behind).
 

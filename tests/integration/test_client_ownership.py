@@ -50,3 +50,27 @@ def test_a_client_we_open_is_closed(encoder, tmp_path):
     folder = tmp_path / "idx"
     DragKneeIndex(str(folder), engine="local", encoder=encoder).close()
     DragKneeIndex(str(folder), engine="local", encoder=encoder).close()
+
+
+async def test_core_async_ingestion_runs_off_the_event_loop(encoder):
+    """Issue 27 item 5: aadd_documents / adelete_document build and encode in a worker thread."""
+    import asyncio
+
+    index = DragKneeIndex(encoder=encoder)
+    ticks = 0
+
+    async def tick():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    ticker = asyncio.create_task(tick())
+    docs = [Document(id=f"d{i}", text=f"Paragraph {i} about tides, lava and bread dough, told at some length.")
+            for i in range(12)]
+    report = await index.aadd_documents(docs)
+    ticker.cancel()
+    assert ticks >= 3 and sorted(report.added) == sorted(d.id for d in docs)
+    assert (await index.asearch("tides lava")).nodes
+    assert await index.adelete_document("d0") and len(index.list_documents()) == 11
+    index.close()
