@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
 from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
@@ -62,8 +62,14 @@ class StoredDocument:
     doc_id: str
     text: str
     metadata: Mapping[str, Any]
-def _in_flight(method: Any) -> Any:
-    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it."""
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _in_flight(method: _Method) -> _Method:
+    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it.
+
+    Typed to return the method's own signature, so type checkers see ``search`` / ``flat_search``
+    as written (a misspelled keyword is an error), not ``Any``."""
 
     @functools.wraps(method)
     def tracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
@@ -79,7 +85,7 @@ def _in_flight(method: Any) -> Any:
                 self._searching -= 1
                 flight.notify_all()
 
-    return tracked
+    return cast(_Method, tracked)
 
 
 class DragKneeIndex:
