@@ -145,8 +145,10 @@ class DragKneeVectorStore(VectorStore):
         """Add or replace documents; returns their ids, one per document given."""
         ids = kwargs.pop("ids", None)
         progress = kwargs.pop("progress", None)
+        # index() passes its batch_size; the index writes in batches of its own (upsert_batch_size).
+        kwargs.pop("batch_size", None)
         if kwargs:
-            raise TypeError(f"add_documents takes ids= and progress= only, got {sorted(kwargs)}.")
+            raise TypeError(f"add_documents takes ids=, progress= and batch_size= only, got {sorted(kwargs)}.")
         members = members_from_langchain(documents, ids)
         self._members.add(members, progress=progress)
         return [m.id for m in members]

@@ -120,3 +120,26 @@ async def test_async_ingestion_runs_off_the_event_loop(store):
     assert [d.page_content for d in await store.aget_by_ids(ids)] == PAGES
     await store.adelete(ids[:1])
     assert len(store.get_by_ids(ids)) == 3
+
+
+@pytest.mark.parametrize("target", ["vectorstore", "retriever"])
+def test_langchain_index_in_batches_keeps_one_tree_per_source_with_its_pages(store, target):
+    """index() sends pages in batches (batch_size=2 here): the pages of report.pdf are still ONE
+    tree citing the file's pages, each page's metadata kept; cleanup removes a dropped page only.
+    (Before: through index() each page became its own tree with paragraph spans.)"""
+    from langchain_core.indexing import InMemoryRecordManager, index
+
+    manager = InMemoryRecordManager(namespace=f"pages-{target}")
+    manager.create_schema()
+    destination = store if target == "vectorstore" else store.as_retriever()
+    pages = _pages("report.pdf", PAGES)
+    first = index(pages, manager, destination, cleanup="incremental", source_id_key="source", batch_size=2)
+    assert first["num_added"] == 4
+    assert [(d.doc_id, d.first_page, d.last_page) for d in store.index.list_documents()] == [("report.pdf", 1, 4)]
+    hit = store.as_retriever(search_kwargs={"k": 1}).invoke("Why do corals bleach?")[0]
+    assert hit.metadata["page"] == 1 and hit.metadata["drag_span"] == "p.2"
+    # (one batch here: LangChain's incremental cleanup runs per batch, so a source split over
+    # batches is deleted and re-added by index() itself, whatever the destination)
+    again = index(pages[:3], manager, destination, cleanup="incremental", source_id_key="source")
+    assert again["num_deleted"] == 1 and again["num_skipped"] == 3
+    assert [(d.doc_id, d.last_page) for d in store.index.list_documents()] == [("report.pdf", 3)]
