@@ -186,7 +186,7 @@ def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "defa
                       variants: Optional[Sequence[Tuple[str, Dict[str, Any]]]] = None) -> List[Method]:
     """DRAG walks with a prototype ranker (see :class:`FusionRanker`) and optional leaf refinement."""
     from drag_knee_retriever.nodes import Trace
-    from drag_knee_retriever.traversal import walk
+    from drag_knee_retriever.traversal import knee_sensitivity, level_weights, walk
 
     suffix = "" if label == "default" else f"[{label}]"
     methods = []
@@ -195,17 +195,17 @@ def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "defa
         # led to), so they run the walk without it.
         settings = replace(index.search_config.with_overrides(method=options["method"],
                                                               sensitivity=options.get("sensitivity")),
-                           focus_pool=None)
+                           focus=None)
 
         def run(text: str, qv: Any, options=options, settings=settings) -> Retrieval:
             start = time.perf_counter()
-            ranker = FusionRanker(index.store, qv, options["fusion"], settings.rrf_k,
+            ranker = FusionRanker(index.store, qv, options["fusion"], settings.fusion.rrf_k,
                                   seed_leaves=options.get("seed_leaves", 0))
             trace = Trace(query=text, method=settings.method)
             hits = walk(ranker, settings, (), trace)
             if options.get("refine"):
-                hits = refine_to_leaves(hits, ranker, settings.effective_sensitivity,
-                                        settings.weights_for_level(settings.max_depth),
+                hits = refine_to_leaves(hits, ranker, knee_sensitivity(settings),
+                                        level_weights(settings.fusion.weights, settings.max_depth),
                                         merge_ratio=options.get("merge_ratio"))
             fetch_context(index.store, hits)  # as index.search does: the context is part of the cost
             latency = (time.perf_counter() - start) * 1000.0
@@ -228,7 +228,7 @@ def flat_fusion_knee_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int =
     for s in sensitivities:
         def run(text: str, qv: Any, s=s) -> Retrieval:
             start = time.perf_counter()
-            ranker = FusionRanker(index.store, qv, fusion, index.search_config.rrf_k)
+            ranker = FusionRanker(index.store, qv, fusion, index.search_config.fusion.rrf_k)
             hits = ranker([RankRequest(limit=pool, leaves_only=True)])[0]
             if hits:
                 hits, _ = knee_cut(hits, [h.score for h in hits], sensitivity=s)
@@ -249,14 +249,15 @@ def routed_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int = 20,
     the leaves of those documents are ranked flat (top ``pool``) and cut at their knee. The tree
     is used for routing only; the context is leaves. Two round trips."""
     from drag_knee_retriever.store import RankRequest, parse_filters
+    from drag_knee_retriever.traversal import level_weights
 
     methods = []
     for fusion in fusions:
         def run(text: str, qv: Any, fusion=fusion) -> Retrieval:
             start = time.perf_counter()
             settings = index.search_config
-            ranker = FusionRanker(index.store, qv, fusion, settings.rrf_k)
-            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=settings.weights_for_level(0))])[0]
+            ranker = FusionRanker(index.store, qv, fusion, settings.fusion.rrf_k)
+            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=level_weights(settings.fusion.weights, 0))])[0]
             if roots:
                 roots, _ = knee_cut(roots, [h.score for h in roots])
             docs = sorted({h.node.doc_id for h in roots})
@@ -284,24 +285,25 @@ def per_document_methods(index: Any, leaf_tokens: LeafTokens, *, refine: Sequenc
     One walk per chosen document (sequential here; the core could batch them per level)."""
     from drag_knee_retriever.nodes import Trace
     from drag_knee_retriever.store import RankRequest, parse_filters
-    from drag_knee_retriever.traversal import walk
+    from drag_knee_retriever.traversal import level_weights
+    from drag_knee_retriever.traversal import knee_sensitivity, level_weights, walk
 
     methods = []
     for do_refine in refine:
         def run(text: str, qv: Any, do_refine=do_refine) -> Retrieval:
             start = time.perf_counter()
-            settings = replace(index.search_config.with_overrides(method="knee"), focus_pool=None)
-            ranker = FusionRanker(index.store, qv, "rrf", settings.rrf_k)
-            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=settings.weights_for_level(0))])[0]
+            settings = replace(index.search_config.with_overrides(method="knee"), focus=None)
+            ranker = FusionRanker(index.store, qv, "rrf", settings.fusion.rrf_k)
+            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=level_weights(settings.fusion.weights, 0))])[0]
             if roots:
-                roots, _ = knee_cut(roots, [h.score for h in roots], sensitivity=settings.effective_sensitivity)
+                roots, _ = knee_cut(roots, [h.score for h in roots], sensitivity=knee_sensitivity(settings))
             hits: List[Any] = []
             trace = Trace(query=text, method="knee")
             for root in roots:
                 found = walk(ranker, settings, parse_filters({"doc_id": root.node.doc_id}), trace)
                 if do_refine:
-                    found = refine_to_leaves(found, ranker, settings.effective_sensitivity,
-                                             settings.weights_for_level(settings.max_depth))
+                    found = refine_to_leaves(found, ranker, knee_sensitivity(settings),
+                                             level_weights(settings.fusion.weights, settings.max_depth))
                 hits.extend(found)
             fetch_context(index.store, hits)
             latency = (time.perf_counter() - start) * 1000.0

@@ -183,9 +183,9 @@ def split_passages(text: str, max_words: int) -> List[str]:
 def _splits(page: str, config: BuildConfig) -> bool:
     """Whether a page becomes passages: ``passage_words`` is set and the page is longer than
     ``split_pages_over`` words (or, unset, than one passage)."""
-    if not config.passage_words:
+    if not config.leaves.passage_words:
         return False
-    limit = config.split_pages_over if config.split_pages_over is not None else config.passage_words
+    limit = config.leaves.split_pages_over if config.leaves.split_pages_over is not None else config.leaves.passage_words
     return len(page.split()) > limit
 
 
@@ -198,16 +198,16 @@ def _paragraphs(text: str, config: BuildConfig) -> List[str]:
     raw = [p for p in raw if p]
     merged: List[str] = []
     for paragraph in raw:
-        if merged and len(merged[-1]) < config.min_leaf_chars and len(merged[-1]) + len(paragraph) + 2 <= config.max_leaf_chars:
+        if merged and len(merged[-1]) < config.leaves.min_chars and len(merged[-1]) + len(paragraph) + 2 <= config.leaves.max_chars:
             merged[-1] = f"{merged[-1]}\n\n{paragraph}"
         else:
             merged.append(paragraph)
-    if len(merged) > 1 and len(merged[-1]) < config.min_leaf_chars and len(merged[-2]) + len(merged[-1]) + 2 <= config.max_leaf_chars:
+    if len(merged) > 1 and len(merged[-1]) < config.leaves.min_chars and len(merged[-2]) + len(merged[-1]) + 2 <= config.leaves.max_chars:
         last = merged.pop()
         merged[-1] = f"{merged[-1]}\n\n{last}"
     out: List[str] = []
     for paragraph in merged:
-        out.extend(_split_long(paragraph, config.max_leaf_chars))
+        out.extend(_split_long(paragraph, config.leaves.max_chars))
     return out
 
 
@@ -303,7 +303,7 @@ def _leaf_context(leaf: "_Leaf", document: Document, config: BuildConfig) -> Opt
     if not config.writes_context:
         return None
     parts: List[str] = []
-    for part in config.leaf_context:
+    for part in config.vectors.context:
         if part == "title":
             title = document_title(document.metadata)
             if title:
@@ -314,7 +314,7 @@ def _leaf_context(leaf: "_Leaf", document: Document, config: BuildConfig) -> Opt
             parts.append(" > ".join(leaf.path or (leaf.title,)))
         elif part == "page" and leaf.page is not None:
             parts.append(f"page {leaf.page}")
-    for key in config.context_metadata:
+    for key in config.vectors.context_metadata:
         value = document.metadata.get(key)
         if value is not None and str(value).strip():
             parts.append(f"{key}: {' '.join(str(value).split())[:200]}")
@@ -373,8 +373,8 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
         return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
 
     if document.pages is not None:
-        outline = list(document.outline or ()) if config.use_outline else []
-        if not outline and config.detect_headings:
+        outline = list(document.outline or ()) if config.sections.outline else []
+        if not outline and config.sections.headings:
             # No bookmarks: the headings in the page text are the document's sections.
             outline = headings_outline(document.pages)
         paths = _outline_page_paths(outline, len(document.pages))
@@ -384,7 +384,7 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
             if not text:
                 continue
             path = paths.get(n, ())
-            parts = split_passages(text, config.passage_words) if _splits(text, config) else [text]
+            parts = split_passages(text, config.leaves.passage_words) if _splits(text, config) else [text]
             if len(parts) == 1:
                 drafts.append((n, new_leaf(text, page=n, path=path)))
             else:
@@ -397,8 +397,8 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
         return _group([d for _, d in drafts], config.branching), leaves
 
     text = document.text or ""
-    sections = _markdown_sections(text) if config.use_markdown_sections else None
-    if not sections and config.detect_headings:
+    sections = _markdown_sections(text) if config.sections.markdown else None
+    if not sections and config.sections.headings:
         sections = _detected_sections(text)
     if not sections:
         drafts = [new_leaf(p) for p in _paragraphs(text, config)]
@@ -445,7 +445,7 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
     if document.page_metadata is not None:
         digest.update(json.dumps([dict(m) for m in document.page_metadata], ensure_ascii=False, sort_keys=True,
                                  default=str).encode())
-    digest.update(repr(config).encode())
+    digest.update(config.fingerprint().encode())
     digest.update(summarizer_identity.encode())
     return digest.hexdigest()[:32]
 

@@ -13,15 +13,15 @@ children (the broader unit answers better, so it stays whole); a child is kept a
 parent (the finer unit answers better). ``fixed`` keeps at most ``beam_width``. Stop when the beam
 no longer changes or has no inner node left.
 
-Focus (knee methods, ``SearchConfig.focus_pool``): the walk's nodes are regions; the leaves under
-them are ranked together in one more round trip, the best ``focus_pool`` are cut at their knee, and
+Focus (knee methods, ``SearchConfig.focus``): the walk's nodes are regions; the leaves under
+them are ranked together in one more round trip, the best ``focus.pool`` are cut at their knee, and
 those leaves are the result, except that a region most of whose leaves survive
-(``merge_ratio``) is returned whole. With ``focus_global`` the same round trip also ranks the best
+(``focus.merge_ratio``) is returned whole. With ``focus.global_leaves`` the same round trip also ranks the best
 leaves of the whole filtered collection, and the two lists are fused (the tree as evidence, a
 global leaf ranking as a second opinion; the trace shows it as a "global" step). Why: the walk reliably finds the right documents and
 sections, but a knee over the few candidates of one beam step decides badly between a parent and
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
-generously (``region_sensitivity``) and the leaves compete once, directly.
+generously (``focus.region_sensitivity``) and the leaves compete once, directly.
 
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
@@ -34,7 +34,7 @@ import logging
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .builder import span_leaf_ids
-from .config import SearchConfig
+from .config import FOCUS_METHODS, SearchConfig
 from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
@@ -45,6 +45,38 @@ log = logging.getLogger(__name__)
 Ranker = Callable[[Sequence[RankRequest]], List[List[RankedHit]]]
 AsyncRanker = Callable[[Sequence[RankRequest]], Awaitable[List[List[RankedHit]]]]
 Steps = Generator[List[RankRequest], List[List[RankedHit]], List[RankedHit]]
+
+
+# How the settings are used lives here, with the walk (the config only holds and checks them).
+
+
+def level_weights(schedule: Optional[Sequence[Tuple[float, float]]], level: int) -> Tuple[float, float]:
+    """The (dense, sparse) weights of a tree level (0 = roots): the last pair serves deeper levels."""
+    if not schedule:
+        return (1.0, 1.0)
+    return schedule[min(level, len(schedule) - 1)]
+
+
+def focuses(config: SearchConfig) -> bool:
+    """Whether the walk ends with a focus step (a knee method with a ``focus``)."""
+    return config.focus is not None and config.method in FOCUS_METHODS
+
+
+def knee_sensitivity(config: SearchConfig) -> float:
+    """The sensitivity of the method's knee: 1.0 (the plain knee) for ``"knee"``, else ``sensitivity``."""
+    return 1.0 if config.method == "knee" or config.sensitivity is None else config.sensitivity
+
+
+def walk_sensitivity(config: SearchConfig) -> float:
+    """The sensitivity of the walk's own knee cuts (roots and beam steps): with a focus step after
+    them, ``focus.region_sensitivity`` (or the method's, if smaller)."""
+    if focuses(config):
+        return min(config.focus.region_sensitivity, knee_sensitivity(config))  # type: ignore[union-attr]
+    return knee_sensitivity(config)
+
+
+def _weights(config: SearchConfig, level: int) -> Tuple[float, float]:
+    return level_weights(config.fusion.weights, level)
 
 
 def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
@@ -65,7 +97,7 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
-    if config.focuses:
+    if focuses(config):
         return (yield from _focus(config, filters, trace, regions))
     return regions
 
@@ -96,14 +128,14 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     """How many ranked hits survive before suppression, and the knee position if a knee was used."""
     if config.method == "fixed":
         return len(hits), None
-    keep = knee_index([h.score for h in hits], config.walk_sensitivity) if hits else 0
+    keep = knee_index([h.score for h in hits], walk_sensitivity(config)) if hits else 0
     return keep, keep
 
 
 def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
     limit = config.beam_width if config.method == "fixed" else config.max_roots
-    hits = (yield [RankRequest(limit=limit, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
-    step = TraceStep(step=0, kind="roots", level=0, weights=config.weights_for_level(0))
+    hits = (yield [RankRequest(limit=limit, weights=_weights(config, 0), level=0, filters=filters)])[0]
+    step = TraceStep(step=0, kind="roots", level=0, weights=_weights(config, 0))
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
         keep = min(keep, config.beam_width)
@@ -133,7 +165,7 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
             break
         beam_ids = [h.node.id for h in beam]
         candidate_ids = tuple(dict.fromkeys(beam_ids + list(parent_of)))
-        weights = config.weights_for_level(depth)
+        weights = _weights(config, depth)
         hits = (yield [RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
         step = TraceStep(step=len(trace.steps), kind="beam", level=depth, weights=weights)
         keep, knee_at = _cut(config, hits)
@@ -173,31 +205,32 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
 
 def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
-    assert config.focus_pool is not None
+    focus = config.focus
+    assert focus is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
-    weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
-    if config.focus_scores == "magnitude":
+    weights = _weights(config, config.max_depth)  # the leaves' weights: the deepest pair
+    if focus.scores == "magnitude":
         hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights)
-    elif config.focus_global:
+    elif focus.global_leaves:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deep = min(max(config.focus_pool, config.focus_global), len(candidate_ids))
+        deep = min(max(focus.pool, focus.global_leaves), len(candidate_ids))
         region_hits, global_hits = (yield [
             RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
+            RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True, filters=filters),
         ])
         glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
                          weights=weights)
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-        hits = combine_rankings([region_hits, global_hits], config.rrf_k)[: config.focus_pool]
+        hits = combine_rankings([region_hits, global_hits], config.fusion.rrf_k)[: focus.pool]
     else:
-        limit = min(config.focus_pool, len(candidate_ids))
+        limit = min(focus.pool, len(candidate_ids))
         hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
@@ -206,14 +239,14 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         # No leaf under the regions matched (a filter that parents pass and leaves do not): the
         # walk's nodes are the best answer there is.
         return regions
-    keep = knee_index([h.score for h in hits], config.effective_sensitivity)
+    keep = knee_index([h.score for h in hits], knee_sensitivity(config))
     step.knee_index = keep
     survivors = {h.node.id for h in hits[:keep]}
     merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
-    if config.merge_ratio is not None:
+    if focus.merge_ratio is not None:
         for region in regions:
             leaves = leaves_of[region.node.id]
-            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > config.merge_ratio:
+            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > focus.merge_ratio:
                 merged_into.update((i, region.node.id) for i in leaves)
     by_id = {region.node.id: region for region in regions}
     results: List[RankedHit] = []
@@ -242,34 +275,35 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
 
 def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
                     weights: Tuple[float, float]) -> Steps:
-    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
+    """The focus pool scored by magnitude (``focus.scores="magnitude"``), best ``focus.pool`` first.
 
-    One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
+    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves of
     the whole filtered collection, each with its dense cosine and BM25 score; the union is
     re-scored by :func:`~drag_knee_retriever.magnitude.magnitude_ranking`. Why the whole region
     and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
     parent's evidence.
     """
-    assert config.focus_pool is not None
+    focus = config.focus
+    assert focus is not None
     requests = []
     if candidate_ids:
         requests.append(RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids,
                                     filters=filters, with_scores=True))
-    if config.focus_global:
-        requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters,
+    if focus.global_leaves:
+        requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True, filters=filters,
                                     with_scores=True))
     if not requests:
         return []
     answers = yield requests
     region_hits = answers[0] if candidate_ids else []
-    global_hits = answers[-1] if config.focus_global else []
-    if config.focus_global:
+    global_hits = answers[-1] if focus.global_leaves else []
+    if focus.global_leaves:
         glob = TraceStep(step=len(trace.steps), kind="global",
                          level=max((h.node.level for h in global_hits), default=0), weights=weights)
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)[: config.focus_pool]
+    return magnitude_ranking(list(region_hits) + list(global_hits), focus.sibling_weight or 0.0)[: focus.pool]
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
@@ -299,7 +333,7 @@ def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List
     for depth in range(1, config.max_depth + 1):
         if not frontier:
             break
-        weights = config.weights_for_level(depth)
+        weights = _weights(config, depth)
         requests = []
         for _, hit in frontier:
             ids = tuple(dict.fromkeys((hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)))

@@ -239,7 +239,7 @@ def _ensure_not_empty(idx: Any, where: str) -> None:
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
     method: Annotated[Optional[Method], typer.Option("--method", "-m", help="knee (default), sensitive_knee, fixed or branch.", show_default=False)] = None,
-    sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
+    sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee and branch: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
     beam_width: Annotated[Optional[int], typer.Option("--beam-width", help="For fixed: nodes kept per step (default 3).", show_default=False)] = None,
     max_roots: Annotated[Optional[int], typer.Option("--max-roots", help="Documents ranked at the first step (default 20).", show_default=False)] = None,
     order: Annotated[Optional[Order], typer.Option("--order", help="Results by score (default) or by document position.", show_default=False)] = None,
@@ -420,17 +420,15 @@ def demo(
         f"({', '.join(d.id for d in documents)})"
     )
     quiet_native_logs(state["verbose"])
-    kwargs: Dict[str, Any] = {}
-    if engine is not Engine.auto:
-        kwargs["engine"] = engine.value
-    if model:
-        kwargs["model_name"] = model
-    if model_path is not None:
-        kwargs["model_path"] = str(model_path.expanduser())
+    from ..config import EmbeddingConfig, StoreConfig
+
+    embedding = EmbeddingConfig(**({"model_name": model} if model else {}),
+                                **({"model_path": str(model_path.expanduser())} if model_path is not None else {}))
+    store = StoreConfig(engine=engine.value) if engine is not Engine.auto else None
     started = time.perf_counter()
     status = err.status("loading the embedding model…") if err.is_terminal else nullcontext()
     with status:
-        idx = DragKneeIndex(":memory:", **kwargs)
+        idx = DragKneeIndex(":memory:", embedding=embedding, store=store)
     with idx:
         with PhaseProgress(err) as progress:
             report = idx.add_documents(documents, progress=progress)
@@ -458,17 +456,19 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     the walk keeps the whole document, the focus picks the paragraph that answers)."""
     from dataclasses import replace
 
+    from ..traversal import focuses
+
     settings = idx.search_config.with_overrides(method=result.method)
-    if not settings.focuses:
+    if not focuses(settings):
         return
-    walk_only = idx.search(text, config=replace(settings, focus_pool=None))
+    walk_only = idx.search(text, config=replace(settings, focus=None))
     if [h.node.id for h in walk_only.nodes] == [h.node.id for h in result.nodes]:
         return
     chosen = ", ".join(
         f"{h.node.doc_id} {h.node.span}" + ("" if h.node.is_leaf else " (whole span)") for h in walk_only.nodes
     )
     note = (f"the walk chose {chosen}; the focus step kept the leaves above "
-            "(SearchConfig(focus_pool=None) returns the walk's choice)")
+            "(SearchConfig(focus=None) returns the walk's choice)")
     for piece in textwrap.wrap(note, width=max(40, (out.width or 80) - 3)):
         out.print(Text("   " + piece, "dim"))
 

@@ -42,11 +42,11 @@ class Encoder:
         self._sparse = SparseTextEmbedding(
             "Qdrant/bm25",
             specific_model_path=str(_DATA / "stopwords"),
-            language=self.config.language,
+            language=self.config.bm25_language,
         )
         self.dense_size = int(self.dense.dimension)
         self.model_id = str(self.dense.identity)
-        self.sparse_model = f"Qdrant/bm25:{self.config.language}"
+        self.sparse_model = f"Qdrant/bm25:{self.config.bm25_language}"
         self.query_encodings = 0  # how many queries were encoded (tests check: one per search)
         log.info("dense model %s loaded from %s (%d dims)", self.model_id, self.model_source, self.dense_size)
 

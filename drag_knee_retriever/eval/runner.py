@@ -69,23 +69,32 @@ class BuildVariant:
 
 
 def parse_build_variant(spec: str) -> BuildVariant:
-    """``"inner_vectors=centroid,branching=4"`` -> a variant labelled ``inner_vectors=centroid,branching=4``."""
-    kwargs: Dict[str, Any] = {}
+    """``"vectors.inner_dense=centroid,branching=4"`` -> a variant labelled as written.
+
+    Keys are BuildConfig's settings as dotted paths (``leaves.passage_words``, ``vectors.context``);
+    the flat names of earlier releases (``inner_vectors``) still work, with a DeprecationWarning.
+    """
+    from ..settings import iter_settings
+
+    build = BuildConfig()
+    known = [name for name, _, _ in iter_settings(BuildConfig)]
     for part in spec.split(","):
         if not part.strip():
             continue
         if "=" not in part:
-            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. inner_vectors=centroid).")
-        key, value = (x.strip() for x in part.split("=", 1))
-        if key not in BuildConfig.__dataclass_fields__:
-            raise EvalSetupError(f"unknown BuildConfig field {key!r}; use one of {', '.join(BuildConfig.__dataclass_fields__)}.")
-        if value.lower() in ("true", "false"):
-            kwargs[key] = value.lower() == "true"
-        elif value.lower() == "none":
-            kwargs[key] = None
+            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. vectors.inner_dense=centroid).")
+        key, raw = (x.strip() for x in part.split("=", 1))
+        if key not in known and key not in getattr(BuildConfig, "_moved", {}):
+            raise EvalSetupError(f"unknown BuildConfig setting {key!r}; use one of {', '.join(known)}.")
+        value: Any
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        elif raw.lower() == "none":
+            value = None
         else:
-            kwargs[key] = int(value) if value.lstrip("-").isdigit() else value
-    return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**kwargs))
+            value = int(raw) if raw.lstrip("-").isdigit() else raw
+        build = build.with_path(key, value)
+    return BuildVariant(label=spec.replace(" ", ""), build=build)
 
 
 @dataclass
@@ -137,13 +146,12 @@ def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model
                 engine: str, collection: str) -> Any:
     from .. import DragKneeIndex
 
-    kwargs: Dict[str, Any] = {"language": dataset.language, "build": build, "engine": engine,
-                              "collection": collection}
-    if encoder is not None:
-        kwargs["encoder"] = encoder
-    elif model_path:
-        kwargs["model_path"] = model_path
-    return DragKneeIndex(":memory:", **kwargs)
+    from ..config import EmbeddingConfig, StoreConfig
+
+    if encoder is None:
+        encoder = EmbeddingConfig(language=dataset.language, **({"model_path": model_path} if model_path else {}))
+    return DragKneeIndex(":memory:", embedding=encoder, build=build,
+                         store=StoreConfig(engine=engine, collection=collection))  # type: ignore[arg-type]
 
 
 def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
@@ -254,8 +262,8 @@ def run_eval(
     caching: Optional[CachingEncoder] = None
     try:
         base_build = build or BuildConfig()
-        if encoder is not None and getattr(getattr(encoder, "config", None), "language", ds.language) != ds.language:
-            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.language!r} but {ds.name} "
+        if encoder is not None and getattr(getattr(encoder, "config", None), "bm25_language", ds.language) != ds.language:
+            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.bm25_language!r} but {ds.name} "
                              f"needs {ds.language!r}; pass encoder=None or an encoder for that language.")
         if encoder is None:
             from ..config import EmbeddingConfig
@@ -374,7 +382,7 @@ def run_eval(
 
 
 def _build_dict(build: BuildConfig) -> Dict[str, Any]:
-    return {k: getattr(build, k) for k in BuildConfig.__dataclass_fields__}
+    return build.to_dict()
 
 
 def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequence[Any],

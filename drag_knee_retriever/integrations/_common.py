@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import SearchConfig
+from ..config import FusionConfig, SearchConfig
 from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
 from ..knee import knee_cut
 from ..nodes import Document, ScoredNode, Span, TreeNode
+from ..settings import warn_deprecated
 from ..store import parse_filters
 
 log = logging.getLogger(__name__)
@@ -81,9 +82,11 @@ def search_overrides(
     sensitivity: Optional[float] = None,
     max_roots: Optional[int] = None,
     filters: Any = None,
-    fusion_weights: Optional[Sequence[Sequence[float]]] = None,
+    fusion: Any = None,
+    focus: Any = None,
     order: Optional[str] = None,
     score_threshold: Optional[float] = None,
+    fusion_weights: Optional[Sequence[Sequence[float]]] = None,
 ) -> Dict[str, Any]:
     """Validate adapter search settings and return the keyword overrides for ``index.search``.
 
@@ -93,33 +96,39 @@ def search_overrides(
     asked for with ``method="fixed", beam_width=n``. ``score_threshold`` drops results scoring
     below it (``SearchConfig.min_score``). ``filters`` is the LangChain / Mongo-style dict or a
     qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Values are
-    checked here, once; settings left ``None`` fall back to the index's.
+    checked here, once; settings left ``None`` fall back to the index's. ``fusion`` and ``focus``
+    take a :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig`
+    (``focus=False`` skips the focus step), as ``index.search`` does.
     """
-    weights = None
     if fusion_weights is not None:
+        warn_deprecated("fusion_weights=", "fusion=FusionConfig(weights=...)", stacklevel=4)
+        if fusion is not None:
+            raise ConfigError("Give fusion= or fusion_weights=, not both.")
         if isinstance(fusion_weights, (str, bytes)) or not isinstance(fusion_weights, Sequence):
             raise ConfigError(
                 "fusion_weights must be a list of (dense, sparse) pairs, e.g. [(0.2, 0.8), (0.5, 0.5)]."
             )
-        weights = tuple(tuple(pair) if isinstance(pair, (list, tuple)) else pair for pair in fusion_weights)
+        fusion = FusionConfig(weights=fusion_weights)
     overrides: Dict[str, Any] = {
         "method": method,
         "beam_width": beam_width,
         "sensitivity": sensitivity,
         "max_roots": max_roots,
-        "fusion_weights": weights,
+        "fusion": fusion,
+        "focus": focus,
         "order": order,
         "max_results": k,
         "min_score": score_threshold,
     }
     overrides = {key: value for key, value in overrides.items() if value is not None}
-    # Building the config runs its validation: a bad value fails now, not at the first query.
+    # Building the config runs its validation: a bad value fails now, not at the first query. The
+    # index's own method is not known here, so a method's own knob is checked under that method.
+    base = SearchConfig(method="fixed" if beam_width is not None else
+                        "sensitive_knee" if sensitivity is not None else "knee")
     try:
-        checked = SearchConfig().with_overrides(**overrides)
+        base.with_overrides(**overrides)
     except ConfigError as exc:
-        raise ConfigError(str(exc).replace("max_results (k)", k_name).replace("min_score (score_threshold)", "score_threshold")) from None
-    if "fusion_weights" in overrides:
-        overrides["fusion_weights"] = checked.fusion_weights
+        raise ConfigError(str(exc).replace("max_results", k_name).replace("min_score", "score_threshold")) from None
     if filters is not None:
         parse_filters(filters)  # raises InvalidQueryError naming the key, operator or value
         overrides["filters"] = filters
@@ -129,7 +138,8 @@ def search_overrides(
 #: Search settings both retrievers take (at construction and per call), besides their framework's
 #: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
 SEARCH_SETTINGS: Tuple[str, ...] = (
-    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order", "score_threshold",
+    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion", "focus", "order", "score_threshold",
+    "fusion_weights",  # deprecated: fusion=FusionConfig(weights=...)
 )
 
 
@@ -210,7 +220,8 @@ def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
     if index is None:
         from ..index import DragKneeIndex
 
-        return DragKneeIndex(**index_kwargs)
+        kwargs = dict(index_kwargs)
+        return DragKneeIndex(kwargs.pop("location", ":memory:"), **kwargs)
     if index_kwargs:
         raise TypeError(
             f"index was given, so {sorted(index_kwargs)} cannot configure a new one; drop them or drop index."

@@ -118,7 +118,9 @@ class DragKneeRetriever(BaseRetriever):
     results; the method still decides how many up to the cap (a fixed width is
     ``method="fixed", beam_width=n``). ``filters``: LlamaIndex ``MetadataFilters`` (nested, AND /
     OR / NOT), a LangChain-style dict or a qdrant ``models.Filter``, applied at every level of the
-    walk. ``score_threshold`` drops results scoring below it.
+    walk. ``score_threshold`` drops results scoring below it. ``fusion`` / ``focus`` take a
+    :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig` (``focus=False``
+    skips the focus step), as ``index.search`` does.
 
     Every setting can also be passed per call, as in the LangChain retriever:
     ``retriever.retrieve(query, similarity_top_k=2)`` or ``retriever.retrieve(query, filters=...)``.
@@ -145,9 +147,11 @@ class DragKneeRetriever(BaseRetriever):
         sensitivity: Optional[float] = None,
         max_roots: Optional[int] = None,
         filters: Any = None,
-        fusion_weights: Optional[Sequence[Sequence[float]]] = None,
+        fusion: Any = None,
+        focus: Any = None,
         order: Optional[str] = None,
         score_threshold: Optional[float] = None,
+        fusion_weights: Optional[Sequence[Sequence[float]]] = None,
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
     ) -> None:
@@ -155,8 +159,8 @@ class DragKneeRetriever(BaseRetriever):
         self._settings = RetrieverSettings(
             "similarity_top_k", convert_filters=metadata_filters_to_dict, method=method,
             similarity_top_k=similarity_top_k, beam_width=beam_width, sensitivity=sensitivity,
-            max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order,
-            score_threshold=score_threshold,
+            max_roots=max_roots, filters=filters, fusion=fusion, focus=focus, order=order,
+            score_threshold=score_threshold, fusion_weights=fusion_weights,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

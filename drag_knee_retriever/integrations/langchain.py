@@ -114,7 +114,7 @@ def from_langchain_documents(
 
     - Pages of a PDF file that is on disk (``source``) whose text is empty or too thin (a scanned
       or image-only page) are OCR'd like the core loader's (``ocr="auto"|"always"|"never"`` or an
-      :class:`~drag_knee_retriever.ocr.OcrConfig`, ``ocr_languages="eng+rus"``, ``ocr_cache_dir``;
+      :class:`~drag_knee_retriever.ocr.OcrConfig`, ``ocr_languages="english+russian"``, ``ocr_cache_dir``;
       needs the ``ocr`` extra and Tesseract); each leaf records ``text_source``.
 
     The ids are stable, so ingesting the same files again replaces nothing that did not change.
@@ -171,8 +171,10 @@ class DragKneeRetriever(DocumentIndex):
     - ``score_threshold``: drop results whose fused score is below it.
     - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
       ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
-    - ``beam_width``, ``sensitivity``, ``max_roots``, ``fusion_weights``, ``order``: as in
-      :class:`SearchConfig`.
+    - ``beam_width``, ``sensitivity``, ``max_roots``, ``order``, ``fusion`` (a
+      :class:`~drag_knee_retriever.FusionConfig`), ``focus`` (a :class:`~drag_knee_retriever.FocusConfig`,
+      ``False`` to skip the focus step): as in :class:`SearchConfig` (``fusion_weights`` is the deprecated
+      spelling of ``fusion=FusionConfig(weights=...)``).
 
     Every setting can also be passed per call: ``retriever.invoke(query, k=2, filter={...})``.
     Settings are validated when the retriever is built (and per call for per-call values); an
@@ -202,7 +204,9 @@ class DragKneeRetriever(DocumentIndex):
     filter: Any = Field(default=None, description="LangChain filter dict or qdrant models.Filter.")
     filters: Any = None
     score_threshold: Optional[float] = None
-    fusion_weights: Optional[List[Tuple[float, float]]] = None
+    fusion: Any = Field(default=None, description="FusionConfig: how dense and BM25 rankings are fused.")
+    focus: Any = Field(default=None, description="FocusConfig of the knee methods' focus step (False: skip it).")
+    fusion_weights: Optional[List[Tuple[float, float]]] = Field(default=None, description="Deprecated: fusion=FusionConfig(weights=...).")
     order: Optional[Literal["score", "document"]] = None
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
@@ -331,8 +335,10 @@ class DragKneeRetriever(DocumentIndex):
         filters: Any = None,
         filter: Any = None,
         score_threshold: Optional[float] = None,
-        fusion_weights: Optional[List[Tuple[float, float]]] = None,
+        fusion: Any = None,
+        focus: Any = None,
         order: Optional[str] = None,
+        fusion_weights: Optional[List[Tuple[float, float]]] = None,
         ocr: Any = "auto",
         ocr_languages: Optional[str] = None,
         ocr_cache_dir: Optional[Any] = None,
@@ -341,14 +347,15 @@ class DragKneeRetriever(DocumentIndex):
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
 
-        ``index_kwargs`` go to :class:`DragKneeIndex` (``location``, ``model_path``, ``build``...)
-        when no ``index`` is given. The search settings are validated and every document is
+        ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given: ``location`` (a folder,
+        ``":memory:"`` (the default), a URL or a QdrantClient), ``embedding``, ``build``, ``search``,
+        ``summarizer``, ``store``. The search settings are validated and every document is
         converted before anything is built or written, so a bad document ingests nothing.
         ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
         """
         settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity, max_roots=max_roots,
                         filters=filters, filter=filter, score_threshold=score_threshold,
-                        fusion_weights=fusion_weights, order=order)
+                        fusion=fusion, focus=focus, fusion_weights=fusion_weights, order=order)
         RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
                           **{**{k_: v for k_, v in settings.items() if v is not None}, **_search_kwargs(search_kwargs)})
         if search_kwargs is not None:

@@ -115,7 +115,7 @@ class DragTreeNodeParser(NodeParser):
     # The ingestion cache keys on str(to_dict()); give it the settings, not object addresses.
     @field_serializer("build")
     def _dump_build(self, value: BuildConfig) -> str:
-        return repr(value)
+        return value.fingerprint()  # the same string as before the settings were grouped: caches stay valid
 
     @field_serializer("summarizer")
     def _dump_summarizer(self, value: Any) -> Optional[str]:

@@ -172,7 +172,7 @@ def load_file(
 
     PDF pages are OCR'd under ``ocr``: ``"auto"`` (pages whose text layer is empty or thinner
     than :attr:`OcrConfig.min_chars`), ``"always"``, ``"never"``, or an :class:`OcrConfig`;
-    ``ocr_languages`` are Tesseract codes (``"eng+rus"``); ``ocr_cache_dir`` keeps the OCR text
+    ``ocr_languages`` are language names (``"english+russian"`` or a tuple; Tesseract codes still read, deprecated); ``ocr_cache_dir`` keeps the OCR text
     (pass a folder next to the index; default: the user cache folder).
 
     Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded

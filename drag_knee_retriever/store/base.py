@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+# The two engine constants that shape a search are declared and documented with the settings.
+from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 from ..errors import ModelMismatchError
 from ..nodes import TreeNode
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
@@ -30,9 +32,6 @@ SCHEMA_VERSION = 1
 # A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
 FilterSpec = Tuple[Any, ...]
 
-# Fused rankings read at least this many hits per side (a candidate set reads its own size):
-# RRF over a short side list would score a node found only on the other side too high.
-MIN_SIDE_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -87,12 +86,6 @@ class RankedHit:
     sparse_rank: Optional[int] = None
     dense_score: Optional[float] = None
     sparse_score: Optional[float] = None
-
-
-# A light ranking asks the engine for this many hits beyond its limit and cuts here, by
-# (score, id): engines order equal scores arbitrarily (Edge's differs from one shard instance to
-# the next), so a limit cutting through a tie would make the walk itself nondeterministic.
-TIE_MARGIN = 16
 
 
 def fetch_limit(request: RankRequest, light: bool) -> int:

@@ -65,10 +65,8 @@ class QdrantClientStore(NodeStore):
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
         # Servers also get qdrant-client's async client, so that asearch never blocks the event loop.
         self.async_client: Any = async_client
-        # What the caller hands in stays theirs: a client (or async client) passed in is never
-        # closed here, so their other collections in the same client keep working (issue 27).
-        self._owns_client = client is None
-        self._owns_async_client = async_client is None
+        # A client handed in stays the caller's: close() leaves it (and its async twin) open.
+        self._owns_clients = client is None
         if client is not None:
             self.client = client
         elif url:
@@ -424,14 +422,13 @@ class QdrantClientStore(NodeStore):
                 must=self._conditions(F.count_conditions())), exact=True).count
 
     def close(self) -> None:
-        if not self._owns_client:
-            log.debug("leaving the caller's qdrant client open (we did not open it)")
-        else:
-            try:
-                self.client.close()
-            except Exception:  # closing twice or at interpreter exit is harmless
-                log.debug("qdrant client close failed", exc_info=True)
-        if self.async_client is not None and self._owns_async_client:
+        if not self._owns_clients:
+            return
+        try:
+            self.client.close()
+        except Exception:  # closing twice or at interpreter exit is harmless
+            log.debug("qdrant client close failed", exc_info=True)
+        if self.async_client is not None:
             try:
                 asyncio.run(self.async_client.close())
             except RuntimeError:  # called from inside a running loop: the loop's owner closes it

@@ -24,7 +24,7 @@ def test_qmsum_single_document_run_with_a_passage_variant(tmp_path, model_path):
 
     result = CliRunner().invoke(app, [
         "--dataset", "qmsum", "--out", str(tmp_path / "q"), "--limit-docs", "1", "--limit-questions", "4",
-        "--json", "--quiet", "--no-plot", "--model-path", model_path, "--build-variant", "passage_words=60,split_pages_over=none",
+        "--json", "--quiet", "--no-plot", "--model-path", model_path, "--build-variant", "leaves.passage_words=60,leaves.split_pages_over=none",
         "-m", "flat_hybrid_*", "-m", "drag_knee*",
     ])
     assert result.exit_code == 0, (result.output, result.exception)
@@ -32,8 +32,8 @@ def test_qmsum_single_document_run_with_a_passage_variant(tmp_path, model_path):
     headline, meta = payload["headline"], payload["meta"]
     assert meta["per_question_filters"] is True and meta["query_encodings"] == 4
     assert isinstance(headline["default_recall_gain_at_equal_tokens"], float)
-    assert "drag_knee[passage_words=60,split_pages_over=none]" in headline["gains_on_own_index"]
-    assert "flat_hybrid_k5[passage_words=60,split_pages_over=none]" in payload["summary"]
-    variant = meta["indexes"]["passage_words=60,split_pages_over=none"]["stats"]
+    assert "drag_knee[leaves.passage_words=60,leaves.split_pages_over=none]" in headline["gains_on_own_index"]
+    assert "flat_hybrid_k5[leaves.passage_words=60,leaves.split_pages_over=none]" in payload["summary"]
+    variant = meta["indexes"]["leaves.passage_words=60,leaves.split_pages_over=none"]["stats"]
     assert variant["leaves"] > meta["dataset"]["leaves"], "blocks over 60 words became passages"
     assert headline["budget"]["drag_knee"]["all_gold_multi"]["questions"] >= 1

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from drag_knee_retriever import Document, DragKneeIndex, InvalidQueryError
+from drag_knee_retriever import Document, DragKneeIndex, InvalidQueryError, StoreConfig
 from drag_knee_retriever.store import parse_filters
 
 qm = pytest.importorskip("qdrant_client.models")
@@ -145,7 +145,7 @@ def to_llamaindex(node: tuple) -> Any:
 
 @pytest.fixture(scope="module", params=["edge", "local"])
 def index(request, encoder):
-    idx = DragKneeIndex(engine=request.param, encoder=encoder, collection=f"filters_{request.param}")
+    idx = DragKneeIndex(embedding=encoder, store=StoreConfig(collection=f"filters_{request.param}", engine=request.param))
     idx.add_documents(DOCS)
     yield idx
     idx.close()

@@ -22,7 +22,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tools import create_retriever_tool
 
-from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError, LeafConfig
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.integrations.langchain import (
     DragKneeRetriever,
@@ -81,7 +81,7 @@ def corpus() -> List[LCDocument]:
 @pytest.fixture(scope="module")
 def built_retriever(make_index: Any) -> Any:
     # Named apart from `retriever`, which langchain-tests' suite below defines for itself.
-    index = make_index(collection="langchain_adapter", build=BuildConfig(min_leaf_chars=50))
+    index = make_index(collection="langchain_adapter", build=BuildConfig(leaves=LeafConfig(min_chars=50)))
     return DragKneeRetriever.from_documents(corpus(), index=index)
 
 
@@ -372,7 +372,7 @@ def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeR
         DragKneeRetriever(index=index, k=0)
     with pytest.raises(ValueError, match="beam_width must be an integer >= 1"):
         DragKneeRetriever(index=index, beam_width=0)
-    with pytest.raises(ValueError, match="sensitivity must be in"):
+    with pytest.raises(ValueError, match="sensitivity must be a number in"):
         DragKneeRetriever(index=index, sensitivity=1.5)
     with pytest.raises(ValueError, match="filter 'lang'"):
         DragKneeRetriever(index=index, filters={"lang": 1.5})

@@ -17,7 +17,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.indexing import InMemoryRecordManager, index
 
-from drag_knee_retriever import ConfigError, DragKneeIndex, InvalidQueryError
+from drag_knee_retriever import ConfigError, DragKneeIndex, InvalidQueryError, StoreConfig
 from drag_knee_retriever.integrations.langchain import DragKneeRetriever
 
 TEXTS = {
@@ -41,7 +41,7 @@ def lc_docs(**changes: str) -> List[LCDocument]:
 
 @pytest.fixture()
 def retriever(encoder) -> DragKneeRetriever:
-    return DragKneeRetriever(index=DragKneeIndex(engine="local", encoder=encoder))
+    return DragKneeRetriever(index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
 
 
 def _stored(retriever: DragKneeRetriever) -> set:
@@ -89,7 +89,7 @@ def test_upsert_get_and_delete_by_id(retriever):
 
 
 def test_langchain_filter_dialect_and_search_kwargs(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     recent = retriever.invoke("bees volcanoes bread tides", filter={"year": {"$gte": 2020}})
     assert recent and {d.metadata["year"] for d in recent} <= {2021, 2023}
     either = retriever.invoke("bees volcanoes bread tides",
@@ -108,7 +108,7 @@ def test_langchain_filter_dialect_and_search_kwargs(encoder):
 
 
 def test_k_caps_the_results_and_keeps_the_method(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     question = "what spreads deformed wing virus in honeybee colonies?"
     full = retriever.index.search(question)
     capped = retriever.invoke(question, k=1)
@@ -134,7 +134,7 @@ class TraceCollector(BaseCallbackHandler):
 
 
 def test_trace_reaches_a_callback_handler(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     handler = TraceCollector()
     retriever.invoke("what spreads deformed wing virus?", config={"callbacks": [handler]})
     assert [e["name"] for e in handler.events] == ["drag_knee_trace"]
@@ -151,7 +151,7 @@ def test_trace_reaches_a_callback_handler(encoder):
 
 
 def test_trace_in_astream_events(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
 
     async def collect() -> List[Any]:
         return [e async for e in retriever.astream_events("tidal turbines", version="v2")]
@@ -162,6 +162,7 @@ def test_trace_in_astream_events(encoder):
 
 
 def test_own_embeddings_through_from_documents():
-    retriever = DragKneeRetriever.from_documents(lc_docs(), engine="local", embedding=DeterministicFakeEmbedding(size=32))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), embedding=DeterministicFakeEmbedding(size=32),
+                                                 store=StoreConfig(engine="local"))
     assert retriever.index.stats()["embedding_model"] == "langchain:DeterministicFakeEmbedding:size=32"
     assert retriever.invoke("Spring tides follow the new and the full moon.")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from drag_knee_retriever import BuildConfig
+from drag_knee_retriever import BuildConfig, FocusConfig, LeafConfig
 from drag_knee_retriever.builder import leaf_id
 from support import CountingRank, ancestors
 
@@ -18,7 +18,7 @@ def passage_corpus(covid_corpus):
 @pytest.fixture(scope="module")
 def passage_index(make_index, passage_corpus):
     docs, _ = passage_corpus
-    index = make_index(collection="covid_passages", build=BuildConfig(passage_words=40, split_pages_over=None))
+    index = make_index(collection="covid_passages", build=BuildConfig(leaves=LeafConfig(passage_words=40, split_pages_over=None)))
     index.add_documents(docs)
     return index
 
@@ -39,7 +39,7 @@ def test_invariants_with_passages(passage_index, passage_corpus, method):
 
     docs, questions = passage_corpus
     pages = {d.id: d.pages for d in docs}
-    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    kwargs = {"config": SearchConfig(focus=FocusConfig(global_leaves=20))} if method == "knee+global" else {"method": method}
     for question, _doc in questions[:4]:
         result = passage_index.search(question, **kwargs)
         assert result.nodes
@@ -65,7 +65,7 @@ def test_one_encoding_per_search_with_passages(passage_index, passage_corpus, me
     counter = CountingRank(passage_index.store)
     monkeypatch.setattr(passage_index.store, "rank", counter)
     before = passage_index.encoder.query_encodings
-    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    kwargs = {"config": SearchConfig(focus=FocusConfig(global_leaves=20))} if method == "knee+global" else {"method": method}
     result = passage_index.search(question, **kwargs)
     assert passage_index.encoder.query_encodings == before + 1
     # the global leaf list rides in the focus step's round trip: not a level of its own
@@ -116,7 +116,7 @@ def test_flat_search_by_page_returns_distinct_whole_pages_ranked_by_their_best_p
 
 def test_flat_search_by_page_on_an_index_without_passages_is_the_leaf_ranking(make_index, passage_corpus):
     docs, questions = passage_corpus
-    pages = make_index(collection="covid_whole_pages", build=BuildConfig(passage_words=None))
+    pages = make_index(collection="covid_whole_pages", build=BuildConfig(leaves=LeafConfig(passage_words=None)))
     pages.add_documents(docs[:1])
     question = questions[0][0]
     leaves = pages.flat_search(question, k=8)
