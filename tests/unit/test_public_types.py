@@ -59,7 +59,7 @@ def test_mypy_sees_the_index_its_methods_and_results(tmp_path):
                            "good.py", "bad.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
     lines = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert not [line for line in lines if line.startswith("good.py")], proc.stdout
-    assert any('bad.py:4' in line and '"colection"' in line for line in lines), proc.stdout
-    assert any('bad.py:5' in line and '"methd"' in line for line in lines), proc.stdout
+    # The constructor and search() take **deprecated (issue 23's old spellings, one release), so
+    # mypy cannot flag colection= / methd= until that release ends (issue 27 note: follow-up).
     assert any('bad.py:6' in line and '"kk"' in line for line in lines), proc.stdout
     assert any('bad.py:7' in line and "SearchResult" in line for line in lines), proc.stdout
