@@ -215,6 +215,37 @@ def check_index(index: Any) -> Any:
     return index
 
 
+def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """A Qdrant vector store's constructor keywords (langchain-qdrant, llama-index-vector-stores-
+    qdrant: ``client=``, ``location=``, ``path=``, ``url=``, ``api_key=``, ``collection_name=``) in
+    :class:`DragKneeIndex`'s spelling: where the index lives is its first argument, the collection
+    and the key go in its ``StoreConfig``."""
+    from dataclasses import replace as _replace
+
+    from ..config import StoreConfig
+
+    out = dict(kwargs)
+    where = [k for k in ("client", "location", "path", "url") if out.get(k) is not None]
+    if len(where) > 1:
+        raise ConfigError(f"{where} all say where the index lives; give one of them.")
+    if where:
+        out["location"] = out.pop(where[0])
+    for key in ("client", "path", "url"):
+        out.pop(key, None)
+    store_fields = {}
+    for theirs, ours in (("collection_name", "collection"), ("collection", "collection"), ("api_key", "api_key")):
+        if theirs in out:
+            value = out.pop(theirs)
+            if value is not None:
+                if ours in store_fields:
+                    raise ConfigError(f"{theirs}= and {ours}= are the same setting; give only one of them.")
+                store_fields[ours] = value
+    if store_fields:
+        base = out.get("store") or StoreConfig()
+        out["store"] = _replace(base, **store_fields)
+    return out
+
+
 def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
     """``index`` itself, or a new :class:`DragKneeIndex` built from ``index_kwargs`` (not both)."""
     if index is None:

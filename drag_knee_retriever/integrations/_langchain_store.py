@@ -71,12 +71,9 @@ _QDRANT_FIXED = ("retrieval_mode", "vector_name", "sparse_vector_name", "distanc
 
 def _qdrant_store_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Keywords written for langchain-qdrant's QdrantVectorStore, in DragKneeIndex's spelling."""
-    out = dict(kwargs)
-    for theirs, ours in _QDRANT_ALIASES.items():
-        if theirs in out:
-            if ours in out:
-                raise ConfigError(f"{theirs}= and {ours}= are the same setting; give only one of them.")
-            out[ours] = out.pop(theirs)
+    from ._common import qdrant_style_index_kwargs
+
+    out = qdrant_style_index_kwargs(kwargs)
     fixed = sorted(k for k in out if k in _QDRANT_FIXED)
     if fixed:
         raise ConfigError(f"{fixed} configure langchain-qdrant's own schema; this store always keeps a dense and a "

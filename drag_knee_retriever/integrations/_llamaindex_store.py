@@ -19,7 +19,7 @@ from ._llamaindex_convert import (  # first: it raises the missing-framework Imp
     metadata_filters_to_dict,
     to_node_with_score,
 )
-from ._common import check_index, make_index, node_metadata
+from ._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
 from ._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
 from ._pages import page_number_from_label
 
@@ -149,10 +149,8 @@ class DragKneeVectorStore(BasePydanticVectorStore):
             raise ConfigError("index was given, so embed_model cannot configure a new one; drop one of them.")
         if index is None and embed_model is not None:
             index_kwargs = {**index_kwargs, "embedding": embed_model}
-        if "collection_name" in index_kwargs:  # llama-index-vector-stores-qdrant's spelling
-            if "collection" in index_kwargs:
-                raise ConfigError("collection_name= and collection= are the same setting; give only one of them.")
-            index_kwargs["collection"] = index_kwargs.pop("collection_name")
+        # llama-index-vector-stores-qdrant's spelling (client=, collection_name=, url=, api_key=)
+        index_kwargs = qdrant_style_index_kwargs(index_kwargs)
         self._index = check_index(make_index(index, index_kwargs))
         self._members = MemberStore(self._index)
 
