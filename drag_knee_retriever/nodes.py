@@ -83,6 +83,10 @@ class Document:
     leaves from Markdown sections or paragraphs. ``outline`` (with ``pages`` only): the document's
     own sections, e.g. a PDF's bookmarks, as ``{"title", "page" (1-based), "level" (0 = top)}``
     entries in document order; the builder makes them the tree's section nodes.
+    ``page_metadata`` (with ``pages`` only): one JSON mapping per page, merged over ``metadata``
+    on the nodes that lie within that page (its leaf, or its page node and passages), so a page
+    keeps what its loader said of it (``page``, ``page_label``); nodes spanning several pages
+    carry ``metadata`` only, so filters and the walk see what the whole document shares.
     """
 
     id: str
@@ -90,6 +94,7 @@ class Document:
     pages: Optional[Sequence[str]] = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     outline: Optional[Sequence[Mapping[str, Any]]] = None
+    page_metadata: Optional[Sequence[Mapping[str, Any]]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -123,6 +128,15 @@ class Document:
             object.__setattr__(self, "pages", pages)
         if self.outline is not None:
             object.__setattr__(self, "outline", _check_outline(self.outline, self.pages, where))
+        if self.page_metadata is not None:
+            if self.pages is None:
+                raise InvalidDocumentError(f"{where}: page_metadata needs pages (one mapping per page).")
+            if isinstance(self.page_metadata, (str, bytes, Mapping)) or not isinstance(self.page_metadata, Sequence) \
+                    or len(self.page_metadata) != len(self.pages):
+                raise InvalidDocumentError(
+                    f"{where}: page_metadata must be a list of {len(self.pages)} mappings, one per page.")
+            object.__setattr__(self, "page_metadata", tuple(
+                _check_json_metadata(m, f"{where} page {n}") for n, m in enumerate(self.page_metadata, start=1)))
         object.__setattr__(self, "metadata", _check_json_metadata(self.metadata, where))
 
 
@@ -221,12 +235,20 @@ class QueryVectors:
 
 @dataclass(frozen=True)
 class ScoredNode:
-    """A search hit: the node, its fused score and rank, and the full text of its span."""
+    """A search hit: the node, its score and rank, and the full text of its span.
+
+    ``score`` is the public scale of every method (:mod:`~drag_knee_retriever.relevance`): in
+    [0, 1], higher is better, comparable across queries (the query's dense cosine with the node,
+    clipped at 0). ``raw_score`` is what the method ranked and cut on: an RRF sum (``fixed``,
+    ``branch``, flat hybrid), a z-score sum (the default focus), a cosine or BM25 score (flat
+    dense / sparse); ``rank`` follows the method's order.
+    """
 
     node: TreeNode
     score: float
     rank: int
     text: str
+    raw_score: Optional[float] = None
 
     @property
     def span(self) -> Span:
@@ -249,11 +271,29 @@ class ScoredNode:
             "span": asdict(self.node.span),
             "span_label": str(self.node.span),
             "score": self.score,
+            "raw_score": self.raw_score,
             "rank": self.rank,
             "title": self.node.title,
             "metadata": dict(self.node.metadata),
             "text": self.text,
         }
+
+
+@dataclass(frozen=True)
+class NodeText:
+    """A node fetched by id (:meth:`DragKneeIndex.get_nodes`): the node and the full text of its
+    span (a leaf's own text; an inner node's leaves joined, in order)."""
+
+    node: TreeNode
+    text: str
+
+    @property
+    def span(self) -> Span:
+        return self.node.span
+
+    @property
+    def doc_id(self) -> str:
+        return self.node.doc_id
 
 
 @dataclass(slots=True)

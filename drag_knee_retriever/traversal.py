@@ -265,9 +265,10 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         candidate.outcome = "merged"
         candidate.suppressed_by = region_id
         if region_id not in placed:
-            # The region takes the place and the score of its best surviving leaf.
+            # The region takes the place and the score of its best surviving leaf (its cosine
+            # too: the public score of a region returned whole is its best leaf's, relevance.py).
             placed.add(region_id)
-            results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
+            results.append(RankedHit(node=by_id[region_id].node, score=hit.score, dense_score=hit.dense_score))
     step.kept_count = len(results)
     return results
 

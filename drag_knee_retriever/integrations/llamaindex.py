@@ -38,6 +38,7 @@ from ._llamaindex_convert import (
     to_tree_node,
 )
 from ._llamaindex_retriever import DragKneeRetriever, DragKneeTraceEvent
+from ._llamaindex_store import DragKneeVectorStore, members_from_llamaindex
 from ._common import knee_keep
 from ._pages import group_paged_documents
 
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DragKneeRetriever",
+    "DragKneeVectorStore",
     "DragKneeTraceEvent",
     "metadata_filters_to_dict",
     "DragTreeNodeParser",
