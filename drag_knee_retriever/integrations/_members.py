@@ -256,9 +256,9 @@ class MemberStore:
             page_metadata.append(meta)
         metadata = _common([m.metadata for m in members])
         if numbered and self.ocr is not None:
-            from ._pages import _ocr_group
+            from ._pages import ocr_group
 
-            pages = _ocr_group(group, pages, metadata, self.ocr, f"the pages of {group!r}")
+            pages = ocr_group(group, pages, metadata, self.ocr, f"the pages of {group!r}")
         return Document(id=group, pages=pages, metadata=metadata, page_metadata=page_metadata)
 
 

@@ -30,7 +30,7 @@ def test_langchain_chunks_of_one_source_in_two_calls_both_stay(encoder):
 
     chunks = [lc.Document(page_content=t, metadata={"source": "notes.txt"}) for t in
               ("Tides follow the moon.", "Bread rises with yeast.", "Lava builds volcanoes.")]
-    retriever = DragKneeRetriever.from_documents(chunks[:2], index=DragKneeIndex(encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(chunks[:2], index=DragKneeIndex(embedding=encoder))
     retriever.add_documents(chunks[2:])
     assert _texts(retriever.index) == sorted(c.page_content for c in chunks)
     retriever.add_documents(chunks[:1])  # the same chunk again: nothing changes, nothing doubles
@@ -41,7 +41,7 @@ def test_langchain_chunks_of_one_source_in_two_calls_both_stay(encoder):
 def test_one_id_for_two_texts_in_one_call_is_refused_naming_both(encoder):
     from drag_knee_retriever.integrations.langchain import DragKneeRetriever
 
-    index = DragKneeIndex(encoder=encoder)
+    index = DragKneeIndex(embedding=encoder)
     retriever = DragKneeRetriever.from_documents([lc.Document(page_content="kept", metadata={}, id="a")], index=index)
     with pytest.raises(InvalidDocumentError, match=r"documents\[1\].*documents\[0\].*'x'"):
         retriever.add_documents([lc.Document(page_content="one", id="x"), lc.Document(page_content="two", id="x")])
@@ -59,13 +59,13 @@ def test_llamaindex_two_files_of_one_name_neither_merge_nor_replace(encoder, cap
 
     a = _pdfreader_pages(["Alpha one.", "Alpha two."])
     b = _pdfreader_pages(["Beta one.", "Beta two.", "Beta three."])
-    index = DragKneeIndex(encoder=encoder)
+    index = DragKneeIndex(embedding=encoder)
     with caplog.at_level(logging.WARNING):
         retriever = DragKneeRetriever.from_documents(a + b, index=index)  # one call
     assert "share the name" in caplog.text  # said so, with what to do
     docs = index.get_documents([d.doc_id for d in index.list_documents()])
     assert sorted(d.text for d in docs) == ["Alpha one.\n\nAlpha two.", "Beta one.\n\nBeta two.\n\nBeta three."]
-    other = DragKneeIndex(encoder=encoder)
+    other = DragKneeIndex(embedding=encoder)
     r2 = DragKneeRetriever.from_documents(a, index=other)
     r2.insert_documents(b)  # two calls
     assert sorted(d.text for d in other.get_documents([d.doc_id for d in other.list_documents()])) == \

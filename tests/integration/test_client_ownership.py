@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from qdrant_client import QdrantClient, models
 
-from drag_knee_retriever import Document, DragKneeIndex, StoreError
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig, StoreError
 
 
 def _user_collection(client: QdrantClient) -> None:
@@ -26,11 +26,11 @@ def _still_usable(client: QdrantClient) -> None:
 def test_close_and_with_block_leave_the_users_client_open(encoder):
     client = QdrantClient(":memory:")
     _user_collection(client)
-    index = DragKneeIndex(client=client, collection="ours", encoder=encoder)
+    index = DragKneeIndex(client, store=StoreConfig(collection="ours"), embedding=encoder)
     index.add_documents([Document(id="a", text="Tides follow the moon.")])
     index.close()
     _still_usable(client)
-    with DragKneeIndex(client=client, collection="ours", encoder=encoder) as again:
+    with DragKneeIndex(client, store=StoreConfig(collection="ours"), embedding=encoder) as again:
         assert [h.doc_id for h in again.search("moon tides")] == ["a"]  # the collection survived too
     _still_usable(client)
     client.close()
@@ -40,7 +40,7 @@ def test_refusing_a_collection_leaves_the_users_client_open(encoder):
     client = QdrantClient(":memory:")
     _user_collection(client)
     with pytest.raises(StoreError, match="not built by drag-knee-retriever"):
-        DragKneeIndex(client=client, collection="users_own", encoder=encoder)
+        DragKneeIndex(client, store=StoreConfig(collection="users_own"), embedding=encoder)
     _still_usable(client)
     client.close()
 
@@ -48,15 +48,15 @@ def test_refusing_a_collection_leaves_the_users_client_open(encoder):
 def test_a_client_we_open_is_closed(encoder, tmp_path):
     # The other side of the rule: a folder we opened is released on close (it can be reopened).
     folder = tmp_path / "idx"
-    DragKneeIndex(str(folder), engine="local", encoder=encoder).close()
-    DragKneeIndex(str(folder), engine="local", encoder=encoder).close()
+    DragKneeIndex(str(folder), store=StoreConfig(engine="local"), embedding=encoder).close()
+    DragKneeIndex(str(folder), store=StoreConfig(engine="local"), embedding=encoder).close()
 
 
 async def test_core_async_ingestion_runs_off_the_event_loop(encoder):
     """Issue 27 item 5: aadd_documents / adelete_document build and encode in a worker thread."""
     import asyncio
 
-    index = DragKneeIndex(encoder=encoder)
+    index = DragKneeIndex(embedding=encoder)
     ticks = 0
 
     async def tick():

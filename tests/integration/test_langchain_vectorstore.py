@@ -31,7 +31,7 @@ class TestStandardSuiteWithFakeEmbeddings(VectorStoreIntegrationTests):
 
 @pytest.fixture
 def store(encoder):
-    store = DragKneeVectorStore(DragKneeIndex(encoder=encoder))
+    store = DragKneeVectorStore(DragKneeIndex(embedding=encoder))
     yield store
     store.close()
 

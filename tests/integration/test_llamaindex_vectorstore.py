@@ -36,7 +36,7 @@ PAGES = ["Coral reefs shelter a quarter of all marine species.",
 
 @pytest.fixture
 def store(encoder):
-    store = DragKneeVectorStore(DragKneeIndex(encoder=encoder))
+    store = DragKneeVectorStore(DragKneeIndex(embedding=encoder))
     yield store
     store.close()
 
