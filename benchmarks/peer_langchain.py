@@ -212,9 +212,11 @@ def main() -> None:
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"))
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(SHARED / "datasets"))
     from drag_knee_retriever import DragKneeIndex
-    from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
+    from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, EncoderRuntime, SearchConfig, StoreConfig
     from drag_knee_retriever.embeddings.encoder import Encoder
-    from drag_knee_retriever.eval.datasets import load_mmlongbench
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))  # benchmarks.datasets
+    from benchmarks.datasets.mmlongbench import load_mmlongbench
     from drag_knee_retriever.eval.encoding import CachingEncoder
 
     ds = load_mmlongbench(max_doc_pages=20 if args.docs == "le20" else None, limit_questions=args.limit_questions,
@@ -224,13 +226,12 @@ def main() -> None:
     total_pages = sum(len(d.pages) for d in ds.documents)
     print(f"MMLongBench ({args.docs}): {len(ds.documents)} documents, {total_pages} pages with text, "
           f"{len(questions)} questions, single-document setting")
-    encoder = CachingEncoder(Encoder(EmbeddingConfig(threads=args.threads)), Path(args.cache) / "emb")
+    encoder = CachingEncoder(Encoder(EmbeddingConfig(runtime=EncoderRuntime(threads=args.threads))), Path(args.cache) / "emb")
     shared = SharedQuery(encoder)
 
     started = time.perf_counter()
     build, search = parse_config(BuildConfig, args.build), parse_config(SearchConfig, args.search)
-    ours = DragKneeIndex(":memory:", engine=args.engine, encoder=encoder, collection="peer_ours",
-                         build=build, search=search)
+    ours = DragKneeIndex(":memory:", embedding=encoder, build=build, search=search, store=StoreConfig(collection="peer_ours", engine=args.engine))
     ours.add_documents(ds.documents)
     ours_build_s = time.perf_counter() - started
     encoder.save()

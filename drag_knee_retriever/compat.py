@@ -15,7 +15,7 @@ from .store.base import check_collection_compatible
 
 log = logging.getLogger(__name__)
 
-__all__ = ["check_collection_compatible", "stored_collection_info", "stored_language", "stored_max_tokens"]
+__all__ = ["check_collection_compatible", "stored_collection_info", "stored_language", "stored_max_tokens", "NO_LIMIT"]
 
 
 def stored_collection_info(store: Any) -> Dict[str, Any]:
@@ -26,16 +26,17 @@ def stored_collection_info(store: Any) -> Dict[str, Any]:
         return {}
 
 
-_NO_LIMIT = object()
+#: What :func:`stored_max_tokens` returns for a collection that records no model yet (a new one).
+NO_LIMIT = object()
 
 
 def stored_max_tokens(info: Mapping[str, Any]) -> Any:
     """The dense encoder's ``max_tokens`` a collection was built with: the number in its model id
     (``"...|max_tokens=128"``), None for a model id without one (the model's own limit), or
-    :data:`_NO_LIMIT` for a collection that records no model (new)."""
+    :data:`NO_LIMIT` for a collection that records no model (new)."""
     model_id = info.get("model_id")
     if not model_id:
-        return _NO_LIMIT
+        return NO_LIMIT
     found = re.search(r"\|max_tokens=(\d+)", str(model_id))
     return int(found.group(1)) if found else None
 

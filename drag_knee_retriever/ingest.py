@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
+from .builder import DocumentTree, build_document_trees, document_hash
 from .config import BuildConfig
 from .errors import InvalidDocumentError
+from .ids import root_ids
 from .nodes import FILE_STAMP_KEY, Document, TreeNode
 from .store import NodeStore
 from .store.filters import parse_filters
@@ -185,7 +186,7 @@ class Ingestor:
 
     def build_key(self) -> str:
         """What, besides a file's content, shapes its tree: the build settings and the summariser."""
-        return hashlib.sha1(f"{self.config!r}|{self._identity()}".encode()).hexdigest()[:12]
+        return hashlib.sha1(f"{self.config.fingerprint()}|{self._identity()}".encode()).hexdigest()[:12]
 
     def _stamped(self, doc: Document) -> Document:
         """A loaded file's document with the build key after its stamp (see :meth:`file_stamps`)."""
@@ -201,7 +202,7 @@ class Ingestor:
         if not doc_ids:
             return {}
         suffix = f"|{self.build_key()}"
-        ids = [i for d in doc_ids for i in (node_id(d, "r"), leaf_id(d, 0))]
+        ids = [i for d in doc_ids for i in root_ids(d)]
         out = {}
         for root in self.store.retrieve_roots(ids):
             stamp = root.metadata.get(FILE_STAMP_KEY)
@@ -213,7 +214,7 @@ class Ingestor:
         """doc_id -> the stored root (light: the walk's fields and the file stamp), one request."""
         if not doc_ids:
             return {}
-        ids = [i for d in doc_ids for i in (node_id(d, "r"), leaf_id(d, 0))]
+        ids = [i for d in doc_ids for i in root_ids(d)]
         return {node.doc_id: node for node in self.store.retrieve_roots(ids) if node.level == 0}
 
     def existing_hashes(self, doc_ids: Sequence[str]) -> Dict[str, str]:

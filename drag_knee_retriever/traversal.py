@@ -13,20 +13,20 @@ children (the broader unit answers better, so it stays whole); a child is kept a
 parent (the finer unit answers better). ``fixed`` keeps at most ``beam_width``. Stop when the beam
 no longer changes or has no inner node left.
 
-Focus (knee methods, ``SearchConfig.focus_pool``): the walk's nodes are regions; the leaves under
-them are ranked together in one more round trip, the best ``focus_pool`` are cut at their knee, and
+Focus (knee methods, ``SearchConfig.focus``): the walk's nodes are regions; the leaves under
+them are ranked together in one more round trip, the best ``focus.pool`` are cut at their knee, and
 those leaves are the result, except that a region most of whose leaves survive
-(``merge_ratio``) is returned whole. With ``focus_global`` the same round trip also ranks the best
+(``focus.merge_ratio``) is returned whole. With ``focus.global_leaves`` the same round trip also ranks the best
 leaves of the whole filtered collection, and the two lists are fused (the tree as evidence, a
 global leaf ranking as a second opinion; the trace shows it as a "global" step). Why: the walk reliably finds the right documents and
 sections, but a knee over the few candidates of one beam step decides badly between a parent and
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
-generously (``region_sensitivity``) and the leaves compete once, directly.
+generously (``focus.region_sensitivity``) and the leaves compete once, directly.
 
-Where the global list looks (``SearchConfig.focus_global_scope``): by default among the leaves of
-the ``focus_global_docs`` best documents of the first step (which ranks that many roots in its
-round trip), so it reads a few thousand leaves whatever the index size; ``"collection"`` ranks every
-leaf, a flat search of its own. With a filter that leaves at most ``focus_global_docs`` documents
+Where the global list looks (``focus.global_scope``): by default among the leaves of the
+``focus.global_docs`` best documents of the first step (which ranks that many roots in its round
+trip), so it reads a few thousand leaves whatever the index size; ``"collection"`` ranks every
+leaf, a flat search of its own. With a filter that leaves at most ``focus.global_docs`` documents
 (one document: the usual long-document setting) the two are the same list.
 
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
@@ -39,12 +39,12 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
-from .builder import span_leaf_ids
-from .config import SearchConfig
+from .config import FOCUS_METHODS, SearchConfig
+from .ids import span_leaf_ids
 from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
-from .store import FilterSpec, RankedHit, RankRequest
+from .store.base import FilterSpec, RankedHit, RankRequest
 from .store.filters import any_of
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,38 @@ log = logging.getLogger(__name__)
 Ranker = Callable[[Sequence[RankRequest]], List[List[RankedHit]]]
 AsyncRanker = Callable[[Sequence[RankRequest]], Awaitable[List[List[RankedHit]]]]
 Steps = Generator[List[RankRequest], List[List[RankedHit]], List[RankedHit]]
+
+
+# How the settings are used lives here, with the walk (the config only holds and checks them).
+
+
+def level_weights(schedule: Optional[Sequence[Tuple[float, float]]], level: int) -> Tuple[float, float]:
+    """The (dense, sparse) weights of a tree level (0 = roots): the last pair serves deeper levels."""
+    if not schedule:
+        return (1.0, 1.0)
+    return schedule[min(level, len(schedule) - 1)]
+
+
+def focuses(config: SearchConfig) -> bool:
+    """Whether the walk ends with a focus step (a knee method with a ``focus``)."""
+    return config.focus is not None and config.method in FOCUS_METHODS
+
+
+def knee_sensitivity(config: SearchConfig) -> float:
+    """The sensitivity of the method's knee: 1.0 (the plain knee) for ``"knee"``, else ``sensitivity``."""
+    return 1.0 if config.method == "knee" or config.sensitivity is None else config.sensitivity
+
+
+def walk_sensitivity(config: SearchConfig) -> float:
+    """The sensitivity of the walk's own knee cuts (roots and beam steps): with a focus step after
+    them, ``focus.region_sensitivity`` (or the method's, if smaller)."""
+    if focuses(config):
+        return min(config.focus.region_sensitivity, knee_sensitivity(config))  # type: ignore[union-attr]
+    return knee_sensitivity(config)
+
+
+def _weights(config: SearchConfig, level: int) -> Tuple[float, float]:
+    return level_weights(config.fusion.weights, level)
 
 
 def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
@@ -72,14 +104,14 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
-    if config.focuses:
+    if focuses(config):
         return (yield from _focus(config, _global_filters(config, filters, ranked), filters, trace, regions))
     return regions
 
 
 def _global_filters(config: SearchConfig, filters: FilterSpec, ranked: Sequence[RankedHit]) -> FilterSpec:
     """The global list's filter: the user's, and (scope ``"roots"``) the ranked roots' documents."""
-    if config.focus_global_scope == "collection":
+    if config.focus is None or config.focus.global_scope == "collection":
         return filters
     return tuple(filters) + (any_of("doc_id", sorted({h.node.doc_id for h in ranked})),)
 
@@ -110,25 +142,26 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     """How many ranked hits survive before suppression, and the knee position if a knee was used."""
     if config.method == "fixed":
         return len(hits), None
-    keep = knee_index([h.score for h in hits], config.walk_sensitivity) if hits else 0
+    keep = knee_index([h.score for h in hits], walk_sensitivity(config)) if hits else 0
     return keep, keep
 
 
 def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
     """Rank the roots; returns the walk's start (cut at the knee) and every root ranked.
 
-    With a focus step whose global list looks at the best documents (``focus_global_scope="roots"``)
-    the same request ranks ``focus_global_docs`` roots; the walk reads its first ``max_roots``,
-    which are the same hits a request of ``max_roots`` returns while ``focus_global_docs`` is at most
-    ``store.MIN_SIDE_LIMIT`` (100: each side ranks that many before the fusion; ties are cut by id).
+    With a focus step whose global list looks at the best documents (``focus.global_scope="roots"``)
+    the same request ranks ``focus.global_docs`` roots; the walk reads its first ``max_roots``,
+    which are the same hits a request of ``max_roots`` returns while ``focus.global_docs`` is at most
+    ``MIN_SIDE_LIMIT`` (100: each side ranks that many before the fusion; ties are cut by id).
     """
     limit = config.beam_width if config.method == "fixed" else config.max_roots
     scope = limit
-    if config.focuses and config.focus_global and config.focus_global_scope == "roots":
-        scope = max(limit, config.focus_global_docs)
-    ranked = (yield [RankRequest(limit=scope, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
+    focus = config.focus
+    if focuses(config) and focus.global_leaves and focus.global_scope == "roots":  # type: ignore[union-attr]
+        scope = max(limit, focus.global_docs)  # type: ignore[union-attr]
+    ranked = (yield [RankRequest(limit=scope, weights=_weights(config, 0), level=0, filters=filters)])[0]
     hits = ranked[:limit]
-    step = TraceStep(step=0, kind="roots", level=0, weights=config.weights_for_level(0))
+    step = TraceStep(step=0, kind="roots", level=0, weights=_weights(config, 0))
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
         keep = min(keep, config.beam_width)
@@ -158,7 +191,7 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
             break
         beam_ids = [h.node.id for h in beam]
         candidate_ids = tuple(dict.fromkeys(beam_ids + list(parent_of)))
-        weights = config.weights_for_level(depth)
+        weights = _weights(config, depth)
         hits = (yield [RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
         step = TraceStep(step=len(trace.steps), kind="beam", level=depth, weights=weights)
         keep, knee_at = _cut(config, hits)
@@ -201,31 +234,32 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions.
 
     ``global_filters``: the global list's filter (see :func:`_global_filters`)."""
-    assert config.focus_pool is not None
+    focus = config.focus
+    assert focus is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
-    weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
-    if config.focus_scores == "magnitude":
+    weights = _weights(config, config.max_depth)  # the leaves' weights: the deepest pair
+    if focus.scores == "magnitude":
         hits = yield from _magnitude_pool(config, global_filters, filters, trace, candidate_ids, weights)
-    elif config.focus_global:
+    elif focus.global_leaves:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deep = min(max(config.focus_pool, config.focus_global), len(candidate_ids))
+        deep = min(max(focus.pool, focus.global_leaves), len(candidate_ids))
         region_hits, global_hits = (yield [
             RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=global_filters),
+            RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True, filters=global_filters),
         ])
         glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
                          weights=weights)
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-        hits = combine_rankings([region_hits, global_hits], config.rrf_k)[: config.focus_pool]
+        hits = combine_rankings([region_hits, global_hits], config.fusion.rrf_k)[: focus.pool]
     else:
-        limit = min(config.focus_pool, len(candidate_ids))
+        limit = min(focus.pool, len(candidate_ids))
         hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
@@ -234,14 +268,14 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
         # No leaf under the regions matched (a filter that parents pass and leaves do not): the
         # walk's nodes are the best answer there is.
         return regions
-    keep = knee_index([h.score for h in hits], config.effective_sensitivity)
+    keep = knee_index([h.score for h in hits], knee_sensitivity(config))
     step.knee_index = keep
     survivors = {h.node.id for h in hits[:keep]}
     merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
-    if config.merge_ratio is not None:
+    if focus.merge_ratio is not None:
         for region in regions:
             leaves = leaves_of[region.node.id]
-            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > config.merge_ratio:
+            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > focus.merge_ratio:
                 merged_into.update((i, region.node.id) for i in leaves)
     by_id = {region.node.id: region for region in regions}
     results: List[RankedHit] = []
@@ -260,43 +294,45 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
         candidate.outcome = "merged"
         candidate.suppressed_by = region_id
         if region_id not in placed:
-            # The region takes the place and the score of its best surviving leaf.
+            # The region takes the place and the score of its best surviving leaf (its cosine
+            # too: the public score of a region returned whole is its best leaf's, relevance.py).
             placed.add(region_id)
-            results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
+            results.append(RankedHit(node=by_id[region_id].node, score=hit.score, dense_score=hit.dense_score))
     step.kept_count = len(results)
     return results
 
 
 def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
                     candidate_ids: Tuple[str, ...], weights: Tuple[float, float]) -> Steps:
-    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
+    """The focus pool scored by magnitude (``focus.scores="magnitude"``), best ``focus.pool`` first.
 
-    One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
+    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves of
     the whole filtered collection, each with its dense cosine and BM25 score; the union is
     re-scored by :func:`~drag_knee_retriever.magnitude.magnitude_ranking`. Why the whole region
     and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
     parent's evidence.
     """
-    assert config.focus_pool is not None
+    focus = config.focus
+    assert focus is not None
     requests = []
     if candidate_ids:
         requests.append(RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids,
                                     filters=filters, with_scores=True))
-    if config.focus_global:
-        requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True,
+    if focus.global_leaves:
+        requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True,
                                     filters=global_filters, with_scores=True))
     if not requests:
         return []
     answers = yield requests
     region_hits = answers[0] if candidate_ids else []
-    global_hits = answers[-1] if config.focus_global else []
-    if config.focus_global:
+    global_hits = answers[-1] if focus.global_leaves else []
+    if focus.global_leaves:
         glob = TraceStep(step=len(trace.steps), kind="global",
                          level=max((h.node.level for h in global_hits), default=0), weights=weights)
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)[: config.focus_pool]
+    return magnitude_ranking(list(region_hits) + list(global_hits), focus.sibling_weight or 0.0)[: focus.pool]
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
@@ -326,7 +362,7 @@ def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List
     for depth in range(1, config.max_depth + 1):
         if not frontier:
             break
-        weights = config.weights_for_level(depth)
+        weights = _weights(config, depth)
         requests = []
         for _, hit in frontier:
             ids = tuple(dict.fromkeys((hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)))

@@ -36,12 +36,12 @@ from .baselines import (
     flat_methods,
     leaf_token_table,
 )
-from .datasets import EvalDataset, load_dataset
+from .dataset import EvalDataset
 from .encoding import CachingEncoder, encoder_fingerprint
 from .errors import EvalConsistencyError, EvalSetupError
 from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
 from .metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
-from .progress import _Progress, progress_log
+from .progress import ProgressBars, progress_log
 
 #: Extra methods for an index: ``factory(index, leaf_tokens, label)`` (label "default" or a build
 #: variant's); benchmarks/prototypes.py adds its research walks this way.
@@ -69,23 +69,32 @@ class BuildVariant:
 
 
 def parse_build_variant(spec: str) -> BuildVariant:
-    """``"inner_vectors=centroid,branching=4"`` -> a variant labelled ``inner_vectors=centroid,branching=4``."""
-    kwargs: Dict[str, Any] = {}
+    """``"vectors.inner_dense=centroid,branching=4"`` -> a variant labelled as written.
+
+    Keys are BuildConfig's settings as dotted paths (``leaves.passage_words``, ``vectors.context``);
+    the flat names of earlier releases (``inner_vectors``) still work, with a DeprecationWarning.
+    """
+    from ..settings import iter_settings
+
+    build = BuildConfig()
+    known = [name for name, _, _ in iter_settings(BuildConfig)]
     for part in spec.split(","):
         if not part.strip():
             continue
         if "=" not in part:
-            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. inner_vectors=centroid).")
-        key, value = (x.strip() for x in part.split("=", 1))
-        if key not in BuildConfig.__dataclass_fields__:
-            raise EvalSetupError(f"unknown BuildConfig field {key!r}; use one of {', '.join(BuildConfig.__dataclass_fields__)}.")
-        if value.lower() in ("true", "false"):
-            kwargs[key] = value.lower() == "true"
-        elif value.lower() == "none":
-            kwargs[key] = None
+            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. vectors.inner_dense=centroid).")
+        key, raw = (x.strip() for x in part.split("=", 1))
+        if key not in known and key not in getattr(BuildConfig, "_moved", {}):
+            raise EvalSetupError(f"unknown BuildConfig setting {key!r}; use one of {', '.join(known)}.")
+        value: Any
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        elif raw.lower() == "none":
+            value = None
         else:
-            kwargs[key] = int(value) if value.lstrip("-").isdigit() else value
-    return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**kwargs))
+            value = int(raw) if raw.lstrip("-").isdigit() else raw
+        build = build.with_path(key, value)
+    return BuildVariant(label=spec.replace(" ", ""), build=build)
 
 
 @dataclass
@@ -137,13 +146,12 @@ def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model
                 engine: str, collection: str) -> Any:
     from .. import DragKneeIndex
 
-    kwargs: Dict[str, Any] = {"language": dataset.language, "build": build, "engine": engine,
-                              "collection": collection}
-    if encoder is not None:
-        kwargs["encoder"] = encoder
-    elif model_path:
-        kwargs["model_path"] = model_path
-    return DragKneeIndex(":memory:", **kwargs)
+    from ..config import EmbeddingConfig, StoreConfig
+
+    if encoder is None:
+        encoder = EmbeddingConfig(language=dataset.language, **({"model_path": model_path} if model_path else {}))
+    return DragKneeIndex(":memory:", embedding=encoder, build=build,
+                         store=StoreConfig(engine=engine, collection=collection))  # type: ignore[arg-type]
 
 
 def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
@@ -165,7 +173,7 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
         )
 
 
-def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) -> Dict[str, Any]:
+def _build(index: Any, dataset: EvalDataset, progress: ProgressBars, label: str) -> Dict[str, Any]:
     phases: Dict[str, float] = {}
 
     def on_progress(phase: str, done: int, total: int) -> None:
@@ -188,13 +196,10 @@ def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) ->
 
 
 def run_eval(
-    dataset: str | EvalDataset,
+    dataset: EvalDataset,
     out_dir: Optional[os.PathLike | str] = None,
     *,
-    limit_docs: Optional[int] = None,
-    limit_questions: Optional[int] = None,
     methods: Optional[Sequence[str]] = None,
-    datasets_root: Optional[os.PathLike | str] = None,
     build: Optional[BuildConfig] = None,
     build_variants: Sequence[BuildVariant | str] = (),
     flat_ks: Sequence[int] = CURVE_KS,
@@ -210,10 +215,12 @@ def run_eval(
     extra_methods: Optional[MethodFactory] = None,
     progress: bool = True,
     plot: bool = True,
-    shared_store: bool = False,
-    max_doc_pages: Optional[int] = None,
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
+
+    ``dataset``: your corpus and questions (:func:`~drag_knee_retriever.eval.own.load_own_dataset`)
+    or a benchmark dataset (the repository's ``benchmarks/datasets``); its ``load_options`` (how it
+    was loaded) go into the report's meta.
 
     ``methods`` keeps only method names matching any of the given glob patterns (e.g.
     ``["flat_hybrid_*", "drag_knee*"]``); the headline needs ``flat_hybrid_*`` and ``drag_knee``.
@@ -227,9 +234,11 @@ def run_eval(
     between runs (see :class:`CachingEncoder`).
     """
     started = time.perf_counter()
-    ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
-        dataset, datasets_root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store,
-        max_doc_pages=max_doc_pages)
+    if not isinstance(dataset, EvalDataset):
+        raise EvalSetupError(
+            f"run_eval takes an EvalDataset, got {type(dataset).__name__} {dataset!r:.60}: load your corpus with "
+            "drag_knee_retriever.eval.own.load_own_dataset (benchmark datasets: benchmarks/datasets in the repository).")
+    ds = dataset
     # The single-document setting: each question's searches are filtered to its own document.
     scoped = any(q.metadata.get("filters") for q in ds.questions)
     if not ds.questions:
@@ -238,10 +247,8 @@ def run_eval(
         )
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
     leaf_tokens = leaf_token_table(ds)
-    bar = _Progress(progress)
-    meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
-                            "limit_docs": limit_docs, "limit_questions": limit_questions,
-                            "max_doc_pages": max_doc_pages, "shared_store": shared_store,
+    bar = ProgressBars(progress)
+    meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes, **ds.load_options,
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
@@ -254,8 +261,8 @@ def run_eval(
     caching: Optional[CachingEncoder] = None
     try:
         base_build = build or BuildConfig()
-        if encoder is not None and getattr(getattr(encoder, "config", None), "language", ds.language) != ds.language:
-            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.language!r} but {ds.name} "
+        if encoder is not None and getattr(getattr(encoder, "config", None), "bm25_language", ds.language) != ds.language:
+            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.bm25_language!r} but {ds.name} "
                              f"needs {ds.language!r}; pass encoder=None or an encoder for that language.")
         if encoder is None:
             from ..config import EmbeddingConfig
@@ -374,13 +381,13 @@ def run_eval(
 
 
 def _build_dict(build: BuildConfig) -> Dict[str, Any]:
-    return {k: getattr(build, k) for k in BuildConfig.__dataclass_fields__}
+    return build.to_dict()
 
 
 def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequence[Any],
                per_question: List[Dict[str, Any]], rows: Dict[str, List[QuestionMetrics]],
                method_info: Dict[str, Dict[str, Any]], trace_rows: List[Dict[str, Any]],
-               traces: int, bar: _Progress, trace_methods: Sequence[str] = (),
+               traces: int, bar: ProgressBars, trace_methods: Sequence[str] = (),
                scope: Optional[ScopedIndex] = None) -> None:
     label, methods = stage
     if not methods:
