@@ -91,12 +91,12 @@ def test_an_unchanged_folder_is_not_read_and_a_changed_file_is(engine, make_inde
 
 def test_other_build_settings_read_every_file_again(make_index, folder, opened_files, tmp_path):
     location = str(tmp_path / "idx")
-    index = make_index(collection="stamps_build", location=location)
+    index = make_index(collection="stamps_build", store=location)
     index.add_documents(load_paths([folder], stored_stamps=index.file_stamps).documents)
     index.close()
     # The same folder and index, other build settings: the stored trees are not what this index
     # would build, so no stamp counts and every file is read (and its tree rebuilt).
-    other = make_index(collection="stamps_build", location=location, build=BuildConfig(branching=4))
+    other = make_index(collection="stamps_build", store=location, build=BuildConfig(branching=4))
     opened_files.clear()
     report = load_paths([folder], stored_stamps=other.file_stamps)
     assert sorted(opened_files) == sorted(Path(n).name for n in TEXTS) and report.unchanged == []

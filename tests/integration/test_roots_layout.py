@@ -209,7 +209,7 @@ def test_a_copy_whose_root_is_gone_is_never_a_result_and_goes_on_open(engine, tm
     the copy: the walk may rank it, the liveness check of the result drops it, and reopening
     removes it."""
     docs, questions = covid_corpus
-    index = make_index(collection="roots_orphan", engine=engine, location=str(tmp_path))
+    index = make_index(collection="roots_orphan", engine=engine, store=str(tmp_path))
     index.add_documents(docs[:2])
     store = index.store
     victim = docs[0].id
@@ -228,7 +228,7 @@ def test_a_copy_whose_root_is_gone_is_never_a_result_and_goes_on_open(engine, tm
         result = index.search(question)
         assert all(n.node.doc_id != victim for n in result.nodes)
     index.close()
-    reopened = make_index(collection="roots_orphan", engine=engine, location=str(tmp_path))
+    reopened = make_index(collection="roots_orphan", engine=engine, store=str(tmp_path))
     try:
         assert root.id not in copy_hashes(reopened.store)
         assert copy_hashes(reopened.store) == main_root_hashes(reopened.store)
