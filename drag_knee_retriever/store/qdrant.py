@@ -244,7 +244,7 @@ class QdrantClientStore(NodeStore):
 
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
         m = self._m
-        # The collection records which model built it in a bookkeeping point (see payload.meta_payload).
+        # The collection records which model built it in a bookkeeping point (see point_schema.meta_payload).
         point = m.PointStruct(id=META_ID, vector={DENSE: meta_vector(dense_size)},
                               payload=meta_payload(dense_size, model_id, sparse_model,
                                                    IDF_SCHEME if self._idf.enabled else None))

@@ -374,7 +374,7 @@ class EdgeStore(NodeStore):
         """Bring the roots' shard in step with the roots of the nodes' shard.
 
         A folder written before the roots had a shard of their own (or by an older release, which
-        writes the nodes' shard only) gets it here, when it is opened: every root is copied (7,600
+        writes the nodes' shard only) gets it here, when it is opened: every root is copied (7,024
         roots of a 1M-node index: a few seconds), a root the copy lacks or holds in another version
         is copied again, and a copy whose root is gone is deleted. Two scrolls of the roots' ids and
         hashes otherwise (milliseconds). The folder lock means no other writer runs meanwhile.
@@ -405,7 +405,7 @@ class EdgeStore(NodeStore):
 
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
         qe = self._qe
-        # The same bookkeeping point as every engine (see payload.meta_payload).
+        # The same bookkeeping point as every engine (see point_schema.meta_payload).
         point = qe.Point(META_ID, {DENSE: meta_vector(dense_size)}, meta_payload(dense_size, model_id, sparse_model,
                                                                                IDF_SCHEME if self._idf.enabled else None))
         with _engine_errors("write the collection's bookkeeping point"):
