@@ -503,6 +503,12 @@ class EmbeddingConfig(Settings):
 # -- store ---------------------------------------------------------------------------------------
 
 
+def _collection_name(name: str, value: Any) -> str:
+    from .store.base import check_collection_name
+
+    return check_collection_name(value)
+
+
 @settings_class
 class StoreConfig(Settings):
     """How the index talks to Qdrant; *where* it lives is ``DragKneeIndex``'s first argument.
@@ -511,7 +517,9 @@ class StoreConfig(Settings):
     shown in reprs or logs.
     """
 
-    collection: str = setting("drag_knee", kind=str, doc="The Qdrant collection (one index per collection).")
+    collection: str = setting("drag_knee", kind=str, check=_collection_name,
+                              doc="The Qdrant collection (one index per collection); a name every engine can "
+                                  "hold (no '/', '\\', ':', '*', '?', '\"', '<', '>', '|', controls; at most 200 bytes).")
     engine: Literal["edge", "local", "server", "auto"] = setting(
         "auto", kind="choice", choices=("edge", "local", "server", "auto"),
         doc="'auto': Qdrant Edge (in process) for a folder or ':memory:', a server for a URL; 'local': "

@@ -18,7 +18,7 @@ from ..errors import DragKneeError, StoreError, StoreLockedError
 from ..nodes import TreeNode
 from . import filters as F
 from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores
+from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, score_limit, side_scores
 from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class QdrantClientStore(NodeStore):
         from qdrant_client import QdrantClient, models
 
         self._m = models
-        self.collection = collection
+        self.collection = check_collection_name(collection)
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
         self._where = url or location
@@ -118,16 +118,20 @@ class QdrantClientStore(NodeStore):
         except Exception as exc:
             if self.engine != "server":
                 raise
-            # Never format the exception's request (headers carry the API key); the cause, masked.
-            raise StoreError(
-                f"Could not reach the Qdrant server at {self._where}: {_server_failure(exc, self.timeout, self._secrets)}. "
-                "Check that it runs and the URL and port; for 401/403 check the API key (api_key= or "
-                "QDRANT_API_KEY)."
-            ) from None
+            raise self._unreachable(exc) from None
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
         if not exists and self.pending is not None:
             self.pending.reset()  # a new collection: the list covers every write from here on
+
+    def _unreachable(self, exc: BaseException) -> StoreError:
+        """The server did not answer as a Qdrant server: why, in words (never the request itself,
+        whose headers carry the API key; the cause is masked too)."""
+        return StoreError(
+            f"Could not reach the Qdrant server at {self._where}: {_server_failure(exc, self.timeout, self._secrets)}. "
+            "Check that it runs and the URL and port; for 401/403 check the API key (api_key= or "
+            "QDRANT_API_KEY)."
+        )
 
     def _check_own_schema(self) -> None:
         """Refuse a collection this library did not build (e.g. langchain-qdrant's: one unnamed
@@ -174,8 +178,15 @@ class QdrantClientStore(NodeStore):
 
     def collection_info(self) -> Dict[str, Any]:
         self._count()
-        with self._engine_lock:
-            found = self.client.retrieve(self.collection, [META_ID], with_payload=True)
+        try:
+            with self._engine_lock:
+                found = self.client.retrieve(self.collection, [META_ID], with_payload=True)
+        except Exception as exc:
+            # A server that does not answer fails here, once: the caller must not wait out the
+            # timeout again on its next request (a silent server cost twice the timeout).
+            if self.engine == "server" and getattr(exc, "status_code", None) != 404:
+                raise self._unreachable(exc) from None
+            raise
         return collection_info(found[0].payload if found else None, engine=self.engine, collection=self.collection)
 
     # -- writes --------------------------------------------------------------------------------

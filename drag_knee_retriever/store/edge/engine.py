@@ -30,6 +30,7 @@ from ..base import (
     DENSE,
     SPARSE,
     FilterSpec,
+    check_collection_name,
     NodeRecord,
     NodeStore,
     QueryVectors,
@@ -127,13 +128,7 @@ class EdgeStore(NodeStore):
     def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
                  node_map_capacity: int = 200_000, payload_memory: Optional[str] = None) -> None:
         super().__init__()
-        if not isinstance(collection, str) or not collection.strip() or collection in (".", "..") or any(
-            sep in collection for sep in ("/", "\\", "\0")
-        ):
-            raise ConfigError(
-                f"collection {collection!r} is used as a folder name by the Edge engine; give a plain name "
-                "without path separators, e.g. 'drag_knee'."
-            )
+        check_collection_name(collection)
         if not isinstance(upsert_batch_size, int) or upsert_batch_size < 1:
             raise ConfigError(f"upsert_batch_size must be an integer >= 1, got {upsert_batch_size!r}.")
         if isinstance(node_map_capacity, bool) or not isinstance(node_map_capacity, int) or node_map_capacity < 0:
