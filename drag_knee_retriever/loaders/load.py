@@ -127,8 +127,9 @@ def load_paths(
             progress("reading", done, total)
     for found in files:
         try:
-            accept(load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
-                             max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes), str(found.path))
+            accept(_load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
+                              max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, found=found),
+                   str(found.path))
         except InvalidDocumentError as exc:
             if strict:
                 raise
@@ -181,12 +182,32 @@ def load_file(
     PDF that OCR cannot read), and :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and
     the engine is not installed.
     """
-    path = Path(path)
+    return _load_file(Path(path), root=root, kind=kind, doc_id=doc_id, metadata=metadata,
+                      ocr=ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress,
+                      max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes)
+
+
+def _load_file(
+    path: Path,
+    *,
+    root: Optional[PathLike],
+    metadata: Optional[Dict[str, Any]],
+    ocr: OcrConfig,
+    progress: Optional[ProgressCallback],
+    max_file_bytes: int,
+    max_text_bytes: int,
+    kind: Optional[str] = None,
+    doc_id: Optional[str] = None,
+    found: Optional[FoundFile] = None,
+) -> Document:
+    """:func:`load_file`; ``found`` (from :func:`~.discover.discover`) makes the read open exactly
+    the file discovery checked (see :func:`.text._open_file`)."""
     where = f"File {str(path)!r}"
-    if not path.exists():
-        raise InvalidDocumentError(f"{where}: does not exist; check the path.")
-    if path.is_dir():
-        raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
+    if found is None:
+        if not path.exists():
+            raise InvalidDocumentError(f"{where}: does not exist; check the path.")
+        if path.is_dir():
+            raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
     _check_limit("max_file_bytes", max_file_bytes)
     _check_limit("max_text_bytes", max_text_bytes)
     if doc_id is None:
@@ -197,17 +218,17 @@ def load_file(
     base: Dict[str, Any] = dict(metadata or {})
     base.update(
         {
-            "source": str(path.resolve()),
+            "source": _source(path, found),
             "path": doc_id,
             "kind": kind,
         }
     )
     if kind == "pdf":
-        _check_file(path, where, max_file_bytes)
+        if found is None:
+            _check_file(path, where, max_file_bytes)
         try:
-            pages, title, ocr_pages = _read_pdf(
-                path, where, ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress
-            )
+            pages, title, ocr_pages, reader = _read_pdf(path, where, ocr, progress=progress, found=found,
+                                                        limit=max_file_bytes)
         except (InvalidDocumentError, ImportError, OcrUnavailableError):
             raise
         except Exception as exc:
@@ -218,10 +239,21 @@ def load_file(
         base[OCR_PAGES_KEY] = ocr_pages
         if title:
             base["title"] = title
-        return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(path, len(pages)))
-    text = _read_text(path, where, min(max_file_bytes, max_text_bytes))
+        return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(reader, len(pages)))
+    text = _read_text(path, where, min(max_file_bytes, max_text_bytes), found)
     _check_text_size(where, len(text.encode("utf-8", "surrogatepass")), max_text_bytes)
     title = markdown_title(text) if kind == "markdown" else text_title(text)
     if title:
         base["title"] = title
     return Document(id=doc_id, text=text, metadata=base)
+
+
+def _source(path: Path, found: Optional[FoundFile]) -> str:
+    """The absolute path a document came from (``metadata["source"]``), without a second look
+    at a file discovery already resolved."""
+    if found is not None and found.real is not None:
+        return str(found.real)  # resolved by discovery
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):  # a link changed under us: the path as given, made absolute
+        return str(path.absolute())

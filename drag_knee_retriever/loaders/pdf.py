@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import InvalidDocumentError
 from ..ocr import OcrConfig
-from .discover import PathLike, ProgressCallback
+from .discover import FoundFile, PathLike, ProgressCallback
 from .text import _read_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,13 +71,16 @@ def ocr_settings(
 
 
 def _read_pdf(
-    path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None
-) -> Tuple[List[str], Optional[str], List[int]]:
+    path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None,
+    *, found: Optional[FoundFile] = None, limit: Optional[int] = None,
+) -> Tuple[List[str], Optional[str], List[int], Any]:
+    """(pages, title, OCR'd page numbers, the reader) of a PDF, read once from one descriptor
+    (``found``: see :func:`.text._open_file`); the outline comes from the same reader."""
     ocr = ocr or OcrConfig()
     pypdf = _import_pypdf()
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
-    raw = _read_bytes(path, where)
+    raw = _read_bytes(path, where, limit, found)
     if not raw.lstrip()[:5] == b"%PDF-":
         raise InvalidDocumentError(f"{where}: is not a PDF (no %PDF header); check the file or its suffix.")
     try:
@@ -136,7 +139,7 @@ def _read_pdf(
     empty = sum(1 for p in pages if not p.strip())
     if empty:
         log.info("%s: %d of %d pages have no text (kept, so page numbers stay true)", path, empty, len(pages))
-    return pages, title, ocr_pages
+    return pages, title, ocr_pages, reader
 
 
 def _ocr_pages(
@@ -152,14 +155,17 @@ def _ocr_pages(
     return fill_pages(raw, pages, ocr, name=path.name, progress=progress)
 
 
-def pdf_outline(path: PathLike, page_count: int) -> Optional[List[Dict[str, Any]]]:
+def pdf_outline(source: Any, page_count: int) -> Optional[List[Dict[str, Any]]]:
     """A PDF's bookmarks as ``[{"title", "page" (1-based), "level" (0 = top)}]`` in document
     order, or ``None`` when it has none or they cannot be read (an outline is optional: a broken
-    one must never lose the pages). Entries that point at no page of the document are skipped."""
+    one must never lose the pages). Entries that point at no page of the document are skipped.
+
+    ``source``: a path, or the ``pypdf.PdfReader`` the pages were read with (the loaders pass the
+    reader: the file is not opened a second time)."""
     try:
         import pypdf
 
-        reader = pypdf.PdfReader(str(path))
+        reader = source if isinstance(source, pypdf.PdfReader) else pypdf.PdfReader(str(source))
         entries: List[Dict[str, Any]] = []
 
         def visit(items: Any, level: int) -> None:
@@ -177,7 +183,8 @@ def pdf_outline(path: PathLike, page_count: int) -> Optional[List[Dict[str, Any]
 
         visit(reader.outline, 0)
     except Exception as exc:  # pypdf raises many kinds of errors on odd outlines
-        log.info("%s: outline not read (%s: %s); the pages are grouped without it", path, type(exc).__name__, exc)
+        where = "a PDF" if type(source).__name__ == "PdfReader" else source
+        log.info("%s: outline not read (%s: %s); the pages are grouped without it", where, type(exc).__name__, exc)
         return None
     return entries or None
 

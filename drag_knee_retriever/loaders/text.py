@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any, Dict, Optional, TextIO, Union
 
 from ..errors import InvalidDocumentError
 from ..nodes import Document
-from .discover import DEFAULT_MAX_TEXT_BYTES, _kind_of_entry, kind_of
+from .discover import DEFAULT_MAX_TEXT_BYTES, FoundFile, _kind_of_entry, kind_of
 
 # Enough bytes to tell text from binary without reading a whole large file twice.
 _SNIFF_BYTES = 8192
@@ -133,25 +134,57 @@ def _check_file(path: Path, where: str, limit: int) -> int:
     return info.st_size
 
 
-def _read_bytes(path: Path, where: str, limit: Optional[int] = None) -> bytes:
-    """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
+def _open_file(path: Path, where: str, found: Optional[FoundFile] = None) -> int:
+    """A descriptor of the file to read: opened once, then checked on the descriptor itself.
 
-    The file is opened without blocking (a FIFO swapped in after discovery cannot hang the
-    read) and checked again on the open descriptor; the read stops one byte past the limit, so a
-    file that grows, or reports a false size (``/proc``), cannot exhaust memory.
+    Opened without blocking (a FIFO swapped in after discovery cannot hang the read). For a file
+    :func:`~.discover.discover` found (``found``), the path discovery resolved is opened without
+    following a link (``O_NOFOLLOW``) and the descriptor's (device, inode) must be the one discovery
+    checked: a file swapped for a link (to ``/etc/shadow``) or for another file after the folder was
+    read is refused, never read. Every later read (text, PDF, outline, OCR) uses these bytes only.
     """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    target: Union[Path, str] = path
+    if found is not None and found.real is not None:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+        target = found.real
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(target, flags)
     except PermissionError:
         raise InvalidDocumentError(f"{where}: permission denied; check the file's permissions.") from None
     except OSError as exc:
+        if found is not None and exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW met a link
+            raise InvalidDocumentError(f"{where}: {_CHANGED} (it is a link now).") from None
         raise InvalidDocumentError(f"{where}: cannot be read ({exc.strerror or exc}).") from None
+    try:
+        info = os.fstat(fd)
+        if found is not None and found.identity is not None and (info.st_dev, info.st_ino) != found.identity:
+            raise InvalidDocumentError(f"{where}: {_CHANGED} (another file took its place).")
+        what = _kind_of_entry(info.st_mode)
+        if what is not None:
+            raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+#: Why a file that changed between discovery and the read is skipped.
+_CHANGED = ("changed after the folder was read, so it was not read (a file replaced by a link or by another file "
+            "could show a file from outside the folder); run the command again")
+
+
+def _read_bytes(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> bytes:
+    """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
+
+    See :func:`_open_file` (one open, checked on the descriptor; ``found`` ties it to what
+    discovery saw). The read stops one byte past the limit, so a file that grows, or reports a
+    false size (``/proc``), cannot exhaust memory.
+    """
+    fd = _open_file(path, where, found)
     with os.fdopen(fd, "rb") as handle:
         try:
             info = os.fstat(fd)
-            what = _kind_of_entry(info.st_mode)
-            if what is not None:
-                raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
             if limit is not None and info.st_size > limit:
                 raise InvalidDocumentError(
                     f"{where}: is {_mb(info.st_size)}, above the {_mb(limit)} limit per file; split it, or raise "
@@ -192,8 +225,8 @@ def _decode(raw: bytes, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_text(path: Path, where: str, limit: Optional[int] = None) -> str:
-    raw = _read_bytes(path, where, limit)
+def _read_text(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> str:
+    raw = _read_bytes(path, where, limit, found)
     if not raw.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
     if raw.startswith(b"%PDF-"):
