@@ -67,7 +67,7 @@ from .discover import (  # noqa: F401 - private names re-exported for code that 
     kind_of,
 )
 from .load import LoadReport, _reason, load_file, load_paths  # noqa: F401
-from .pdf import _clean_page, _import_pypdf, _ocr_pages, _pdf_failure, _read_pdf, ocr_settings, pdf_outline  # noqa: F401
+from .pdf import DEFAULT_PDF_LIMITS, PdfLimits, _clean_page, _import_pypdf, _ocr_pages, _pdf_failure, _read_pdf, ocr_settings, pdf_outline  # noqa: F401
 from .text import (  # noqa: F401
     _BINARY_CONTROL,
     _SNIFF_BYTES,
@@ -89,6 +89,7 @@ __all__ = [
     "DEFAULT_MAX_TEXT_BYTES",
     "FoundFile",
     "LoadReport",
+    "PdfLimits",
     "MARKDOWN_SUFFIXES",
     "PDF_SUFFIXES",
     "SUPPORTED_SUFFIXES",

@@ -22,7 +22,7 @@ from .discover import (
     discover,
     kind_of,
 )
-from .pdf import _pdf_failure, _read_pdf, ocr_settings, pdf_outline
+from .pdf import PdfLimits, _pdf_failure, _read_pdf, ocr_settings, pdf_outline
 from .text import _check_file, _check_limit, _check_text_size, _read_text, load_stream, markdown_title, text_title
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,6 +72,7 @@ def load_paths(
     strict: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    pdf_limits: Optional[PdfLimits] = None,
 ) -> LoadReport:
     """Load files and folders (and ``"-"`` for standard input) into documents.
 
@@ -83,8 +84,9 @@ def load_paths(
     ``metadata`` is merged into every document's metadata (the loader's own keys win).
     Files that cannot be loaded are listed in the report's ``skipped``; see the module docs.
     ``strict=True`` raises :class:`InvalidDocumentError` at the first file that would be skipped.
-    ``follow_links`` follows links out of the folders given; ``max_file_bytes`` and
-    ``max_text_bytes`` bound what one file may cost (see the module docs).
+    ``follow_links`` follows links out of the folders given; ``max_file_bytes``,
+    ``max_text_bytes`` and ``pdf_limits`` (:class:`~.pdf.PdfLimits`) bound what one file may cost
+    (see the module docs).
     """
     ocr_config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
     _check_limit("max_file_bytes", max_file_bytes)
@@ -128,7 +130,8 @@ def load_paths(
     for found in files:
         try:
             accept(_load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
-                              max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, found=found),
+                              max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, found=found,
+                              pdf_limits=pdf_limits),
                    str(found.path))
         except InvalidDocumentError as exc:
             if strict:
@@ -164,6 +167,7 @@ def load_file(
     progress: Optional[ProgressCallback] = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    pdf_limits: Optional[PdfLimits] = None,
 ) -> Document:
     """Load one file as a :class:`Document`.
 
@@ -178,13 +182,14 @@ def load_file(
 
     Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded
     (unreadable, not a regular file, larger than ``max_file_bytes``, text larger than
-    ``max_text_bytes``, binary, not UTF-8, empty, encrypted, over a PDF parser limit, or image-only
+    ``max_text_bytes``, binary, not UTF-8, empty, encrypted, over a PDF parser limit or over
+    ``pdf_limits`` (:class:`~.pdf.PdfLimits`: pages, content bytes, CPU time), or image-only
     PDF that OCR cannot read), and :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and
     the engine is not installed.
     """
     return _load_file(Path(path), root=root, kind=kind, doc_id=doc_id, metadata=metadata,
                       ocr=ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress,
-                      max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes)
+                      max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, pdf_limits=pdf_limits)
 
 
 def _load_file(
@@ -199,6 +204,7 @@ def _load_file(
     kind: Optional[str] = None,
     doc_id: Optional[str] = None,
     found: Optional[FoundFile] = None,
+    pdf_limits: Optional[PdfLimits] = None,
 ) -> Document:
     """:func:`load_file`; ``found`` (from :func:`~.discover.discover`) makes the read open exactly
     the file discovery checked (see :func:`.text._open_file`)."""
@@ -228,7 +234,8 @@ def _load_file(
             _check_file(path, where, max_file_bytes)
         try:
             pages, title, ocr_pages, reader = _read_pdf(path, where, ocr, progress=progress, found=found,
-                                                        limit=max_file_bytes)
+                                                        limit=max_file_bytes, max_text_bytes=max_text_bytes,
+                                                        limits=pdf_limits)
         except (InvalidDocumentError, ImportError, OcrUnavailableError):
             raise
         except Exception as exc:
