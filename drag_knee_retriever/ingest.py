@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
 from .config import BuildConfig
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, StoreError
 from .nodes import Document, TreeNode
 from .store import NodeStore
 from .store.filters import parse_filters
@@ -98,6 +98,7 @@ class Ingestor:
         keep seeing only those.)
         """
         started = time.perf_counter()
+        self._check_writable()
         docs = validate_documents(documents)
         report = IngestReport()
         track = getattr(self.summarizer, "track", None)
@@ -149,6 +150,7 @@ class Ingestor:
     def add_nodes(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees: every document's full node set, checked before anything is written."""
         started = time.perf_counter()
+        self._check_writable()
         report = IngestReport()
         trees = trees_from_nodes(nodes)
         with self.lock:
@@ -164,6 +166,12 @@ class Ingestor:
             self._sweep_after_ingest(report)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _check_writable(self) -> None:
+        """A store opened read-only (an index of a newer format) refuses before any work is done."""
+        reason = getattr(self.store, "read_only", None)
+        if reason:
+            raise StoreError(reason)
 
     @staticmethod
     def triage(doc_id: str, new_hash: str, existing: Dict[str, str], report: IngestReport) -> bool:
@@ -215,6 +223,7 @@ class Ingestor:
         own delete path per rootless document (root-first, though there is none). This is the
         thorough check (``docs gc``); an ingest runs :meth:`sweep_pending` instead.
         """
+        self._check_writable()
         with self.lock:
             nodes: Dict[str, int] = {}
             rooted = set()
@@ -279,6 +288,7 @@ class Ingestor:
         """Remove a document's whole tree. Returns False if it was not indexed."""
         if not isinstance(doc_id, str) or not doc_id:
             raise InvalidDocumentError(f"doc_id must be a non-empty string, got {doc_id!r}.")
+        self._check_writable()
         with self.lock:
             known = doc_id in self.existing_hashes([doc_id])
             # Delete even when the root is missing: that clears what an interrupted ingest left.

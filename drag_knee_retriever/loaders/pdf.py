@@ -83,10 +83,6 @@ class PdfLimits:
 DEFAULT_PDF_LIMITS = PdfLimits()
 
 
-class _WorkLimit(Exception):
-    """Raised inside pypdf's extraction when the file's budget is spent (see :class:`_PdfWork`)."""
-
-
 class _PdfWork:
     """The budget of one PDF: the operator visitor checks the clock; pages add content and text."""
 
@@ -96,17 +92,19 @@ class _PdfWork:
         self.budget = limits.seconds_for(file_bytes)
         self.deadline = self.started + self.budget
         self.operators = 0
+        self.page, self.pages = 0, 0  # the page being read, of how many (for the message)
         self.content = 0
         self.text = 0
         self.spent = False
 
     def visit(self, operator: Any, operands: Any, cm: Any, tm: Any) -> None:
-        # Called by pypdf before every operator, inside forms too. Raising stops the page (pypdf
-        # swallows it inside a form, then the next operator raises again, so the rest is skipped).
+        # Called by pypdf before every operator, inside forms too. Raising stops the page: pypdf
+        # swallows an error inside a form, but the next operator raises again, up to the page's
+        # own operators, where it leaves pypdf.
         self.operators += 1
         if self.spent or (not self.operators & 255 and time.thread_time() > self.deadline):
             self.spent = True
-            raise _WorkLimit()
+            raise self._over(self.page, self.pages)
 
     def check_pages(self, count: int) -> None:
         if count > self.limits.max_pages:
@@ -131,12 +129,15 @@ class _PdfWork:
                 f"page {done} of {total} (embedding that much takes hours); split it into parts, or raise the limit "
                 "(--max-text-mb, or max_text_bytes=).")
         if self.spent or time.thread_time() > self.deadline:
-            spent = time.thread_time() - self.started
-            raise InvalidDocumentError(
-                f"{self.where}: takes far more work to read than a PDF of its size should (over {spent:.1f} s of CPU "
-                f"for {self.file_bytes / 1024:.0f} KB, at page {done} of {total}; the limit is {self.budget:.1f} s): a "
-                "hostile or broken file, skipped. Re-export or repair it (e.g. qpdf in.pdf out.pdf), or raise the "
-                "limit (pdf_limits=PdfLimits(seconds_per_mb=...)).")
+            raise self._over(done, total)
+
+    def _over(self, done: int, total: int) -> InvalidDocumentError:
+        spent = time.thread_time() - self.started
+        return InvalidDocumentError(
+            f"{self.where}: takes far more work to read than a PDF of its size should (over {spent:.1f} s of CPU "
+            f"for {self.file_bytes / 1024:.0f} KB, at page {done} of {total}; the limit is {self.budget:.1f} s): a "
+            "hostile or broken file, skipped. Re-export or repair it (e.g. qpdf in.pdf out.pdf), or raise the "
+            "limit (pdf_limits=PdfLimits(seconds_per_mb=...)).")
 
 
 def _text_operators() -> Any:
@@ -156,10 +157,7 @@ def _page_text(page: Any, work: _PdfWork, has_text: Any) -> str:
         work.add_content(len(data))
     if data is not None and not has_text(data):
         return page.extract_text() or ""  # pypdf skips it unparsed; no visitor, no extra work
-    try:
-        return page.extract_text(visitor_operand_before=work.visit) or ""
-    except _WorkLimit:
-        return ""  # work.spent is set: after_page() says why
+    return page.extract_text(visitor_operand_before=work.visit) or ""
 
 
 def _import_pypdf() -> Any:
@@ -229,6 +227,7 @@ def _read_pdf(
         has_text = _text_operators()
         pages = []
         for number, page in enumerate(reader.pages, start=1):
+            work.page, work.pages = number, total
             pages.append(_clean_page(_page_text(page, work, has_text)))
             work.after_page(number, total, pages[-1])
         title = None

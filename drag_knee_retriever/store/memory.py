@@ -37,8 +37,10 @@ from ..nodes import TreeNode
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
 from .base import score_limit, side_scores
+from .integrity import recorded_meta
 from .payload import (
     META_ID,
+    META_IDS,
     collection_info,
     full_node,
     is_node,
@@ -104,14 +106,21 @@ class MemoryStore(NodeStore):
         self._open = True
         self._write_meta(dense_size, model_id, sparse_model)
 
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
+                    meta: Optional[Dict[str, Any]] = None) -> None:
+        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model)
         with self._lock:
-            self._put(META_ID, meta_payload(dense_size, model_id, sparse_model), meta_vector(dense_size), (), ())
+            for point_id in META_IDS:
+                self._put(point_id, dict(payload), meta_vector(dense_size), (), ())
+
+    def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
+        self._count()
+        points = [self._points.get(i) if self._open else None for i in META_IDS]
+        return [dict(p.payload) if p is not None else None for p in points]
 
     def collection_info(self) -> Dict[str, Any]:
         self._count()
-        point = self._points.get(META_ID) if self._open else None
-        return collection_info(point.payload if point else None, engine=self.engine, collection=self.collection)
+        return collection_info(recorded_meta(self), engine=self.engine, collection=self.collection)
 
     # -- writes --------------------------------------------------------------------------------
 

@@ -10,10 +10,14 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
 from ..nodes import Span, TreeNode
-from .base import SCHEMA_VERSION, RankedHit
+from .base import READ_VERSION, SCHEMA_VERSION, RankedHit
 
 #: The id of the collection's bookkeeping point (which model built it); the same in every engine.
 META_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-meta"))
+#: Its copy, written with it: the model identity survives the loss of either (see store/integrity.py).
+META_COPY_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-meta-copy"))
+#: Both bookkeeping points, in the order they are read.
+META_IDS = (META_ID, META_COPY_ID)
 
 # What a walk reads of a ranked node: its place in the tree, its span and its version. A "light"
 # ranking (``rank(..., light=True)``) returns only these; the text, keywords, metadata and
@@ -35,11 +39,31 @@ def is_node(payload: Optional[Mapping[str, Any]]) -> bool:
 
 def full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     """A node from its whole stored payload."""
-    return TreeNode.from_payload(node_id, payload)
+    try:
+        return TreeNode.from_payload(node_id, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(node_id, exc) from None
+
+
+def _unreadable(node_id: str, exc: Exception) -> Exception:
+    from ..errors import IndexDamagedError
+
+    what = f"has no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else f"is malformed ({exc})"
+    return IndexDamagedError(
+        f"The index is damaged: the stored payload of node {node_id} {what}. Nothing was changed; restore the "
+        "folder from a backup, or move it aside and ingest the documents again."
+    )
 
 
 def light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     """A node from a payload holding only :data:`WALK_FIELDS`: text, keywords, metadata empty."""
+    try:
+        return _light_node(node_id, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(node_id, exc) from None
+
+
+def _light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     return TreeNode(
         id=node_id,
         doc_id=payload["doc_id"],
@@ -57,11 +81,16 @@ def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Op
     """The bookkeeping point's payload: which model built the collection (and how BM25's IDF is applied).
 
     It has no doc_id, level or is_leaf, so no search (always restricted by level, leaf flag, ids
-    or ``level >= 0``) and no count sees it. ``bm25_idf``: the store's own IDF scheme
+    or ``level >= 0``) and no count sees it. ``schema_version`` is the index format this release
+    writes and ``read_version`` the oldest format whose readers can still read it (see
+    :func:`~drag_knee_retriever.store.integrity.open_existing`). ``bm25_idf``: the store's own IDF scheme
     (:data:`~drag_knee_retriever.bm25_idf.SCHEME`), absent when the engine applies IDF.
     """
+    from .integrity import library
+
     payload = {"kind": "meta", "model_id": model_id, "dense_size": dense_size,
-               "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION}
+               "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION, "read_version": READ_VERSION,
+               "written_by": library()}
     if bm25_idf:
         payload["bm25_idf"] = bm25_idf
     return payload

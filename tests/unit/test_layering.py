@@ -119,7 +119,8 @@ RULES = [
     # The engines share base/filters/payload (and the data types) and never import each other;
     # which engine library each may import is tests/unit/test_store_layering.py's job.
     Rule("store engines import only store.base/filters/payload", applies=_p("store.qdrant", "store.edge", "store.memory"),
-         only=_p("store.base", "store.filters", "store.payload", "store.edge", "errors", "nodes", "config",
+         only=_p("store.base", "store.filters", "store.payload", "store.integrity", "store.edge", "errors", "nodes",
+                 "config",
                  # engine-neutral helpers of issue 16: exact BM25 IDF, disk refusals, URL redaction
                  "bm25_idf", "disk", "redact")),
 ]
