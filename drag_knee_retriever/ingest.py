@@ -2,7 +2,8 @@
 
 :class:`Ingestor` is what ``DragKneeIndex.add_documents`` / ``add_nodes`` / ``delete_document``
 run. Both ways in share one change check (:meth:`Ingestor.triage`) and one write
-(:meth:`Ingestor.write_trees`): a tree's root is its commit point and is written last.
+(:meth:`Ingestor.write_trees`): a tree's root is its commit point and is written last, one
+document after the other.
 """
 
 from __future__ import annotations
@@ -193,26 +194,25 @@ class Ingestor:
         return {node.doc_id: node.doc_hash for node in self.store.retrieve(ids) if node.level == 0}
 
     def write_trees(self, trees: List[DocumentTree], records: List[Any], progress: Optional[Progress]) -> None:
-        """Replace each tree's document: its old nodes go, then every body node, then the roots."""
+        """Replace each tree's document in turn: its old nodes go, then its body, then its root."""
         by_id = {r.node.id: r for r in records}
         # The root is a tree's commit point: nothing is written after it, so a stored root always
-        # means one whole tree of one version. First every node of the document goes (a changed
-        # document's old tree, or the rootless leftovers of an interrupted ingest), then the body,
-        # then the roots. A document being replaced is invisible until its new root lands.
-        # The store notes the documents as pending first (one file write per batch), so a crash
-        # anywhere in here leaves rootless nodes only where the next ingest's sweep looks.
+        # means one whole tree of one version. Per document, first all its nodes go (a changed
+        # document's old tree, or the rootless leftovers of an interrupted ingest), then its body,
+        # then its root, so a document being replaced is invisible only while its own nodes are
+        # written: an ingest killed there hides that one document until the re-run (writing the
+        # batch's deletes, bodies and roots in three passes hid up to the whole 64-document batch).
+        # The store notes the batch's documents as pending first (one file write per batch), so a
+        # crash anywhere in here leaves rootless nodes only where the next ingest's sweep looks.
+        total = len(records)
+        written = 0
         with self.store.writing([t.doc_id for t in trees]):
             for tree in trees:
                 self.store.delete_nodes(tree.doc_id)
-            body = [by_id[n.id] for t in trees for n in t.nodes[:-1]]
-            roots = [by_id[t.root.id] for t in trees]
-            total = len(body) + len(roots)
-            self.store.upsert(body)
-            if progress:
-                progress("writing", len(body), total)
-            self.store.upsert(roots)
-            if progress:
-                progress("writing", total, total)
+                self.store.upsert([by_id[n.id] for n in tree.nodes])  # deepest first, the root last
+                written += len(tree.nodes)
+                if progress:
+                    progress("writing", written, total)
 
     def sweep_orphans(self) -> OrphanSweep:
         """Delete the nodes of every document that has nodes but no root, and say what went.

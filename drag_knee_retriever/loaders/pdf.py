@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 from ..errors import InvalidDocumentError
 from ..ocr import OcrConfig
 from .discover import FoundFile, PathLike, ProgressCallback
-from .text import _read_bytes
+from .text import _read_bytes, has_visible_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ocr import OcrMode
@@ -252,7 +252,7 @@ def _read_pdf(
     if not pages:
         raise InvalidDocumentError(f"{where}: has no pages; there is nothing to index.")
     pages, ocr_pages, ocr_problem = _ocr_pages(raw, pages, ocr, path, where, progress)
-    if not any(p.strip() for p in pages):
+    if not any(has_visible_text(p) for p in pages):
         if ocr_problem:
             raise InvalidDocumentError(f"{where}: has no extractable text (a scanned or image-only PDF?); {ocr_problem}")
         if ocr.mode == "never":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import unicodedata
 from pathlib import Path
 from typing import Any, Dict, Optional, TextIO, Union
 
@@ -17,6 +18,25 @@ _SNIFF_BYTES = 8192
 # Control characters that never appear in text files (everything below 0x20 except \t \n \f \r
 # and ESC, which shows up in logs with colour codes).
 _BINARY_CONTROL = bytes(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B})
+
+
+#: Unicode categories that show nothing: format characters (zero-width space, joiners, BOM, soft
+#: hyphen, direction marks), controls, and separators.
+_INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether ``text`` shows anything: a text of zero-width characters (U+200B, U+2060, U+FEFF ...)
+    and spaces looks empty and has nothing to index. Stops at the first visible character, so a
+    real text costs one look."""
+    for char in text:
+        if not char.isspace() and unicodedata.category(char) not in _INVISIBLE:
+            return True
+    return False
+
+
+_NOTHING_VISIBLE = ("has no visible text (only zero-width, control or space characters); there is nothing "
+                    "to index.")
 
 
 def _check_limit(name: str, value: Any) -> None:
@@ -42,6 +62,8 @@ def load_text(
         raise InvalidDocumentError(f"{where}: a PDF cannot be given as text; pass the file path instead.")
     if not text.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
+    if not has_visible_text(text):
+        raise InvalidDocumentError(f"{where}: {_NOTHING_VISIBLE}")
     base: Dict[str, Any] = dict(metadata or {})
     base.update({"source": doc_id, "path": doc_id, "kind": kind})
     title = markdown_title(text) if kind == "markdown" else text_title(text)
@@ -234,4 +256,6 @@ def _read_text(path: Path, where: str, limit: Optional[int] = None, found: Optio
     text = _decode(raw, where)
     if not text.strip():
         raise InvalidDocumentError(f"{where}: has only whitespace; there is nothing to index.")
+    if not has_visible_text(text):
+        raise InvalidDocumentError(f"{where}: {_NOTHING_VISIBLE}")
     return text
