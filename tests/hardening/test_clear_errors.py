@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from drag_knee_retriever import DragKneeIndex
+from drag_knee_retriever import DragKneeIndex, StoreConfig
 from drag_knee_retriever.errors import ConfigError
 from hardening_support import cli_all
 
@@ -20,7 +20,7 @@ def test_a_bad_collection_name_is_named_not_a_damaged_index(name, tmp_path):
     """Item 9: ``drag-knee ingest d --engine local --collection a/b`` said the index "is damaged or
     not a drag-knee index ... Move the folder aside"; the folder was new and fine."""
     with pytest.raises(ConfigError, match="collection .* cannot be used"):
-        DragKneeIndex(tmp_path / "api", engine="local", collection=name)
+        DragKneeIndex(tmp_path / "api", store=StoreConfig(engine="local", collection=name))
 
 
 def test_cli_bad_collection_names_on_both_engines(tmp_path):
@@ -38,7 +38,7 @@ def test_cli_bad_collection_names_on_both_engines(tmp_path):
 def _small_index(folder, engine, encoder):
     from drag_knee_retriever import Document
 
-    index = DragKneeIndex(folder, engine=engine, encoder=encoder)
+    index = DragKneeIndex(folder, embedding=encoder, store=StoreConfig(engine=engine))
     index.add_documents([Document(id="a.txt", text="Lighthouses guide ships.\n\nKeepers log the tides.")])
     return index
 
@@ -77,10 +77,10 @@ def test_a_lock_file_replaced_by_a_folder_is_named(engine, tmp_path, caching_enc
     lock.unlink()
     lock.mkdir()
     with pytest.raises(StoreError, match="lock file .* is a folder.*Nothing was changed; if no other program"):
-        DragKneeIndex(folder, engine=engine, encoder=caching_encoder)
+        DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine))
     (proc,) = cli_all(tmp_path, [["stats", "--index", str(folder), "--engine", engine]])
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-1500:]
     assert "is a folder" in proc.stderr.strip().splitlines()[-1], proc.stderr[-1500:]
     lock.rmdir()  # the fix the message gives
-    with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         assert index.list_documents()

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.errors import IndexDamagedError, ModelMismatchError, StoreError
 from drag_knee_retriever.store.base import SCHEMA_VERSION
 from drag_knee_retriever.store.payload import META_COPY_ID, META_ID
@@ -50,7 +50,7 @@ def built(tmp_path_factory, caching_encoder):
     folders = {}
     for engine in ENGINES:
         folder = tmp_path_factory.mktemp(f"built-{engine}") / "index"
-        with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+        with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
             index.add_documents(_documents())
             folders[engine] = (folder, index.store.count())
     return folders
@@ -113,7 +113,7 @@ def test_a_damaged_edge_index_says_so_on_open(built, tmp_path, caching_encoder):
         _damage(copies[kind], kind, nodes)
     for kind, folder in copies.items():
         with pytest.raises(IndexDamagedError, match="is damaged.*Nothing was changed; restore the folder") as info:
-            DragKneeIndex(folder, encoder=caching_encoder)
+            DragKneeIndex(folder, embedding=caching_encoder)
         assert str(folder) in str(info.value), (kind, str(info.value))
     # One command per folder at a time (a folder is locked to one process).
     stats = cli_all(tmp_path, [["stats", "--index", str(folder)] for folder in copies.values()])
@@ -129,15 +129,15 @@ def test_an_undamaged_index_opens_after_writes_reopens_and_a_kill(built, tmp_pat
     """No false alarm: replaced and deleted documents, reopen after reopen, and a session that never
     closed (its counts are not recorded: the next open checks the sample only, then records)."""
     folder = _copy(built[engine][0], tmp_path / "index")
-    with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         index.delete_document("note0.txt")
         index.add_documents([Document(id="note1.txt", text="A replaced note about fog horns.")])
         count = index.store.count()
-    with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         assert index.store.count() == count and len(index.list_documents()) == DOCS - 1
         index.add_documents([Document(id="new.txt", text="A new note about harbours.")])
         index.store._close_record = lambda: None  # as if killed: the counts stay unrecorded
-    with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         assert len(index.list_documents()) == DOCS
     record = _record_path(folder, engine)
     assert json.loads(record.read_text())["clean"] is True
@@ -157,7 +157,7 @@ def test_lost_nodes_in_local_mode_are_noticed(built, tmp_path, caching_encoder):
     with sqlite3.connect(folder / "collection" / "drag_knee" / "storage.sqlite") as db:
         db.execute("DELETE FROM points WHERE rowid % 2 = 0")
     with pytest.raises(IndexDamagedError, match=r"holds \d+ nodes? of \d+ documents?, but held"):
-        DragKneeIndex(folder, engine="local", encoder=caching_encoder)
+        DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="local"))
 
 
 # -- item 5: the model's identity -----------------------------------------------------------------
@@ -207,8 +207,8 @@ def test_a_lost_record_never_lets_another_model_take_over(lost, built, tmp_path,
     else:
         _drop_points(folder, engine, [META_ID] if lost == "the point" else [META_ID, META_COPY_ID])
     with pytest.raises(ModelMismatchError, match="fake/other-model"):
-        DragKneeIndex(folder, engine=engine, embedding=OtherModel())
-    with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+        DragKneeIndex(folder, embedding=OtherModel(), store=StoreConfig(engine=engine))
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         assert index.stats()["stored_model"] == caching_encoder.model_id
         assert index.search("lighthouse tides").nodes
         payloads = index.store._meta_payloads()
@@ -221,21 +221,21 @@ def test_every_record_lost_or_records_that_disagree_are_refused(built, tmp_path,
     _drop_points(folder, engine, [META_ID, META_COPY_ID])
     _record_path(folder, engine).unlink()
     with pytest.raises(IndexDamagedError, match="every record of the model that built them is lost"):
-        DragKneeIndex(folder, engine=engine, embedding=OtherModel())
+        DragKneeIndex(folder, embedding=OtherModel(), store=StoreConfig(engine=engine))
     other = _copy(built[engine][0], tmp_path / "other")
     record = _record_path(other, engine)
     data = json.loads(record.read_text())
     data["meta"]["model_id"] = "someone/else"
     record.write_text(json.dumps(data))
     with pytest.raises(IndexDamagedError, match="records of the model that built it disagree"):
-        DragKneeIndex(other, engine=engine, encoder=caching_encoder)
+        DragKneeIndex(other, embedding=caching_encoder, store=StoreConfig(engine=engine))
 
 
 # -- item 10: an index of a newer format ----------------------------------------------------------
 
 
 def _as_newer_release(folder: Path, engine: str, encoder, *, write: int, read: int) -> None:
-    with DragKneeIndex(folder, engine=engine, encoder=encoder) as index:
+    with DragKneeIndex(folder, embedding=encoder, store=StoreConfig(engine=engine)) as index:
         meta = dict(index.store._meta_payloads()[0])
         meta.update(schema_version=write, read_version=read, written_by="drag-knee-retriever 9.9.9")
         index.store._write_meta(meta["dense_size"], meta["model_id"], meta["sparse_model"], meta=meta)
@@ -253,7 +253,7 @@ def test_an_index_of_a_newer_format_opens_read_only(built, tmp_path, caching_enc
     folder = _copy(built[engine][0], tmp_path / "index")
     _as_newer_release(folder, engine, caching_encoder, write=SCHEMA_VERSION + 1, read=SCHEMA_VERSION)
     caplog.set_level(logging.WARNING)
-    with DragKneeIndex(folder, engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         assert "opens the index read-only" in caplog.text and "9.9.9" in caplog.text
         assert index.search("lighthouse tides").nodes and len(index.list_documents()) == DOCS
         for write in (lambda: index.add_documents([Document(id="x.txt", text="A note.")]),
@@ -263,7 +263,7 @@ def test_an_index_of_a_newer_format_opens_read_only(built, tmp_path, caching_enc
     unreadable = _copy(built[engine][0], tmp_path / "unreadable")
     _as_newer_release(unreadable, engine, caching_encoder, write=SCHEMA_VERSION + 2, read=SCHEMA_VERSION + 1)
     with pytest.raises(StoreError, match="cannot read. Nothing was changed; upgrade"):
-        DragKneeIndex(unreadable, engine=engine, encoder=caching_encoder)
+        DragKneeIndex(unreadable, embedding=caching_encoder, store=StoreConfig(engine=engine))
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "n.txt").write_text("A note about buoys.\n")
     ingest = cli(tmp_path, "ingest", "d", "--index", str(folder), "--engine", engine)

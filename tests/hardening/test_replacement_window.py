@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.loaders import load_paths
 
 HERE = Path(__file__).resolve().parent
@@ -52,9 +52,9 @@ CHILD = r"""
 import json, os, signal, sys
 sys.path.insert(0, sys.argv[2])
 from test_replacement_window import HashEmbedding, documents, KILL_AFTER_DELETE
-from drag_knee_retriever import DragKneeIndex
+from drag_knee_retriever import DragKneeIndex, StoreConfig
 cfg = json.loads(sys.argv[1])
-index = DragKneeIndex(cfg["folder"], engine=cfg["engine"], embedding=HashEmbedding())
+index = DragKneeIndex(cfg["folder"], embedding=HashEmbedding(), store=StoreConfig(engine=cfg["engine"]))
 store, deletes = index.store, [0]
 real_delete = store.delete_nodes
 def delete_then_die(doc_id, **kwargs):
@@ -70,12 +70,12 @@ print("not killed", flush=True)
 
 def test_a_killed_replacement_hides_at_most_one_document_with_a_fake_embedding(engine, tmp_path):
     folder = tmp_path / "index"
-    with DragKneeIndex(folder, engine=engine, embedding=HashEmbedding()) as index:
+    with DragKneeIndex(folder, embedding=HashEmbedding(), store=StoreConfig(engine=engine)) as index:
         index.add_documents(documents(0))
     child = subprocess.run([sys.executable, "-c", CHILD, json.dumps({"folder": str(folder), "engine": engine}),
                             str(HERE)], capture_output=True, text=True, timeout=300)
     assert child.returncode == -signal.SIGKILL, (child.returncode, child.stdout, child.stderr[-2000:])
-    with DragKneeIndex(folder, engine=engine, embedding=HashEmbedding()) as index:
+    with DragKneeIndex(folder, embedding=HashEmbedding(), store=StoreConfig(engine=engine)) as index:
         visible = {d.doc_id for d in index.list_documents()}
         hidden = sorted({d.id for d in documents(0)} - visible)
         assert len(hidden) <= 1, f"{len(hidden)} of {DOCS} documents hidden by one killed replacement: {hidden}"
