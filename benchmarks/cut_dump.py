@@ -29,12 +29,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from drag_knee_retriever import DragKneeIndex, EncoderRuntime, StoreConfig
-from drag_knee_retriever.builder import span_leaf_ids
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks.datasets
+
+from benchmarks.datasets import load_dataset  # noqa: E402
+from drag_knee_retriever import DragKneeIndex, EncoderRuntime, StoreConfig  # noqa: E402
+from drag_knee_retriever.ids import span_leaf_ids
 from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
 from drag_knee_retriever.embeddings import Encoder
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table
-from drag_knee_retriever.eval.datasets import load_dataset
 from drag_knee_retriever.eval.encoding import CachingEncoder
 from drag_knee_retriever.nodes import ScoredNode, Trace
 from drag_knee_retriever.store import RankRequest, parse_filters

@@ -270,7 +270,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     for noisy in ("drag_knee_retriever", "fastembed", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from drag_knee_retriever.eval.datasets import load_dataset
+    from benchmarks.datasets import load_dataset
 
     variants = list(dict.fromkeys(["default"] + args.variants))
     rows: List[Dict[str, Any]] = []

@@ -39,7 +39,7 @@ from drag_knee_retriever.embeddings.fastembed import FastEmbedDense  # noqa: E40
 
 def pages(limit: int) -> List[str]:
     """The first ``limit`` non-empty text pages of the mmlb20 documents, in document order."""
-    from drag_knee_retriever.eval.datasets import load_dataset
+    from benchmarks.datasets import load_dataset
 
     ds = load_dataset("mmlongbench", None, max_doc_pages=20)
     texts = [p for doc in ds.documents for p in doc.pages if p.strip()]

@@ -141,7 +141,7 @@ def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optiona
         del chunk, leaves
     wall_s = time.perf_counter() - started
     node_map = store._node_map  # the benchmark reads the store's private state to report it
-    map_state = {"complete": node_map.complete, "held": len(node_map._nodes), "capacity": node_map.capacity}
+    map_state = {"complete": node_map.complete, "held": len(node_map.nodes), "capacity": node_map.capacity}
     peak = _rss("VmHWM")
     queries = make_queries(sample, 400, seed)
     del sample

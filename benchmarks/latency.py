@@ -28,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO))  # benchmarks.datasets
 from ingest import MODEL, load  # noqa: E402
 
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
@@ -40,7 +41,7 @@ def load_mmlongbench_pages(limit_docs=None, max_doc_pages=None):
     """Every MMLongBench document with a text layer (shared store) and its text-answerable questions
     as ``(question, doc_id)``. CC BY-NC: only timings are printed, never text."""
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
-    from drag_knee_retriever.eval.datasets import load_mmlongbench
+    from benchmarks.datasets.mmlongbench import load_mmlongbench
 
     ds = load_mmlongbench(shared_store=True, limit_docs=limit_docs, max_doc_pages=max_doc_pages)
     return ds.documents, [(q.text, q.metadata["doc_id"]) for q in ds.questions]

@@ -214,7 +214,9 @@ def main() -> None:
     from drag_knee_retriever import DragKneeIndex
     from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, EncoderRuntime, SearchConfig, StoreConfig
     from drag_knee_retriever.embeddings.encoder import Encoder
-    from drag_knee_retriever.eval.datasets import load_mmlongbench
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))  # benchmarks.datasets
+    from benchmarks.datasets.mmlongbench import load_mmlongbench
     from drag_knee_retriever.eval.encoding import CachingEncoder
 
     ds = load_mmlongbench(max_doc_pages=20 if args.docs == "le20" else None, limit_questions=args.limit_questions,

@@ -6,9 +6,9 @@ normalised dense/BM25 scores instead of RRF scores, and replacing each returned 
 knee-cut of its own leaves. ``proto_knee_rrf`` uses the store's RRF ranking and must reproduce
 ``drag_knee``: it is the control. Their figures and verdicts are in benchmarks/RESULTS.md.
 
-    python benchmarks/prototypes.py --dataset covidqa --out runs/covidqa ...   # = drag-knee eval + proto_*
+    python benchmarks/prototypes.py --dataset covidqa --out runs/covidqa ...   # = benchmarks/eval.py + proto_*
 
-takes every option of ``python -m drag_knee_retriever.eval`` and adds the ``proto_*`` methods
+takes every option of ``python benchmarks/eval.py`` and adds the ``proto_*`` methods
 (:func:`prototype_factory`) to the default index and to every build variant.
 """
 
@@ -17,7 +17,10 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks.eval
 
 from drag_knee_retriever.context import fetch_context
 from drag_knee_retriever.eval.baselines import LeafTokens, Method, Retrieval, hits_from_scored
@@ -96,7 +99,7 @@ class FusionRanker:
     def _seed_roots(self, request: Any, roots: List[Any], leaves: List[Any]) -> List[Any]:
         """A document scores as the better of its root and its best leaf (MaxP); documents found
         only through a leaf have their root fetched (one more request, only when needed)."""
-        from drag_knee_retriever.builder import node_id
+        from drag_knee_retriever.ids import node_id
         from drag_knee_retriever.store import RankedHit
 
         best: Dict[str, float] = {}
@@ -106,7 +109,7 @@ class FusionRanker:
         missing = [doc for doc in best if doc not in by_doc]
         if missing:
             # A one-leaf document's root is its leaf: ask for both ids, keep the level-0 node.
-            from drag_knee_retriever.builder import leaf_id
+            from drag_knee_retriever.ids import leaf_id
 
             wanted = [i for doc in missing for i in (node_id(doc, "r"), leaf_id(doc, 0))]
             for node in self.store.retrieve(wanted):
@@ -137,7 +140,7 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
 
     With ``merge_ratio`` an inner node stays whole when more than that share of its leaves
     survive the knee (AutoMerging's rule: the evidence is spread over the node)."""
-    from drag_knee_retriever.builder import span_leaf_ids
+    from drag_knee_retriever.ids import span_leaf_ids
     from drag_knee_retriever.store import RankRequest
 
     inner = [h for h in hits if not h.node.is_leaf]
@@ -327,8 +330,8 @@ def prototype_factory(index: Any, leaf_tokens: LeafTokens, label: str) -> List[M
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m drag_knee_retriever.eval`` with the prototypes added."""
-    from drag_knee_retriever.eval.cli import main as eval_main
+    """``python benchmarks/eval.py`` with the prototypes added."""
+    from benchmarks.eval import main as eval_main
 
     return eval_main(list(argv) if argv is not None else sys.argv[1:],
                      extra_methods=prototype_factory, trace_methods=TRACE_METHODS)

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from drag_knee_retriever import DragKneeIndex, StoreConfig  # noqa: E402
-from drag_knee_retriever.eval import load_dataset  # noqa: E402
+from benchmarks.datasets import load_dataset  # noqa: E402
 
 
 def _timed(fn, questions: List[str]) -> float:

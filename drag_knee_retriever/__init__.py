@@ -4,6 +4,8 @@ The core imports neither LangChain nor LlamaIndex; adapters live in
 ``drag_knee_retriever.integrations``.
 """
 
+from typing import TYPE_CHECKING
+
 from .config import (
     BuildConfig,
     EmbeddingConfig,
@@ -42,13 +44,17 @@ from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # what type checkers see; at run time the two are imported lazily (below)
+    from .index import DragKneeIndex
+    from .ingest import IngestReport
+
 
 # What the index's public methods take and return, imported when first used: the index pulls in
 # fastembed and onnxruntime, so `import drag_knee_retriever` stays cheap for users of the pure parts.
 _LAZY = {
     "DragKneeIndex": "index", "DocumentInfo": "index", "StoredDocument": "index",
     "IngestReport": "ingest", "OrphanSweep": "ingest", "Progress": "ingest",
-    "Encoder": "embeddings", "NodeStore": "store", "QueryVectors": "store",
+    "Encoder": "embeddings", "NodeStore": "store", "QueryVectors": "nodes",
 }
 
 

@@ -18,8 +18,8 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
 from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, FocusConfig, FusionConfig, SearchConfig, StoreConfig
@@ -29,8 +29,9 @@ from .context import afetch_context, fetch_context
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, InvalidSettingError, StoreError
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
-from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
+from .nodes import Document, NodeText, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .page_ranking import rank_pages
+from .relevance import relevance_request, relevance_scores
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
 from .traversal import awalk, walk
@@ -67,8 +68,14 @@ class StoredDocument:
     doc_id: str
     text: str
     metadata: Mapping[str, Any]
-def _in_flight(method: Any) -> Any:
-    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it."""
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _in_flight(method: _Method) -> _Method:
+    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it.
+
+    Typed to return the method's own signature, so type checkers see ``search`` / ``flat_search``
+    as written (a misspelled keyword is an error), not ``Any``."""
 
     @functools.wraps(method)
     def tracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
@@ -84,7 +91,7 @@ def _in_flight(method: Any) -> Any:
                 self._searching -= 1
                 flight.notify_all()
 
-    return tracked
+    return cast(_Method, tracked)
 
 
 class DragKneeIndex:
@@ -209,6 +216,20 @@ class DragKneeIndex:
         """Remove a document's whole tree. Returns False if it was not indexed."""
         return self._ingestor.delete_document(doc_id)
 
+    async def aadd_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+        """:meth:`add_documents` without blocking the event loop (building and encoding are
+        CPU-bound: they run in a worker thread), with the same guarantees: checked before anything
+        is written, one writer at a time, a document visible only once its root is stored."""
+        return await asyncio.to_thread(self.add_documents, list(documents), progress=progress)
+
+    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+        """:meth:`add_nodes` in a worker thread."""
+        return await asyncio.to_thread(self.add_nodes, nodes, progress=progress)
+
+    async def adelete_document(self, doc_id: str) -> bool:
+        """:meth:`delete_document` in a worker thread."""
+        return await asyncio.to_thread(self.delete_document, doc_id)
+
     def sweep_orphans(self) -> OrphanSweep:
         """Delete every rootless document's nodes (what a killed ingest or delete left behind).
 
@@ -247,6 +268,26 @@ class DragKneeIndex:
             out.append(StoredDocument(doc_id=doc_id, text="\n\n".join(leaf.text for leaf in leaves),
                                       metadata=dict(root.metadata)))
         return out
+
+    def get_nodes(self, node_ids: Sequence[str]) -> List[NodeText]:
+        """Tree nodes by id (a result's ``node.id`` / ``parent_id`` / ``child_ids``), each with its
+        span's full text, in the order given; ids not stored (or of a tree being rewritten) are
+        skipped. One fetch for the nodes, one for the leaves of the inner ones."""
+        from .store import RankedHit
+
+        import uuid
+
+        def is_node_id(value: Any) -> bool:  # node ids are UUIDs; anything else names no node
+            try:
+                return isinstance(value, str) and str(uuid.UUID(value)) == value.lower()
+            except ValueError:
+                return False
+
+        ids = [i for i in dict.fromkeys(node_ids) if is_node_id(i)]
+        nodes = [n for n in self.store.retrieve(ids) if n.id in set(ids)] if ids else []
+        hits, texts = fetch_context(self.store, [RankedHit(node=n, score=0.0) for n in nodes])
+        by_id = {h.node.id: NodeText(node=h.node, text=texts[h.node.id]) for h in hits}
+        return [by_id[i] for i in ids if i in by_id]
 
     def stats(self) -> Dict[str, Any]:
         """Documents, nodes per level, model and collection."""
@@ -321,6 +362,9 @@ class DragKneeIndex:
 
         hits = walk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
+        extra = relevance_request(hits)
+        plan.score(hits, self.store.rank([extra], vectors, rrf_k=rrf_k, explain=False,
+                                         light=True)[0] if extra else ())
         return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
@@ -340,6 +384,9 @@ class DragKneeIndex:
 
         hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
         plan.mark("walk")
+        extra = relevance_request(hits)
+        plan.score(hits, (await self.store.arank([extra], vectors, rrf_k=rrf_k, explain=False,
+                                                 light=True))[0] if extra else ())
         return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     def _plan(self, query: Any, *, filters: Any = None, config: Optional[SearchConfig] = None,
@@ -378,7 +425,8 @@ class DragKneeIndex:
         if wanted <= self._metadata_keys:
             return
         self._metadata_keys = self._metadata_keys | frozenset(
-            k for root in self.store.scroll_nodes(level=0, with_text=False) for k in root.metadata)
+            k for root in self.store.scroll_nodes(level=0, with_text=False)
+            for k in (*root.metadata, *(root.metadata.get("drag_page_keys") or ())))
         unknown = sorted(wanted - self._metadata_keys)
         if not unknown:
             return
@@ -388,7 +436,8 @@ class DragKneeIndex:
         )
 
     def _result(self, plan: "_SearchPlan", hits: Sequence[Any], texts: Dict[str, str]) -> SearchResult:
-        nodes = [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
+        nodes = [ScoredNode(node=h.node, score=plan.public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
+                 for i, h in enumerate(hits)]
         if plan.settings.order == "document":
             nodes.sort(key=lambda s: (s.node.doc_id, s.node.span.first_leaf))
         plan.mark("context")
@@ -439,8 +488,12 @@ class DragKneeIndex:
             hits = rank_pages(self.store, request, query_vectors, k=k, rrf_k=rrf_k)
         else:
             hits = self.store.rank([request], query_vectors, rrf_k=rrf_k, explain=False)[0]
+        extra = relevance_request(hits)
+        public = dict(zip((h.node.id for h in hits), relevance_scores(
+            hits, self.store.rank([extra], query_vectors, rrf_k=rrf_k, explain=False, light=True)[0] if extra else ())))
         hits, texts = fetch_context(self.store, hits)
-        return [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
+        return [ScoredNode(node=h.node, score=public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
+                for i, h in enumerate(hits)]
 
 
 @dataclass
@@ -454,12 +507,20 @@ class _SearchPlan:
     requests_before: int
     started: float
     last: float = 0.0
+    # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
+    public: Dict[str, float] = field(default_factory=dict)
+
+    def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
+        """Give every hit its public score (the walk's raw scores stay on the hits)."""
+        self.public = dict(zip((h.node.id for h in hits), relevance_scores(hits, answered)))
+        self.mark("score")
 
     def cap(self, hits: Sequence[Any]) -> List[Any]:
-        """The walk's results within ``min_score`` and ``max_results`` (best scores kept)."""
+        """The walk's results within ``min_score`` (on the public score) and ``max_results``
+        (the method's best by its own raw score kept)."""
         out = list(hits)
         if self.settings.min_score is not None:
-            out = [h for h in out if h.score >= self.settings.min_score]
+            out = [h for h in out if self.public.get(h.node.id, 0.0) >= self.settings.min_score]
         if self.settings.max_results is not None and len(out) > self.settings.max_results:
             keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
             out = [h for h in out if id(h) in keep]

@@ -50,11 +50,8 @@ _TESSERACT_NAMES = {code: name for name, code in OCR_LANGUAGES.items()}
 
 OcrMode = Literal["auto", "always", "never"]
 OCR_MODES: Tuple[str, ...] = ("auto", "always", "never")
-TEXT_SOURCE_PDF = "pdf"
-TEXT_SOURCE_OCR = "ocr"
-# Document metadata key: 1-based numbers of the pages whose text came from OCR. The builder turns
-# it into each leaf's ``text_source`` (and does not copy the list onto every node).
-OCR_PAGES_KEY = "ocr_pages"
+# The pages OCR'd are recorded in a document's metadata under point_schema.OCR_PAGES_KEY; the
+# builder turns that into each leaf's point_schema.TEXT_SOURCE_KEY.
 ENV_TESSERACT = "DRAG_KNEE_TESSERACT"
 
 # Measured on MMLongBench-Doc (benchmarks/RESULTS.md, "OCR"): 733 of the 737 pages of the 20
@@ -545,14 +542,11 @@ def fill_pages(
 
 __all__ = [
     "OCR_MODES",
-    "OCR_PAGES_KEY",
     "OcrCache",
     "OcrConfig",
     "OcrMode",
     "OcrRun",
     "OcrUnavailableError",
-    "TEXT_SOURCE_OCR",
-    "TEXT_SOURCE_PDF",
     "check_engine",
     "fill_pages",
     "install_hint",

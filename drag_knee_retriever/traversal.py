@@ -33,12 +33,12 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
-from .builder import span_leaf_ids
 from .config import FOCUS_METHODS, SearchConfig
+from .ids import span_leaf_ids
 from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
-from .store import FilterSpec, RankedHit, RankRequest
+from .store.base import FilterSpec, RankedHit, RankRequest
 
 log = logging.getLogger(__name__)
 
@@ -265,9 +265,10 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         candidate.outcome = "merged"
         candidate.suppressed_by = region_id
         if region_id not in placed:
-            # The region takes the place and the score of its best surviving leaf.
+            # The region takes the place and the score of its best surviving leaf (its cosine
+            # too: the public score of a region returned whole is its best leaf's, relevance.py).
             placed.add(region_id)
-            results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
+            results.append(RankedHit(node=by_id[region_id].node, score=hit.score, dense_score=hit.dense_score))
     step.kept_count = len(results)
     return results
 

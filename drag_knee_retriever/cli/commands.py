@@ -162,6 +162,10 @@ _STRING_FIELDS = {"doc_id", "path", "source", "kind", "title"}
 def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
     """``["kind=pdf", "kind=md", "level=1"]`` -> ``{"kind": ["pdf", "md"], "level": 1}``.
 
+    An item starting with ``{`` is a JSON object in the Python filter dialect (``$gte``, ``$in``,
+    ``$or``, ``$and``, ``$not`` ...: :mod:`drag_knee_retriever.store.filters`); several items must
+    all hold.
+
     Values that look like integers or ``true``/``false`` become int / bool, except for the fields
     the loaders always store as strings (doc_id, path, source, kind, title). Repeating a key means
     "any of these values".
@@ -169,7 +173,18 @@ def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
     if not items:
         return None
     parsed: Dict[str, List[Any]] = {}
+    documents: List[Any] = []  # --filter '{"year": {"$gte": 2020}}': the Python dialect, as JSON
     for item in items:
+        if item.lstrip().startswith("{"):
+            try:
+                value = json.loads(item)
+            except json.JSONDecodeError as exc:
+                raise CliError(f"--filter {item!r} is not valid JSON ({exc.msg} at character {exc.pos}); e.g. "
+                               "--filter '{\"year\": {\"$gte\": 2020}}'", EXIT_USAGE) from None
+            if not isinstance(value, dict):
+                raise CliError(f"--filter {item!r}: a JSON filter is an object, e.g. '{{\"kind\": \"pdf\"}}'.", EXIT_USAGE)
+            documents.append(value)
+            continue
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
@@ -184,14 +199,21 @@ def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
                 except ValueError:
                     value = raw
         parsed.setdefault(key, []).append(value)
-    return {k: (v[0] if len(v) == 1 else v) for k, v in parsed.items()}
+    simple = {k: (v[0] if len(v) == 1 else v) for k, v in parsed.items()}
+    parts = ([simple] if simple else []) + documents
+    return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
 def _search_kwargs(
     method: Optional[Method], sensitivity: Optional[float], beam_width: Optional[int],
     max_roots: Optional[int], order: Optional[Order], filters: Optional[List[str]],
+    top_k: Optional[int] = None, score_threshold: Optional[float] = None,
 ) -> Dict[str, Any]:
     kwargs: Dict[str, Any] = {}
+    if top_k is not None:
+        kwargs["max_results"] = top_k
+    if score_threshold is not None:
+        kwargs["min_score"] = score_threshold
     if method is not None:
         kwargs["method"] = method.value
     if sensitivity is not None:
@@ -221,7 +243,9 @@ def search(
     beam_width: Annotated[Optional[int], typer.Option("--beam-width", help="For fixed: nodes kept per step (default 3).", show_default=False)] = None,
     max_roots: Annotated[Optional[int], typer.Option("--max-roots", help="Documents ranked at the first step (default 20).", show_default=False)] = None,
     order: Annotated[Optional[Order], typer.Option("--order", help="Results by score (default) or by document position.", show_default=False)] = None,
-    filter_: Annotated[Optional[List[str]], typer.Option("--filter", help="KEY=VALUE on document metadata or doc_id (repeatable; a repeated key means any of).", show_default=False)] = None,
+    filter_: Annotated[Optional[List[str]], typer.Option("--filter", help="KEY=VALUE on document metadata or doc_id (repeatable; a repeated key means any of), or a JSON object in the Python dialect: '{\"year\": {\"$gte\": 2020}}', '{\"$or\": [...]}'.", show_default=False)] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", help="At most this many results (a cap: the method still decides how many up to it).", show_default=False)] = None,
+    score_threshold: Annotated[Optional[float], typer.Option("--score-threshold", help="Drop results scoring below this (scores are in [0, 1], higher is better).", show_default=False)] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Draw the walk: candidates per step, kept / suppressed / cut, the knee.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchResult as JSON (with its trace) for scripts.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the score curve of every step, knee marked, to a .png/.svg/.pdf file (needs the plot extra).", show_default=False)] = None,
@@ -239,7 +263,7 @@ def search(
         raise CliError("The query is empty; give some words to search for, e.g. drag-knee search \"tide turbines\".", EXIT_USAGE)
     if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise CliError(f"--plot {plot}: use a file name ending in .png, .svg or .pdf.", EXIT_USAGE)
-    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_)
+    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_, top_k, score_threshold)
     with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
                    model_path=model_path, must_exist=True) as idx:
         # The per-side (dense / BM25) ranks are shown only in a trace or JSON: ask for them then.
@@ -458,7 +482,7 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     add_help_option=False,
 )
 def eval_command(ctx: typer.Context) -> None:
-    """Evaluate retrieval quality on benchmark datasets (see `drag-knee eval --help`)."""
+    """Evaluate retrieval quality on your corpus and questions (see `drag-knee eval --help`)."""
     try:
         from ..eval import cli as eval_cli  # type: ignore[attr-defined]
     except ImportError as exc:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..config import DEFAULT_DENSE_MODEL, EmbeddingConfig
 from ..errors import ModelLoadError
-from .base import _DATA, _default_prefixes
+from .base import DATA_DIR, default_prefixes
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def offline_model_folder() -> Optional[Path]:
     except OSError:  # filesystems without symlinks
         shutil.copyfile(onnx, link)
     for name in _MINILM_FILES:
-        shutil.copyfile(_DATA / "minilm" / name, target / name)
+        shutil.copyfile(DATA_DIR / "minilm" / name, target / name)
     marker.write_text(f"{onnx}:{OFFLINE_SHA256}")
     return target
 
@@ -307,7 +307,7 @@ class FastEmbedDense:
         truncated = None  # every session gets the same limit, so any one's answer names it
         for model in self._models:
             truncated = self._limit_tokens(model, cfg.max_tokens)
-        default_q, default_p = _default_prefixes(cfg.model_name)
+        default_q, default_p = default_prefixes(cfg.model_name)
         self.query_prefix = default_q if cfg.query_prefix is None else cfg.query_prefix
         self.passage_prefix = default_p if cfg.passage_prefix is None else cfg.passage_prefix
         self.dimension = int(len(next(iter(self._model.query_embed(["probe"])))))

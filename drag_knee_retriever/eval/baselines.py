@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..config import FusionConfig
 from ..knee import knee_cut
 from ..nodes import ScoredNode
-from .datasets import EvalDataset
+from .dataset import EvalDataset
 from .errors import UnknownDocumentError
 from .metrics import ContextHit, count_tokens
 
@@ -102,7 +102,7 @@ def hits_from_scored(nodes: Sequence[ScoredNode], leaf_tokens: LeafTokens) -> Tu
         hits.append(_unit_hit(hit, counts, texts))
         # Compact: [doc_id, first_leaf, last_leaf, level, is_leaf, score] (see RETURNED_FIELDS).
         returned.append([node.doc_id, node.span.first_leaf, node.span.last_leaf, node.level,
-                         node.is_leaf, round(float(hit.score), 5)])
+                         node.is_leaf, round(float(hit.raw_score if getattr(hit, "raw_score", None) is not None else hit.score), 5)])
     return hits, returned
 
 
@@ -212,7 +212,7 @@ def flat_knee_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int = 20,
         def run(text: str, qv: Any, s=s) -> Retrieval:
             nodes, latency = shared.get(text, qv)
             if nodes:
-                nodes, _ = knee_cut(nodes, [n.score for n in nodes], sensitivity=s)
+                nodes, _ = knee_cut(nodes, [n.raw_score for n in nodes], sensitivity=s)  # the RRF values, not the public scale
             hits, returned = hits_from_scored(nodes, leaf_tokens)
             return Retrieval(hits, latency, returned)
 

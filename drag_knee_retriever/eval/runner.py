@@ -36,12 +36,12 @@ from .baselines import (
     flat_methods,
     leaf_token_table,
 )
-from .datasets import EvalDataset, load_dataset
+from .dataset import EvalDataset
 from .encoding import CachingEncoder, encoder_fingerprint
 from .errors import EvalConsistencyError, EvalSetupError
 from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
 from .metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
-from .progress import _Progress, progress_log
+from .progress import ProgressBars, progress_log
 
 #: Extra methods for an index: ``factory(index, leaf_tokens, label)`` (label "default" or a build
 #: variant's); benchmarks/prototypes.py adds its research walks this way.
@@ -173,7 +173,7 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
         )
 
 
-def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) -> Dict[str, Any]:
+def _build(index: Any, dataset: EvalDataset, progress: ProgressBars, label: str) -> Dict[str, Any]:
     phases: Dict[str, float] = {}
 
     def on_progress(phase: str, done: int, total: int) -> None:
@@ -196,13 +196,10 @@ def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) ->
 
 
 def run_eval(
-    dataset: str | EvalDataset,
+    dataset: EvalDataset,
     out_dir: Optional[os.PathLike | str] = None,
     *,
-    limit_docs: Optional[int] = None,
-    limit_questions: Optional[int] = None,
     methods: Optional[Sequence[str]] = None,
-    datasets_root: Optional[os.PathLike | str] = None,
     build: Optional[BuildConfig] = None,
     build_variants: Sequence[BuildVariant | str] = (),
     flat_ks: Sequence[int] = CURVE_KS,
@@ -218,10 +215,12 @@ def run_eval(
     extra_methods: Optional[MethodFactory] = None,
     progress: bool = True,
     plot: bool = True,
-    shared_store: bool = False,
-    max_doc_pages: Optional[int] = None,
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
+
+    ``dataset``: your corpus and questions (:func:`~drag_knee_retriever.eval.own.load_own_dataset`)
+    or a benchmark dataset (the repository's ``benchmarks/datasets``); its ``load_options`` (how it
+    was loaded) go into the report's meta.
 
     ``methods`` keeps only method names matching any of the given glob patterns (e.g.
     ``["flat_hybrid_*", "drag_knee*"]``); the headline needs ``flat_hybrid_*`` and ``drag_knee``.
@@ -235,9 +234,11 @@ def run_eval(
     between runs (see :class:`CachingEncoder`).
     """
     started = time.perf_counter()
-    ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
-        dataset, datasets_root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store,
-        max_doc_pages=max_doc_pages)
+    if not isinstance(dataset, EvalDataset):
+        raise EvalSetupError(
+            f"run_eval takes an EvalDataset, got {type(dataset).__name__} {dataset!r:.60}: load your corpus with "
+            "drag_knee_retriever.eval.own.load_own_dataset (benchmark datasets: benchmarks/datasets in the repository).")
+    ds = dataset
     # The single-document setting: each question's searches are filtered to its own document.
     scoped = any(q.metadata.get("filters") for q in ds.questions)
     if not ds.questions:
@@ -246,10 +247,8 @@ def run_eval(
         )
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
     leaf_tokens = leaf_token_table(ds)
-    bar = _Progress(progress)
-    meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
-                            "limit_docs": limit_docs, "limit_questions": limit_questions,
-                            "max_doc_pages": max_doc_pages, "shared_store": shared_store,
+    bar = ProgressBars(progress)
+    meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes, **ds.load_options,
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
@@ -388,7 +387,7 @@ def _build_dict(build: BuildConfig) -> Dict[str, Any]:
 def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequence[Any],
                per_question: List[Dict[str, Any]], rows: Dict[str, List[QuestionMetrics]],
                method_info: Dict[str, Dict[str, Any]], trace_rows: List[Dict[str, Any]],
-               traces: int, bar: _Progress, trace_methods: Sequence[str] = (),
+               traces: int, bar: ProgressBars, trace_methods: Sequence[str] = (),
                scope: Optional[ScopedIndex] = None) -> None:
     label, methods = stage
     if not methods:

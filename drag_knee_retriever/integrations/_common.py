@@ -41,6 +41,7 @@ LAST_PAGE = META_PREFIX + "last_page"
 PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
+RAW_SCORE = META_PREFIX + "raw_score"
 RANK = META_PREFIX + "rank"
 # Keys only the LlamaIndex node parser writes: with them a parsed node converts back into the
 # exact TreeNode the builder made, so the index can ingest parsed nodes without rebuilding.
@@ -214,6 +215,37 @@ def check_index(index: Any) -> Any:
     return index
 
 
+def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """A Qdrant vector store's constructor keywords (langchain-qdrant, llama-index-vector-stores-
+    qdrant: ``client=``, ``location=``, ``path=``, ``url=``, ``api_key=``, ``collection_name=``) in
+    :class:`DragKneeIndex`'s spelling: where the index lives is its first argument, the collection
+    and the key go in its ``StoreConfig``."""
+    from dataclasses import replace as _replace
+
+    from ..config import StoreConfig
+
+    out = dict(kwargs)
+    where = [k for k in ("client", "location", "path", "url") if out.get(k) is not None]
+    if len(where) > 1:
+        raise ConfigError(f"{where} all say where the index lives; give one of them.")
+    if where:
+        out["location"] = out.pop(where[0])
+    for key in ("client", "path", "url"):
+        out.pop(key, None)
+    store_fields = {}
+    for theirs, ours in (("collection_name", "collection"), ("collection", "collection"), ("api_key", "api_key")):
+        if theirs in out:
+            value = out.pop(theirs)
+            if value is not None:
+                if ours in store_fields:
+                    raise ConfigError(f"{theirs}= and {ours}= are the same setting; give only one of them.")
+                store_fields[ours] = value
+    if store_fields:
+        base = out.get("store") or StoreConfig()
+        out["store"] = _replace(base, **store_fields)
+    return out
+
+
 def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
     """``index`` itself, or a new :class:`DragKneeIndex` built from ``index_kwargs`` (not both)."""
     if index is None:
@@ -322,15 +354,31 @@ def trace_payload(result: Any) -> Dict[str, Any]:
 def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:
     """The metadata of a returned hit: the source document's metadata plus ``drag_*`` fields.
 
-    ``drag_score`` is the fused RRF score of the hit's last ranking (``w / (rrf_k + rank)`` summed
-    over dense and sparse, rank from 0: Qdrant's convention), ``drag_rank`` its 0-based rank by
-    score (the list position too, unless the search ordered results by document). The ``drag_*`` fields win over a source key of the same name.
+    ``drag_score`` is the public score (:mod:`~drag_knee_retriever.relevance`: in [0, 1], higher
+    is better, the same scale for every method), ``drag_raw_score`` what the method ranked on (an
+    RRF sum, a z-score sum), ``drag_rank`` the 0-based rank in the method's order (the list
+    position too, unless the search ordered results by document). Our bookkeeping keys stay
+    inside; the ``drag_*`` fields win over a source key of the same name.
     """
-    meta = dict(hit.node.metadata)
+    meta = user_metadata(hit.node.metadata)
     meta.update(_position_metadata(hit.node))
     meta[SCORE] = float(hit.score)
+    if getattr(hit, "raw_score", None) is not None:
+        meta[RAW_SCORE] = float(hit.raw_score)
     meta[RANK] = int(hit.rank)
     return meta
+
+
+def node_metadata(node: TreeNode) -> Dict[str, Any]:
+    """A stored node's metadata for a node fetched by id: the user's, and where it sits (no score)."""
+    meta = user_metadata(node.metadata)
+    meta.update(_position_metadata(node))
+    return meta
+
+
+def user_metadata(metadata: Mapping[str, Any]) -> Dict[str, Any]:
+    """A stored node's metadata as the user gave it: our ``drag_*`` bookkeeping keys removed."""
+    return {k: v for k, v in metadata.items() if not k.startswith(META_PREFIX)}
 
 
 def tree_node_metadata(node: TreeNode) -> Dict[str, Any]:

@@ -7,6 +7,7 @@ so handlers and log filters set on it see this module's records and events.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -36,7 +37,10 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 from ..errors import InvalidQueryError
+from ..loaders import ocr_settings
 from ..store import QueryVectors
+from ._llamaindex_store import members_from_llamaindex
+from ._members import MemberStore, check_members
 
 # The public module's name (see the module docstring).
 _PUBLIC_NAME = "drag_knee_retriever.integrations.llamaindex"
@@ -295,15 +299,15 @@ class DragKneeRetriever(BaseRetriever):
         is converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
         ``ocr_cache_dir``: see :func:`from_llamaindex_documents`.
         """
-        core = from_llamaindex_documents(documents, group_pages=group_pages, ocr=ocr,
-                                         ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
+        members = check_members(members_from_llamaindex(documents, keep_ids=False, group_pages=group_pages))
+        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         if index is None:
             index_kwargs = _with_embed_model(index_kwargs, embed_model)
         elif embed_model is not None:
             raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
         index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
-        index.add_documents(core, progress=progress)
+        MemberStore(index, ocr=config).add(members, progress=progress)
         return retriever
 
     # -- managing what the index holds (BaseIndex's names) ------------------------------------------
@@ -313,17 +317,30 @@ class DragKneeRetriever(BaseRetriever):
         return self.insert_documents([document], **kwargs)
 
     def insert_documents(self, documents: Sequence[Any], *, group_pages: bool = True, progress: Any = None) -> Any:
-        """Ingest LlamaIndex documents: unchanged ones are skipped, changed ones replaced; ids as
-        :func:`from_llamaindex_documents` gives them (stable for documents without ids)."""
-        return self._index.add_documents(from_llamaindex_documents(documents, group_pages=group_pages), progress=progress)
+        """Ingest LlamaIndex documents: pages of one file join that file's tree (inserted now or
+        before), an id given again replaces that document, unchanged ones change nothing; ids as
+        :func:`~._llamaindex_store.members_from_llamaindex` gives them (stable for documents
+        without ids)."""
+        return MemberStore(self._index).add(members_from_llamaindex(list(documents), keep_ids=False,
+                                                                    group_pages=group_pages), progress=progress)
+
+    async def ainsert(self, document: Any, **kwargs: Any) -> Any:
+        """:meth:`insert` in a worker thread (encoding is CPU-bound): the event loop runs on."""
+        return await asyncio.to_thread(self.insert, document, **kwargs)
+
+    async def ainsert_documents(self, documents: Sequence[Any], **kwargs: Any) -> Any:
+        return await asyncio.to_thread(self.insert_documents, documents, **kwargs)
 
     def refresh_ref_docs(self, documents: Sequence[Any], **kwargs: Any) -> List[bool]:
         """Ingest documents and say, per document, whether it was added or changed (True) or was
         already indexed as is (False), like ``BaseIndex.refresh_ref_docs``."""
-        core = from_llamaindex_documents(documents, **kwargs)
-        report = self._index.add_documents(core)
-        changed = set(report.added) | set(report.replaced)
-        return [doc.id in changed for doc in core]
+        members = check_members(members_from_llamaindex(list(documents), keep_ids=False, **kwargs))
+        store = MemberStore(self._index)
+        before = {m.id: (m.text, m.metadata) for m in store.get([m.id for m in members])}
+        changed = [before.get(m.id) != (m.text, m.metadata) for m in members]
+        if any(changed):
+            store.add([m for m, c in zip(members, changed) if c])
+        return changed
 
     def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = False, *,
                        raise_if_missing: bool = False, **kwargs: Any) -> None:
@@ -331,7 +348,8 @@ class DragKneeRetriever(BaseRetriever):
         the index is the only store). A missing id is ignored unless ``raise_if_missing``."""
         if kwargs:
             raise TypeError(f"delete_ref_doc takes no options {sorted(kwargs)}.")
-        if not self._index.delete_document(ref_doc_id) and raise_if_missing:
+        store = MemberStore(self._index)
+        if not (store.delete_refs([ref_doc_id]) or store.delete([ref_doc_id])) and raise_if_missing:
             raise KeyError(f"No document {ref_doc_id!r} is indexed; list them with index.list_documents().")
 
     @classmethod

@@ -105,7 +105,7 @@ def _wanted(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bo
     return relative.lower().endswith(SUPPORTED_SUFFIXES)
 
 
-def _kind_of_entry(mode: int) -> Optional[str]:
+def kind_of_entry(mode: int) -> Optional[str]:
     """What a non-regular, non-folder file is, in words (None for a regular file or a folder)."""
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
@@ -269,7 +269,7 @@ def discover(
                     if not _wanted(relative, include, exclude):
                         ignored += 1
                         continue
-                    what = _kind_of_entry(mode)
+                    what = kind_of_entry(mode)
                     if what is not None:
                         skip(file, f"is {what}, not a regular file; only regular files are read "
                                    "(exclude it with --exclude).")
@@ -312,7 +312,7 @@ def discover(
             except (OSError, RuntimeError) as exc:
                 skip(path, f"cannot be examined ({getattr(exc, 'strerror', None) or exc}); check its permissions.")
                 continue
-            what = _kind_of_entry(info.st_mode)
+            what = kind_of_entry(info.st_mode)
             if what is not None:
                 skip(path, f"is {what}, not a regular file; only regular files are read.")
                 continue

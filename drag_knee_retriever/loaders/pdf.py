@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 from ..errors import InvalidDocumentError
 from ..ocr import OcrConfig
 from .discover import FoundFile, PathLike, ProgressCallback
-from .text import _read_bytes, has_visible_text
+from .text import read_bytes, has_visible_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ocr import OcrMode
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("drag_knee_retriever.loaders")  # one logger for the package: the CLI quiets it by this name
 
 
-def _pdf_failure(where: str, exc: Exception) -> str:
+def pdf_failure(where: str, exc: Exception) -> str:
     """The reason and the fix for a PDF pypdf gave up on (its limits, a missing package, a bug)."""
     from pypdf.errors import DependencyError, LimitReachedError
 
@@ -190,7 +190,7 @@ def ocr_settings(
     return replace(config, **changes) if changes else config
 
 
-def _read_pdf(
+def read_pdf(
     path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None,
     *, found: Optional[FoundFile] = None, limit: Optional[int] = None, max_text_bytes: Optional[int] = None,
     limits: Optional[PdfLimits] = None,
@@ -202,7 +202,7 @@ def _read_pdf(
     pypdf = _import_pypdf()
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
-    raw = _read_bytes(path, where, limit, found)
+    raw = read_bytes(path, where, limit, found)
     if not raw.lstrip()[:5] == b"%PDF-":
         raise InvalidDocumentError(f"{where}: is not a PDF (no %PDF header); check the file or its suffix.")
     try:

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, TextIO, Union
 
 from ..errors import InvalidDocumentError
 from ..nodes import Document
-from .discover import DEFAULT_MAX_TEXT_BYTES, FoundFile, _kind_of_entry, kind_of
+from .discover import DEFAULT_MAX_TEXT_BYTES, FoundFile, kind_of_entry, kind_of
 
 # Enough bytes to tell text from binary without reading a whole large file twice.
 _SNIFF_BYTES = 8192
@@ -39,7 +39,8 @@ _NOTHING_VISIBLE = ("has no visible text (only zero-width, control or space char
                     "to index.")
 
 
-def _check_limit(name: str, value: Any) -> None:
+def check_byte_limit(name: str, value: Any) -> None:
+    """Refuse a size limit setting (``max_file_bytes``, ``max_text_bytes``) that is not an integer >= 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidDocumentError(f"{name} must be an integer number of bytes >= 1, got {value!r}.")
 
@@ -85,7 +86,7 @@ def load_stream(
     At most ``max_text_bytes`` (plus one) are read: an endless stream is refused, not buffered.
     """
     where = f"Input {doc_id!r}"
-    _check_limit("max_text_bytes", max_text_bytes)
+    check_byte_limit("max_text_bytes", max_text_bytes)
     raw = stream.buffer.read(max_text_bytes + 1) if hasattr(stream, "buffer") else stream.read(max_text_bytes + 1)
     if len(raw) > max_text_bytes:
         raise InvalidDocumentError(
@@ -131,7 +132,8 @@ def text_title(text: str) -> Optional[str]:
         return first
     return None
 
-def _check_text_size(where: str, size: int, limit: int) -> None:
+def check_text_size(where: str, size: int, limit: int) -> None:
+    """Refuse a document whose text is larger than ``limit`` bytes, saying how to split or allow it."""
     if size > limit:
         raise InvalidDocumentError(
             f"{where}: its text is {_mb(size)}, above the {_mb(limit)} limit per document (embedding that "
@@ -139,13 +141,13 @@ def _check_text_size(where: str, size: int, limit: int) -> None:
         )
 
 
-def _check_file(path: Path, where: str, limit: int) -> int:
+def check_file(path: Path, where: str, limit: int) -> int:
     """Raise unless ``path`` is a regular file of at most ``limit`` bytes; its size (read nothing)."""
     try:
         info = path.stat()
     except OSError as exc:
         raise InvalidDocumentError(f"{where}: cannot be examined ({exc.strerror or exc}).") from None
-    what = _kind_of_entry(info.st_mode)
+    what = kind_of_entry(info.st_mode)
     if what is not None:
         raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
     if info.st_size > limit:
@@ -182,7 +184,7 @@ def _open_file(path: Path, where: str, found: Optional[FoundFile] = None) -> int
         info = os.fstat(fd)
         if found is not None and found.identity is not None and (info.st_dev, info.st_ino) != found.identity:
             raise InvalidDocumentError(f"{where}: {_CHANGED} (another file took its place).")
-        what = _kind_of_entry(info.st_mode)
+        what = kind_of_entry(info.st_mode)
         if what is not None:
             raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
     except BaseException:
@@ -196,7 +198,7 @@ _CHANGED = ("changed after the folder was read, so it was not read (a file repla
             "could show a file from outside the folder); run the command again")
 
 
-def _read_bytes(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> bytes:
+def read_bytes(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> bytes:
     """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
 
     See :func:`_open_file` (one open, checked on the descriptor; ``found`` ties it to what
@@ -247,8 +249,9 @@ def _decode(raw: bytes, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_text(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> str:
-    raw = _read_bytes(path, where, limit, found)
+def read_text(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> str:
+    """A text file's content (see :func:`read_bytes`), refused when empty, a PDF or not UTF-8 text."""
+    raw = read_bytes(path, where, limit, found)
     if not raw.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
     if raw.startswith(b"%PDF-"):

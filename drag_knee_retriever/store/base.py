@@ -1,8 +1,9 @@
 """The store interface every engine implements, its request and hit types, and what engines share.
 
-Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module, ``filters`` and
-``payload`` of the store package, never each other: what two engines would otherwise repeat
-(request planning, side limits, the bookkeeping point, folder layouts) lives here or there.
+Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module and ``filters`` of the
+store package (and the stored point's schema, :mod:`drag_knee_retriever.point_schema`), never each
+other: what two engines would otherwise repeat (request planning, side limits, hit order, folder
+layouts) lives here or there.
 
 Every method that talks to the engine counts one request in ``self.requests``: a search makes one
 round trip per tree level, so the count is what tests and benchmarks check.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import operator
 import os
 import re
 import threading
@@ -22,32 +24,19 @@ from typing import TYPE_CHECKING, Any, ContextManager, Dict, List, Mapping, Opti
 
 # The two engine constants that shape a search are declared and documented with the settings.
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
+# Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
+from ..config import check_collection_name  # noqa: F401
 from ..errors import ModelMismatchError
-from ..nodes import TreeNode
+from ..nodes import QueryVectors, TreeNode
+from ..point_schema import SCHEMA_VERSION
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 
 if TYPE_CHECKING:  # pragma: no cover
     from .integrity import RecordFile
 
-DENSE = "dense"
-SPARSE = "bm25"
-SCHEMA_VERSION = 1
-#: The oldest index format whose readers can read what this release writes (recorded as
-#: ``read_version`` beside ``schema_version``): a release older than ``read_version`` refuses the
-#: index, one older than ``schema_version`` opens it read-only (store/integrity.py).
-READ_VERSION = 1
 # A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
 FilterSpec = Tuple[Any, ...]
 
-
-
-@dataclass(frozen=True)
-class QueryVectors:
-    """A query encoded once: dense vector and BM25 sparse vector (indices, values)."""
-
-    dense: Tuple[float, ...]
-    sparse_indices: Tuple[int, ...]
-    sparse_values: Tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -100,7 +89,7 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
 
     The engines return equal scores in an internal order (Qdrant Edge's changes from process to
     process), so a list cut at exactly ``limit`` kept an arbitrary part of a tie group at the
-    cut: over-fetching and cutting after ordering ties by id (``payload.stable_order``) gives the
+    cut: over-fetching and cutting after ordering ties by id (:func:`stable_order`) gives the
     same list every run, unless a tie group at the cut is longer than the margin. A full ranking
     (flat search) reads the extra hits' payloads too: a few microseconds each.
     """
@@ -108,6 +97,19 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
     if request.candidate_ids is not None:
         more = min(more, len(request.candidate_ids))
     return max(request.limit, more)
+
+
+def stable_order(hits: List[RankedHit]) -> List[RankedHit]:
+    """Order by score, ties broken by node id, so every engine agrees on tied candidates."""
+    # By id, then a stable sort by score (reverse=True keeps equal scores in id order): the same
+    # order as the key (-score, id), with C-level keys instead of a Python lambda per hit.
+    ordered = sorted(hits, key=_NODE_ID)
+    ordered.sort(key=_HIT_SCORE, reverse=True)
+    return ordered
+
+
+_NODE_ID = operator.attrgetter("node.id")
+_HIT_SCORE = operator.attrgetter("score")
 
 
 def side_limit(request: RankRequest) -> int:
@@ -154,33 +156,6 @@ EDGE_MARKER = "edge_config.json"
 #: qdrant-client local mode keeps a collection in ``<folder>/collection/<collection>/storage.sqlite``.
 LOCAL_DIR = "collection"
 LOCAL_MARKER = "storage.sqlite"
-
-
-#: Characters no engine accepts in a collection name (Qdrant's own list: a server refuses them, and
-#: the embedded engines use the name as a folder or file name).
-INVALID_COLLECTION_CHARS = ("<", ">", ":", '"', "/", "\\", "|", "?", "*", "\0", "\x1f")
-#: Longest collection name in UTF-8 bytes: the folder and our files beside it
-#: (``drag_knee_pending.json.<name>``) must stay within the usual 255-byte file name limit.
-MAX_COLLECTION_BYTES = 200
-
-
-def check_collection_name(collection: object) -> str:
-    """``collection`` if every engine can hold a collection of that name; else :class:`ConfigError`
-    saying what is wrong with it (the engines' own errors read as a damaged index)."""
-    from ..errors import ConfigError
-
-    if not isinstance(collection, str) or not collection.strip():
-        raise ConfigError(f"collection must be a non-empty string, got {collection!r}.")
-    bad = sorted({c for c in collection if c in INVALID_COLLECTION_CHARS or ord(c) < 0x20 or ord(c) == 0x7f})
-    if bad or collection in (".", "..") or len(collection.encode("utf-8", "surrogatepass")) > MAX_COLLECTION_BYTES:
-        why = (f"it contains {', '.join(repr(c) for c in bad)}" if bad else
-               f"it is {collection!r}" if collection in (".", "..") else
-               f"it is {len(collection.encode('utf-8', 'surrogatepass'))} bytes long (at most {MAX_COLLECTION_BYTES})")
-        raise ConfigError(
-            f"collection {collection[:80]!r} cannot be used: {why}. A collection is a folder of the index "
-            "(and a name on a Qdrant server): use letters, digits, '-', '_' or '.', e.g. 'drag_knee'."
-        )
-    return collection
 
 
 def lock_file_error(lock: Union[str, os.PathLike], exc: OSError) -> Optional[Exception]:
@@ -324,7 +299,7 @@ class NodeStore(abc.ABC):
         """Run several hybrid rankings in one round trip; one hit list per request, best first.
 
         ``explain``: fill each hit's dense and sparse rank. ``light``: the hits' nodes carry only
-        :data:`~drag_knee_retriever.store.payload.WALK_FIELDS`; rankings and scores are the same either way.
+        :data:`~drag_knee_retriever.point_schema.WALK_FIELDS`; rankings and scores are the same either way.
         """
 
     @abc.abstractmethod

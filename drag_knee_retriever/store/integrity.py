@@ -6,7 +6,7 @@ older release never writes a layout it does not know), and, for an embedded fold
 and documents it held when it was last closed (so that lost files are noticed).
 
 **Where.** The records live in two bookkeeping points of the collection (``META_ID`` and its copy
-``META_COPY_ID``, see :mod:`.payload`: no search or count sees them) and, for an embedded folder,
+``META_COPY_ID``, see :mod:`drag_knee_retriever.ids`: no search or count sees them) and, for an embedded folder,
 in a file beside the engine's (:data:`RECORD_FILE`: ``<folder>/<collection>/drag_knee_index.json``
 for Qdrant Edge, ``<folder>/drag_knee_index.json.<collection>`` for local mode). Any one of them
 may be lost (a deleted point, a removed segment, a deleted file): the others still say which model
@@ -45,7 +45,6 @@ import json
 import logging
 import math
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
@@ -53,6 +52,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import IndexDamagedError, StoreError, StoreIOError
+from ..point_schema import library
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +71,6 @@ IDENTITY_FIELDS = ("model_id", "dense_size", "sparse_model")
 def identity(meta: Mapping[str, Any]) -> Tuple[Any, ...]:
     """The model identity a bookkeeping payload records (what must match for a search to make sense)."""
     return tuple(meta.get(name) for name in IDENTITY_FIELDS)
-
-
-def library() -> str:
-    """This release, as records and messages name it (``drag-knee-retriever 0.1.0``)."""
-    # The package is imported whenever this module is (no import statement: the package's own
-    # __init__ imports this module's users, and importlib.metadata costs 0.5 s to import).
-    package = sys.modules.get(__name__.split(".", 1)[0])
-    return f"drag-knee-retriever {getattr(package, '__version__', '(unknown version)')}"
 
 
 @dataclass

@@ -51,7 +51,7 @@ def main() -> None:
     from drag_knee_retriever import DragKneeIndex
     from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
     from drag_knee_retriever.embeddings import Encoder
-    from drag_knee_retriever.eval.datasets import load_hotpotqa
+    from benchmarks.datasets.hotpotqa import load_hotpotqa
 
     recorded = None if mode == "record" else np.load(vectors_path, allow_pickle=False)
     encoder = Dense(Encoder(EmbeddingConfig()), recorded)

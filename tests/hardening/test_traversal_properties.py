@@ -24,7 +24,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from drag_knee_retriever import knee_cut, knee_index
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.ids import leaf_id
 from drag_knee_retriever.config import SearchConfig
 from drag_knee_retriever.traversal import focuses
 from drag_knee_retriever.errors import InvalidScoresError

@@ -1,4 +1,5 @@
-"""`drag-knee eval --dataset qmsum` end to end on one real meeting: per-question document filters,
+"""`drag-knee eval` on QMSum (the benchmark loader's dataset handed to the wheel's command, as
+``benchmarks/eval.py --dataset qmsum`` does) end to end on one real meeting: per-question document filters,
 a passage build variant measured against flat hybrid on its own leaves, and the budget figures.
 Real model, real store; per-question output goes to a temporary folder (QMSum text stays out of git)."""
 
@@ -8,7 +9,7 @@ import pytest
 
 pytest.importorskip("typer")
 
-from drag_knee_retriever.eval.datasets import DatasetError, datasets_root  # noqa: E402
+from benchmarks.datasets import DatasetError, datasets_root, load_dataset  # noqa: E402
 
 try:
     if not (datasets_root() / "qmsum" / "load.py").is_file():
@@ -22,11 +23,12 @@ def test_qmsum_single_document_run_with_a_passage_variant(tmp_path, model_path):
 
     from drag_knee_retriever.eval.cli import app
 
+    dataset = load_dataset("qmsum", limit_docs=1, limit_questions=4)
     result = CliRunner().invoke(app, [
-        "--dataset", "qmsum", "--out", str(tmp_path / "q"), "--limit-docs", "1", "--limit-questions", "4",
+        "--out", str(tmp_path / "q"),
         "--json", "--quiet", "--no-plot", "--model-path", model_path, "--build-variant", "leaves.passage_words=60,leaves.split_pages_over=none",
         "-m", "flat_hybrid_*", "-m", "drag_knee*",
-    ])
+    ], obj={"dataset": dataset})
     assert result.exit_code == 0, (result.output, result.exception)
     payload = json.loads(result.stdout)
     headline, meta = payload["headline"], payload["meta"]

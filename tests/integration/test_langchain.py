@@ -200,7 +200,8 @@ def test_knee_compressor_errors_are_clear() -> None:
 
 def test_from_documents_ingests_pages_as_one_tree(index: Any) -> None:
     docs = {d.doc_id: d for d in index.list_documents()}
-    assert set(docs) == {"reports/bees.pdf", "notes/volcanoes.txt", "notes/sourdough.txt", "rust-notes"}
+    # One tree per source; a document's own id ("rust-notes") names it inside its source's tree.
+    assert set(docs) == {"reports/bees.pdf", "notes/volcanoes.txt", "notes/sourdough.txt", "notes/rust.md"}
     bees = docs["reports/bees.pdf"]
     assert bees.leaves == 3 and (bees.first_page, bees.last_page) == (1, 3)
 
@@ -254,7 +255,7 @@ async def test_ainvoke_is_native_async_and_matches_invoke(retriever: DragKneeRet
     sync_docs = retriever.invoke(query)
     async_docs = await retriever.ainvoke(query)
     assert [d.id for d in async_docs] == [d.id for d in sync_docs]
-    assert async_docs[0].metadata["drag_doc_id"] == "rust-notes"
+    assert async_docs[0].metadata["drag_doc_id"] == "notes/rust.md" and async_docs[0].id == "rust-notes"
 
 
 async def test_batch_and_abatch(retriever: DragKneeRetriever) -> None:
@@ -336,9 +337,9 @@ def test_agent_tool_call_with_generic_fake_chat_model(retriever: DragKneeRetriev
 async def test_as_tool(retriever: DragKneeRetriever) -> None:
     tool = retriever.as_tool(name="search_notes", description="Search the notes.")
     docs = tool.invoke("lifetimes and references")
-    assert docs[0].metadata["drag_doc_id"] == "rust-notes"
+    assert docs[0].metadata["drag_doc_id"] == "notes/rust.md" and docs[0].id == "rust-notes"
     docs = await tool.ainvoke("lifetimes and references")
-    assert docs[0].metadata["drag_doc_id"] == "rust-notes"
+    assert docs[0].metadata["drag_doc_id"] == "notes/rust.md" and docs[0].id == "rust-notes"
 
 
 def test_compressor_on_our_fixed_beam(index: Any) -> None:

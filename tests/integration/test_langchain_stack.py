@@ -45,7 +45,11 @@ def retriever(encoder) -> DragKneeRetriever:
 
 
 def _stored(retriever: DragKneeRetriever) -> set:
-    return {d.doc_id for d in retriever.index.list_documents()}
+    """The ids of the LangChain documents stored (each a member of its source's tree)."""
+    from drag_knee_retriever.integrations._members import MemberStore
+
+    trees = MemberStore(retriever.index).load(d.doc_id for d in retriever.index.list_documents())
+    return {m.id for members in trees.values() for m in members}
 
 
 def test_index_with_record_manager_adds_skips_updates_and_deletes(retriever):
@@ -78,7 +82,7 @@ def test_upsert_get_and_delete_by_id(retriever):
     deleted = retriever.delete(["doc-1", "missing"])
     assert deleted["succeeded"] == ["doc-1"] and deleted["num_deleted"] == 1
     assert _stored(retriever) == {"doc-0", "doc-2", "doc-3"}
-    assert all(d.metadata["drag_doc_id"] != "doc-1" for d in retriever.invoke("shield volcanoes of basaltic lava"))
+    assert all(d.id != "doc-1" for d in retriever.invoke("shield volcanoes of basaltic lava"))
     with pytest.raises(ValueError, match="ids"):
         retriever.delete()
     assert asyncio.run(retriever.adelete(["doc-0"]))["succeeded"] == ["doc-0"]

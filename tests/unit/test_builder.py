@@ -3,7 +3,8 @@
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, LeafConfig, VectorConfig
-from drag_knee_retriever.builder import build_document_trees, leaf_id, node_id
+from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.ids import leaf_id, node_id
 from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
 
 MARKDOWN = """# Install
@@ -140,3 +141,17 @@ def test_bad_documents_name_the_problem(kwargs, message):
 def test_bad_build_config(kwargs):
     with pytest.raises(ConfigError):
         BuildConfig(**{k: v() if callable(v) else v for k, v in kwargs.items()})
+
+
+def test_setext_headings_make_sections():
+    """Issue 27 item 10: 'Title\\n=====' and 'Part\\n-----' are headings (CommonMark), as '#' ones are."""
+    from drag_knee_retriever import Document
+    from drag_knee_retriever.builder import build_trees
+
+    text = ("Beekeeping\n==========\n\nA colony is one organism.\n\nSpring\n------\n\nThe colony grows.\n\n"
+            "```\ncode\n=====\n```\n\nWinter\n------\n\nThe colony clusters.")
+    nodes = build_trees([Document(id="b", text=text)])
+    titles = {n.title for n in nodes if n.title}
+    assert {"Beekeeping", "Spring", "Winter"} <= titles and "code" not in titles
+    leaves = [n.text for n in nodes if n.is_leaf]
+    assert not any(t.strip() in ("==========", "------") for t in leaves)

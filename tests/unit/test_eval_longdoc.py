@@ -11,7 +11,8 @@ from drag_knee_retriever.eval.budget_metrics import (
     cut_size_correlation,
     matched_budget_recall,
 )
-from drag_knee_retriever.eval.datasets import DatasetError, EvalDataset, datasets_root, load_dataset
+from benchmarks.datasets import DatasetError, datasets_root, load_dataset
+from drag_knee_retriever.eval.dataset import EvalDataset
 from drag_knee_retriever.eval.metrics import QuestionMetrics, question_metrics
 from drag_knee_retriever.nodes import Document, ScoredNode, Span, TreeNode
 

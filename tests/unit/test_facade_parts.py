@@ -111,7 +111,7 @@ def test_collection_check_names_the_fix():
 
 
 def test_eval_takes_datasets_and_provenance_from_the_caller(monkeypatch, tmp_path):
-    from drag_knee_retriever.eval.datasets import DatasetError, datasets_root
+    from benchmarks.datasets import DatasetError, datasets_root
     from drag_knee_retriever.eval.runner import code_version
 
     monkeypatch.delenv("DRAG_KNEE_DATASETS", raising=False)

@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence
 
 import pytest
 
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.ids import leaf_id
 from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.nodes import Span, Trace, TreeNode

@@ -6,7 +6,7 @@ import pytest
 from drag_knee_retriever import BuildConfig, Document, SectionConfig, VectorConfig
 from drag_knee_retriever.builder import build_document_trees, document_title
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import TreeNode
+from drag_knee_retriever.point_schema import full_node, node_payload
 from drag_knee_retriever.summarize import ExtractiveSummarizer
 from drag_knee_retriever.vectorize import Vectorizer
 
@@ -41,7 +41,7 @@ def test_context_path_in_dense_and_bm25_text_but_not_in_the_returned_text():
 def test_default_keeps_todays_section_title_in_front_and_writes_no_context():
     config = BuildConfig(sections=SectionConfig(outline=True))
     leaf = leaves(config)[3]
-    assert leaf.context is None and "context" not in leaf.to_payload()
+    assert leaf.context is None and "context" not in node_payload(leaf)
     dense, _ = indexed_texts(config, [leaf])
     assert dense == [f"Cash Flow Statement\n{leaf.text}"]
 
@@ -59,7 +59,7 @@ def test_parts_follow_the_config_and_missing_ones_are_skipped():
 def test_context_survives_the_payload_round_trip_and_changes_the_document_hash():
     config = BuildConfig(sections=SectionConfig(outline=True), vectors=VectorConfig(context=("title", "page")))
     leaf = leaves(config)[2]
-    assert TreeNode.from_payload(leaf.id, leaf.to_payload()) == leaf
+    assert full_node(leaf.id, node_payload(leaf)) == leaf
     plain = build_document_trees([DOC], BuildConfig(sections=SectionConfig(outline=True)))[0]
     assert plain.doc_hash != build_document_trees([DOC], config)[0].doc_hash
 

@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.ids import leaf_id
 from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.magnitude import magnitude_ranking

@@ -5,7 +5,8 @@ import pytest
 from drag_knee_retriever import BuildConfig, Document, LeafConfig, SectionConfig
 from drag_knee_retriever.builder import build_document_trees, passage_bounds, split_passages
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.nodes import Span
+from drag_knee_retriever.point_schema import full_node, node_payload
 
 LONG = ("The balance sheet shows total assets of 12 million. " * 6
         + "\nRevenue grew by 8 percent in the year.\n" + "Cash flow from operations was positive. " * 6).strip()
@@ -54,7 +55,7 @@ def test_passage_ids_are_stable_and_payload_keeps_the_part():
     again = build_document_trees([doc], BuildConfig(leaves=LeafConfig(passage_words=25, split_pages_over=None)))[0]
     assert [n.id for n in first.nodes] == [n.id for n in again.nodes]
     passage = next(n for n in first.nodes if n.is_leaf and n.span.first_part == 2)
-    back = TreeNode.from_payload(passage.id, passage.to_payload())
+    back = full_node(passage.id, node_payload(passage))
     assert back.span == passage.span and str(back.span) == "p.2 ¶2"
 
 
