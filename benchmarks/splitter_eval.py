@@ -109,8 +109,13 @@ def _regex_plain() -> None:
     builder.ends_in_abbreviation = lambda text, end: False
 
 
+SPLITTERS = ("regex", "regex-plain", "punkt", "pysbd")
+
+
 def install(name: str) -> None:
     """Swap the build's sentence splitter for ``name`` (regex: leave it)."""
+    if name not in SPLITTERS:
+        raise SystemExit(f"DRAG_KNEE_SPLITTER={name!r}: use one of {', '.join(SPLITTERS)}")
     if name == "regex":
         return
     if name == "regex-plain":
