@@ -503,6 +503,35 @@ class EmbeddingConfig(Settings):
 # -- store ---------------------------------------------------------------------------------------
 
 
+#: Characters no engine accepts in a collection name (Qdrant's own list: a server refuses them, and
+#: the embedded engines use the name as a folder or file name).
+INVALID_COLLECTION_CHARS = ("<", ">", ":", '"', "/", "\\", "|", "?", "*", "\0", "\x1f")
+#: Longest collection name in UTF-8 bytes: the folder and our files beside it
+#: (``drag_knee_pending.json.<name>``) must stay within the usual 255-byte file name limit.
+MAX_COLLECTION_BYTES = 200
+
+
+def check_collection_name(collection: object) -> str:
+    """``collection`` if every engine can hold a collection of that name; else :class:`ConfigError`
+    saying what is wrong with it (the engines' own errors read as a damaged index)."""
+    if not isinstance(collection, str) or not collection.strip():
+        raise ConfigError(f"collection must be a non-empty string, got {collection!r}.")
+    bad = sorted({c for c in collection if c in INVALID_COLLECTION_CHARS or ord(c) < 0x20 or ord(c) == 0x7f})
+    if bad or collection in (".", "..") or len(collection.encode("utf-8", "surrogatepass")) > MAX_COLLECTION_BYTES:
+        why = (f"it contains {', '.join(repr(c) for c in bad)}" if bad else
+               f"it is {collection!r}" if collection in (".", "..") else
+               f"it is {len(collection.encode('utf-8', 'surrogatepass'))} bytes long (at most {MAX_COLLECTION_BYTES})")
+        raise ConfigError(
+            f"collection {collection[:80]!r} cannot be used: {why}. A collection is a folder of the index "
+            "(and a name on a Qdrant server): use letters, digits, '-', '_' or '.', e.g. 'drag_knee'."
+        )
+    return collection
+
+
+def _collection_name(name: str, value: Any) -> str:
+    return check_collection_name(value)
+
+
 @settings_class
 class StoreConfig(Settings):
     """How the index talks to Qdrant; *where* it lives is ``DragKneeIndex``'s first argument.
@@ -511,7 +540,9 @@ class StoreConfig(Settings):
     shown in reprs or logs.
     """
 
-    collection: str = setting("drag_knee", kind=str, doc="The Qdrant collection (one index per collection).")
+    collection: str = setting("drag_knee", kind=str, check=_collection_name,
+                              doc="The Qdrant collection (one index per collection); a name every engine can "
+                                  "hold (no '/', '\\', ':', '*', '?', '\"', '<', '>', '|', controls; at most 200 bytes).")
     engine: Literal["edge", "local", "server", "auto"] = setting(
         "auto", kind="choice", choices=("edge", "local", "server", "auto"),
         doc="'auto': Qdrant Edge (in process) for a folder or ':memory:', a server for a URL; 'local': "
