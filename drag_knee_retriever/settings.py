@@ -21,6 +21,7 @@ Renamed and moved fields keep working for one release: a class lists them in ``m
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import warnings
@@ -30,7 +31,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .errors import ConfigError
 
 __all__ = ["Rule", "Settings", "iter_settings", "off_when_none", "setting", "settings_class", "settings_table",
-           "warn_deprecated"]
+           "unexpected_keywords", "warn_deprecated"]
 
 #: The largest count or constant a setting may take: the engines take 32-bit (Edge: Rust usize /
 #: u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
@@ -217,6 +218,16 @@ def warn_deprecated(old: str, new: str, stacklevel: int = 2) -> None:
     """One DeprecationWarning, worded the same everywhere: the old spelling and the new one."""
     warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}.",
                   DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+def unexpected_keywords(call: str, given: Sequence[str], valid: Sequence[str], takes: str) -> TypeError:
+    """The TypeError for keywords ``call`` does not take: each one named with the valid keyword it is
+    closest to (a typo such as ``serach=`` is said to mean ``search=``), then what ``call`` takes."""
+    parts = []
+    for name in sorted(given):
+        close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+        parts.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    return TypeError(f"{call} got unexpected keyword argument(s) {', '.join(parts)}; {takes}")
 
 
 # -- classes ---------------------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import FusionConfig, SearchConfig
+from ..config import FusionConfig, SearchConfig, WalkOptions
 from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
 from ..knee import knee_cut
 from ..nodes import Document, ScoredNode, Span, TreeNode
-from ..settings import warn_deprecated
+from ..settings import unexpected_keywords, warn_deprecated
 from ..store import parse_filters
 
 log = logging.getLogger(__name__)
@@ -135,12 +135,17 @@ def search_overrides(
     return overrides
 
 
-#: Search settings both retrievers take (at construction and per call), besides their framework's
-#: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
-SEARCH_SETTINGS: Tuple[str, ...] = (
-    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion", "focus", "order", "score_threshold",
-    "fusion_weights",  # deprecated: fusion=FusionConfig(weights=...)
-)
+class RetrieverOptions(WalkOptions, total=False):
+    """Search settings both retrievers take (at construction and per call): the walk's
+    (:class:`~drag_knee_retriever.config.WalkOptions`), ``filters`` and ``score_threshold``, besides their
+    framework's name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``)."""
+
+    filters: Any
+    score_threshold: Optional[float]
+
+
+#: The names of :class:`RetrieverOptions` (for runtime checks; the TypedDict is what type checkers read).
+SEARCH_SETTINGS: Tuple[str, ...] = tuple(RetrieverOptions.__annotations__)
 
 
 class RetrieverSettings:
@@ -163,7 +168,8 @@ class RetrieverSettings:
         allowed = (k_name, *SEARCH_SETTINGS)
         unknown = sorted(set(values) - set(allowed))
         if unknown:
-            raise TypeError(f"Unknown search setting(s) {unknown}; the settings are {', '.join(allowed)}.")
+            raise unexpected_keywords("the retriever", unknown, (*allowed, *self.aliases),
+                                      f"its search settings are {', '.join(allowed)}.")
         self.values: Dict[str, Any] = {key: values.get(key) for key in allowed}
         #: The keyword overrides for ``index.search`` when a call passes no options of its own.
         self.overrides: Dict[str, Any] = self._resolve(self.values)
@@ -193,10 +199,9 @@ class RetrieverSettings:
         allowed = (self.k_name, *SEARCH_SETTINGS)
         unknown = sorted(set(call) - set(allowed))
         if unknown:
-            raise InvalidQueryError(
-                f"Unknown search option(s) {unknown}; per-call options are "
-                f"{', '.join(sorted(set(allowed) | set(self.aliases)))}."
-            )
+            names = sorted(set(allowed) | set(self.aliases))
+            raise InvalidQueryError("Unknown search option(s): " + str(unexpected_keywords(
+                "this call", unknown, names, f"per-call options are {', '.join(names)}.")))
         if not call:
             return self.overrides
         values = dict(self.values)

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 from ._common import (
     INSTALL_HINT,
     RAW_SCORE,
     SCORE,
     SEARCH_SETTINGS,
+    RetrieverOptions,
     RetrieverSettings,
     trace_payload,
     check_index,
@@ -58,7 +59,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
+from ..settings import unexpected_keywords
 from ._langchain_store import DragKneeVectorStore, member_document, members_from_langchain
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,13 @@ __all__ = [
     "from_langchain_documents",
     "to_langchain_document",
 ]
+
+class LangChainRetrieverOptions(RetrieverOptions, total=False):
+    """The LangChain retriever's search settings: both retrievers' plus LangChain's ``k`` and ``filter``."""
+
+    k: Optional[int]
+    filter: Any
+
 
 #: The name of the custom event that carries the walk's trace (see DragKneeRetriever).
 TRACE_EVENT = "drag_knee_trace"
@@ -211,6 +223,24 @@ class DragKneeRetriever(DocumentIndex):
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
+
+    if TYPE_CHECKING:
+        # What type checkers read (pydantic builds the real one from the fields): a misspelled
+        # setting is a type error, not an accepted keyword.
+        def __init__(self, *, index: Any, search_kwargs: Optional[Dict[str, Any]] = None, name: Optional[str] = None,
+                     tags: Optional[List[str]] = None, metadata: Optional[Dict[str, Any]] = None,
+                     **settings: Unpack[LangChainRetrieverOptions]) -> None: ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keywords(cls, values: Any) -> Any:
+        # pydantic's "Extra inputs are not permitted" names no setting; a typo is a TypeError naming the closest.
+        if isinstance(values, dict):
+            unknown = sorted(set(values) - set(cls.model_fields))
+            if unknown:
+                raise unexpected_keywords("DragKneeRetriever()", unknown, tuple(cls.model_fields),
+                                          f"its settings are {', '.join(cls.model_fields)}.")
+        return values
 
     @model_validator(mode="after")
     def _check_settings(self) -> "DragKneeRetriever":

@@ -380,8 +380,15 @@ def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeR
         retriever.invoke("bees", k=0)
     with pytest.raises(InvalidQueryError, match="Unknown search option"):
         retriever.invoke("bees", top_k=3)
+    with pytest.raises(InvalidQueryError, match="'methd' \\(did you mean 'method'\\?\\)"):
+        retriever.invoke("bees", methd="knee")
     with pytest.raises(TypeError, match="DragKneeIndex"):
         DragKneeRetriever(index="not an index")
+    # A misspelled keyword is a TypeError naming the keyword meant (not pydantic's "extra inputs").
+    with pytest.raises(TypeError, match="'serach_kwargs' \\(did you mean 'search_kwargs'\\?\\)"):
+        DragKneeRetriever(index=index, serach_kwargs={"k": 2})
+    with pytest.raises(TypeError, match="'score_treshold' \\(did you mean 'score_threshold'\\?\\)"):
+        DragKneeRetriever(index=index, score_treshold=0.1)
 
 
 def test_bad_documents_ingest_nothing(retriever: DragKneeRetriever, index: Any) -> None:

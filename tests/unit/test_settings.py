@@ -226,7 +226,7 @@ def test_the_package_exports_what_public_methods_take_and_return():
     assert "CliError" not in exported
     assert {"DocumentInfo", "StoredDocument", "OrphanSweep", "IngestReport", "QueryVectors", "NodeStore", "Encoder",
             "StoreConfig", "FocusConfig", "FusionConfig", "LeafConfig", "SectionConfig", "SummaryConfig",
-            "VectorConfig", "EncoderRuntime"} <= exported
+            "VectorConfig", "EncoderRuntime", "SearchOptions"} <= exported
     from drag_knee_retriever.index import DocumentInfo, StoredDocument
     from drag_knee_retriever.ingest import OrphanSweep
 
