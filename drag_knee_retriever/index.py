@@ -708,10 +708,6 @@ def _client_store(config: StoreConfig, client: Any) -> NodeStore:
     if async_client is not None and type(async_client).__name__ != "AsyncQdrantClient":
         raise ConfigError(f"StoreConfig(async_client=...) takes a qdrant_client.AsyncQdrantClient, got "
                           f"{type(async_client).__name__}.")
-    store = QdrantClientStore(config.collection, client=client, async_client=async_client,
-                              upsert_batch_size=config.upsert_batch_size)
-    # A client connected to a server (not local mode) is a server engine: payload indexes, no lock.
-    if type(getattr(client, "_client", None)).__name__ == "QdrantRemote":
-        store.engine = "server"
-        store._where = "<user client>"
-    return store
+    # The store reads from the client itself whether it is local mode or a server (IDF, lock, indexes).
+    return QdrantClientStore(config.collection, client=client, async_client=async_client,
+                             upsert_batch_size=config.upsert_batch_size)
