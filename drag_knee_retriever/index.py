@@ -582,6 +582,9 @@ _TO_STORE = ("collection", "engine", "api_key", "timeout", "async_client")
 _TO_EMBEDDING = ("model_name", "model_path", "language")
 _DEPRECATED_KEYWORDS = _TO_LOCATION + _TO_STORE + _TO_EMBEDDING + ("encoder",)
 _KEYWORDS = ("embedding", "build", "search", "summarizer", "store")  # the constructor's own
+#: Every keyword DragKneeIndex() takes (the deprecated spellings included): what an adapter's
+#: ``from_documents`` passes on to a new index.
+INDEX_KEYWORDS: Tuple[str, ...] = ("location",) + _KEYWORDS + _DEPRECATED_KEYWORDS
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _HOST_PORT = re.compile(r"^[\w.-]+:\d{1,5}$")
 
