@@ -31,8 +31,8 @@ from .settings import MAX_SETTING, Settings, off_when_none, setting, settings_cl
 
 __all__ = [
     "BuildConfig", "EmbeddingConfig", "EncoderRuntime", "FocusConfig", "FusionConfig", "LeafConfig",
-    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SEARCH_OPTIONS", "SearchConfig", "SearchOptions", "SectionConfig", "StoreConfig",
-    "SummaryConfig", "TIE_MARGIN", "VectorConfig",
+    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SEARCH_OPTIONS", "SearchConfig", "SearchOptions",
+    "SectionConfig", "StoreConfig", "SummaryConfig", "TIE_MARGIN", "VectorConfig", "WalkOptions",
 ]
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]

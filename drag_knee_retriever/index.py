@@ -20,11 +20,10 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar,
-                    Union, cast, overload)
+                    cast, overload)
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
-from .config import (MAX_SETTING, SEARCH_OPTIONS, BuildConfig, EmbeddingConfig, FocusConfig, FusionConfig,
-                     SearchConfig, SearchOptions, StoreConfig)
+from .config import MAX_SETTING, SEARCH_OPTIONS, BuildConfig, EmbeddingConfig, SearchConfig, SearchOptions, StoreConfig
 from .redact import redact_url
 from .settings import unexpected_keywords, warn_deprecated
 from .context import afetch_context, fetch_context
@@ -360,8 +359,9 @@ class DragKneeIndex:
         own knobs ``beam_width`` / ``max_roots`` / ``sensitivity``, ``fusion=FusionConfig(...)``,
         ``focus=FocusConfig(...)`` (``focus=False`` skips the focus step), ``order``, ``max_results``,
         ``min_score``, ``explain``) replaces the index's (or ``config``'s) for this search. ``filters``
-        (applied at every level of the walk) is a LangChain / Mongo-style dict (``{"year": {"$gte": 2020}, "$or": [...]}``)
-        or a qdrant-client ``models.Filter``; see :mod:`drag_knee_retriever.store.filters`.
+        (applied at every level of the walk) is a LangChain / Mongo-style dict
+        (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
+        :mod:`drag_knee_retriever.store.filters`.
         """
         plan = self._plan(query, filters=filters, config=config, options=options)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
