@@ -32,13 +32,16 @@ follow_imports = skip
 
 GOOD = """
 from typing import List
-from drag_knee_retriever import DragKneeIndex, ScoredNode, SearchResult
+from drag_knee_retriever import (DragKneeIndex, FusionConfig, LeafConfig, BuildConfig, ScoredNode, SearchConfig,
+                                 SearchResult, StoreConfig)
 from drag_knee_retriever.integrations.langchain import DragKneeRetriever as LangChainRetriever
 from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever as LlamaIndexRetriever
 
-with DragKneeIndex(":memory:", search=None, store=None) as index:
+search = SearchConfig(method="fixed", beam_width=2, fusion=FusionConfig(weights=[(0.2, 0.8)]))
+build = BuildConfig(leaves=LeafConfig(passage_words=None))
+with DragKneeIndex(":memory:", build=build, search=search, store=StoreConfig(collection="c")) as index:
     result: SearchResult = index.search("q", method="knee", max_results=3, min_score=0.5, filters={"y": 1})
-    fixed = index.search("q", method="fixed", beam_width=2, focus=False, explain=True)
+    fixed = index.search("q", method="fixed", beam_width=2, fusion=FusionConfig(), focus=False, explain=True)
     best: float = result.nodes[0].score
     raw = result.nodes[0].raw_score
     flat: List[ScoredNode] = index.flat_search("q", k=5, mode="dense")
