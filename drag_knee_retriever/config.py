@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import fields, replace
-from typing import Any, Literal, Optional, Tuple
+from typing import Any, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
 from .errors import ConfigError, InvalidSettingError
 from .languages import BM25_LANGUAGES, check_bm25_language
@@ -31,8 +31,8 @@ from .settings import MAX_SETTING, Settings, off_when_none, setting, settings_cl
 
 __all__ = [
     "BuildConfig", "EmbeddingConfig", "EncoderRuntime", "FocusConfig", "FusionConfig", "LeafConfig",
-    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SearchConfig", "SectionConfig", "StoreConfig",
-    "SummaryConfig", "TIE_MARGIN", "VectorConfig",
+    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SEARCH_OPTIONS", "SearchConfig", "SearchOptions",
+    "SectionConfig", "StoreConfig", "SummaryConfig", "TIE_MARGIN", "VectorConfig", "WalkOptions",
 ]
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
@@ -246,6 +246,36 @@ class SearchConfig(Settings):
         except ConfigError as exc:
             # A per-search setting is part of the query: an InvalidQueryError (and a ConfigError).
             raise InvalidSettingError(str(exc)) from None
+
+
+
+class WalkOptions(TypedDict, total=False):
+    """The per-call settings of a walk, spelled the same in ``DragKneeIndex.search`` and both retrievers
+    (:class:`SearchConfig`'s fields; ``None`` keeps the index's). The one list of them: ``search`` /
+    ``asearch`` take them as typed keywords (a misspelling is a type error and a TypeError naming the
+    closest), the retrievers and the CLI read the names from here."""
+
+    method: Optional[str]
+    beam_width: Optional[int]
+    max_roots: Optional[int]
+    sensitivity: Optional[float]
+    fusion: Optional[FusionConfig]
+    focus: Union[FocusConfig, bool, None]  # False: skip the focus step
+    order: Optional[str]
+    fusion_weights: Optional[Sequence[Tuple[float, float]]]  # deprecated: fusion=FusionConfig(weights=...)
+
+
+class SearchOptions(WalkOptions, total=False):
+    """``DragKneeIndex.search``'s per-call settings: the walk's, and what comes back (the retrievers spell
+    the last two their frameworks' way: ``k`` / ``similarity_top_k`` and ``score_threshold``)."""
+
+    max_results: Optional[int]
+    min_score: Optional[float]
+    explain: Optional[bool]
+
+
+#: The names of :class:`SearchOptions` (for runtime checks; the TypedDict is what type checkers read).
+SEARCH_OPTIONS: Tuple[str, ...] = tuple(SearchOptions.__annotations__)
 
 
 # -- build ---------------------------------------------------------------------------------------

@@ -33,6 +33,23 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------
 
 
+def _client_engine(client: Any) -> Tuple[str, Optional[str], Optional[str], Optional[str]]:
+    """(engine, url, api key, local location) of a user's ``QdrantClient``, read without a request.
+
+    Its ``init_options`` decide as ``QdrantClient.__init__`` does: ``":memory:"`` or ``path=`` is local
+    mode, anything else (``url=``, ``host=``, a URL as ``location``, or no argument: localhost) a server."""
+    options = getattr(client, "init_options", None)
+    if not isinstance(options, dict):  # not a QdrantClient of the versions we know: ask its backend's type
+        remote = type(getattr(client, "_client", None)).__name__ == "QdrantRemote"
+        return ("server", None, None, None) if remote else ("local", None, None, "<your QdrantClient>")
+    if options.get("location") == ":memory:":
+        return "local", None, None, ":memory:"
+    if options.get("path") is not None:
+        return "local", None, None, str(options["path"])
+    url = options.get("url") or options.get("location") or options.get("host")
+    return "server", (str(url) if url else None), options.get("api_key"), None
+
+
 class QdrantClientStore(NodeStore):
     """A store over qdrant-client: the same code for local mode and for a server or cluster."""
 
@@ -59,8 +76,12 @@ class QdrantClientStore(NodeStore):
             on_range=self._ensure_range_index)
         self.collection = check_collection_name(collection)
         self.upsert_batch_size = upsert_batch_size
-        self.engine = "server" if url else "local"
-        self._where = url or location
+        # A client handed in says itself whether it is local mode or a server (a QdrantClient() with
+        # no arguments is localhost:6333): everything below is decided from that, never patched later.
+        if client is not None:
+            self.engine, url, api_key, location = _client_engine(client)
+        else:
+            self.engine = "server" if url else "local"
         self._range_indexes: set = set()  # payload fields given a float index for range filters
         self.timeout = timeout
         # Local mode: BM25 IDF kept here in exact arithmetic (bm25_idf.py), like Qdrant Edge, so both
@@ -68,7 +89,7 @@ class QdrantClientStore(NodeStore):
         self._idf = ClientIdf(enabled=self.engine == "local")
         # Credentials written into the URL never reach a message or a log line (see redact.py).
         self._secrets = protect(url, [api_key] if api_key else []) if url else []
-        self._where = redact_url(url) if url else location
+        self._where = redact_url(url) if url else (location if self.engine == "local" else "<your QdrantClient>")
         # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
         # it runs under the GIL anyway, so serialising its calls costs no parallelism.
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
