@@ -36,15 +36,15 @@ def folder(tmp_path) -> Path:
 
 @pytest.fixture
 def opened_files(monkeypatch):
-    """The paths ``load_paths`` reads (every file goes through ``load_file``)."""
+    """The paths ``load_paths`` reads (every file it found goes through ``load.py``'s ``_load_file``)."""
     seen = []
-    real = load_module.load_file
+    real = load_module._load_file
 
     def spy(path, **kwargs):
         seen.append(Path(path).name)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(load_module, "load_file", spy)
+    monkeypatch.setattr(load_module, "_load_file", spy)
     return seen
 
 
