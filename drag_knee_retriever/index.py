@@ -174,8 +174,8 @@ class DragKneeIndex:
                     emb = replace(emb, language=stored_language(info))
                 limit = stored_max_tokens(info)
                 if embedding is None and limit is not NO_LIMIT:
-                    # ... and, unless told otherwise, the dense window it was built with (an index built
-                    # before a default changed keeps opening with the same vectors).
+                    # ... and, opened without embedding settings, the dense window it was built with (an
+                    # index built before a default changed keeps opening with the same vectors).
                     emb = replace(emb, max_tokens=limit)
                 encoder = Encoder(replace(emb, dense=None), dense=emb.dense)
             self.encoder = encoder
