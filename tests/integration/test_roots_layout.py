@@ -51,7 +51,10 @@ def records_of(doc: int, version: str = "a", leaves: int = 4) -> List[NodeRecord
         terms = sorted(set(rng.integers(0, 30, 5).tolist()))
         # Distinct BM25 weights: equal scores would be ordered by the engine's insertion order,
         # which a copy made later (the migration) does not share.
-        out.append(NodeRecord(node, rng.standard_normal(DIM).tolist(), terms, rng.uniform(0.5, 2.0, len(terms)).tolist()))
+        dense = rng.standard_normal(DIM)
+        # Unit length, as an encoder writes them (opening checks a sample: issue 25's integrity check).
+        out.append(NodeRecord(node, (dense / np.linalg.norm(dense)).tolist(), terms,
+                              rng.uniform(0.5, 2.0, len(terms)).tolist()))
     return out
 
 
