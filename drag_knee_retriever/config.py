@@ -99,6 +99,16 @@ class SearchConfig:
       leaves: no extra round trip). The knee then cuts where the evidence falls, and a result's score
       is that sum. Measured in benchmarks/RESULTS.md ("## cut: ...").
     - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
+    - ``identity_weight``: how much a document's *identity* (its title or file name and the
+      metadata that names it, matched against the query's words: :mod:`~drag_knee_retriever.identity`)
+      adds to its root's fused score, the best-named document adding the full weight; the roots of
+      named documents join the roots ranking. 0 switches it off.
+    - ``identity_focus_weight``: with the magnitude focus, each leaf's score gains this weight x
+      the z-score of its document's identity match over the pool (a leaf inherits its document's
+      match). 0 switches it off.
+    - ``identity_keys``: the metadata keys that name a document, e.g. ``("company", "year")``;
+      ``None``: the title / file-name keys and every metadata value that is a short text or a year
+      (:func:`~drag_knee_retriever.identity.document_identity`).
     """
 
     method: SearchMethod = "knee"
@@ -119,8 +129,23 @@ class SearchConfig:
     # Focus on scores with magnitude (issue 14, items 5-6; branch cut): added at the end.
     focus_scores: FocusScores = "magnitude"
     sibling_weight: float = 0.25
+    # The document's identity as evidence (issue 24, item 1): added at the end.
+    identity_weight: float = 0.0
+    identity_focus_weight: float = 0.0
+    identity_keys: Optional[Tuple[str, ...]] = None
 
     def __post_init__(self) -> None:
+        for name in ("identity_weight", "identity_focus_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{name} must be a finite number >= 0 (0 switches it off), got {value!r}.")
+            object.__setattr__(self, name, float(value))
+        if self.identity_keys is not None:
+            keys = (self.identity_keys,) if isinstance(self.identity_keys, str) else self.identity_keys
+            if not isinstance(keys, (tuple, list)) or not all(isinstance(k, str) and k.strip() for k in keys):
+                raise ConfigError(f"identity_keys must be metadata key names, e.g. ('company', 'year'), or None, "
+                                  f"got {self.identity_keys!r}.")
+            object.__setattr__(self, "identity_keys", tuple(k.strip() for k in keys))
         if self.focus_scores not in ("rrf", "magnitude"):
             raise ConfigError(f"focus_scores must be 'rrf' or 'magnitude', got {self.focus_scores!r}.")
         if (isinstance(self.sibling_weight, bool) or not isinstance(self.sibling_weight, (int, float))

@@ -26,6 +26,7 @@ from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, Sto
 from .context import afetch_context, fetch_context
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, StoreError
+from .identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
 from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .page_ranking import rank_pages
@@ -170,6 +171,14 @@ class DragKneeIndex:
         # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
         # a document being replaced by a concurrent writer must not make its keys "unknown".
         self._metadata_keys: frozenset = frozenset()
+        # The documents' identities (identity.py), per identity_keys setting, read from the roots on
+        # first use; dropped by this index's writes and when a search meets a document they miss.
+        self._identities: Dict[Optional[Tuple[str, ...]], IdentityIndex] = {}
+        self._roots_meta: Optional[List[Tuple[str, Mapping[str, Any]]]] = None
+        #: A self-query model (``drag_knee_retriever.llm.LangChainSelfQuery(chat_model)`` or
+        #: ``LlamaIndexSelfQuery(llm)``): every search first asks it which documents the query names
+        #: and filters to them (see :meth:`search`). None: no model (identity matching alone).
+        self.self_query: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -208,15 +217,24 @@ class DragKneeIndex:
         Every document is checked before anything is written, so bad input loses nothing stored.
         A document becomes visible to search only when its root (written last) is stored.
         """
-        return self._ingestor.add_documents(documents, progress)
+        try:
+            return self._ingestor.add_documents(documents, progress)
+        finally:
+            self._forget_identities()
 
     def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""
-        return self._ingestor.add_nodes(nodes, progress)
+        try:
+            return self._ingestor.add_nodes(nodes, progress)
+        finally:
+            self._forget_identities()
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""
-        return self._ingestor.delete_document(doc_id)
+        try:
+            return self._ingestor.delete_document(doc_id)
+        finally:
+            self._forget_identities()
 
     def sweep_orphans(self) -> OrphanSweep:
         """Delete every rootless document's nodes (what a killed ingest or delete left behind).
@@ -305,27 +323,47 @@ class DragKneeIndex:
         min_score: Optional[float] = None,
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
+        self_query: Any = None,
     ) -> SearchResult:
         """Walk the trees for ``query``; see :class:`SearchConfig` for the knobs.
 
         ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
         (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
         :mod:`drag_knee_retriever.store.filters`.
+
+        ``self_query`` (default: the index's :attr:`self_query`; ``False``: none for this call): a
+        model that reads from the query which documents it names (``llm/self_query.py``); its
+        filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
+        it leaves no result.
         """
         plan = self._plan(query, method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
                           fusion_weights=fusion_weights, filters=filters, order=order, max_results=max_results,
                           min_score=min_score, config=config)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
+        model = self.self_query if self_query is None else (self_query or None)
+        if model is not None:
+            extra = model.filters(plan.query, self.metadata_values(getattr(model, "keys", None)))
+            plan.mark("self_query")
+            if extra:
+                result = self._walk(plan.narrowed(parse_filters(extra)), vectors)
+                result.trace.self_query = {"filters": extra, "used": bool(result.nodes)}
+                if result.nodes:
+                    return result
+                plan.trace.self_query = result.trace.self_query
+        return self._walk(plan, vectors)
 
+    def _walk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
         # The walk reads only the nodes' structure (light rankings); the final fetch brings the
         # chosen nodes whole, with their spans' text, and checks that they are still live.
         def rank(requests: Sequence[RankRequest]):
             return self.store.rank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain,
                                    light=True)
 
-        hits = walk(rank, plan.settings, plan.filters, plan.trace)
+        identity = self._identity_match(plan)
+        hits = walk(rank, plan.settings, plan.filters, plan.trace, identity)
         plan.mark("walk")
+        self._check_identities(plan)
         return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
@@ -335,16 +373,31 @@ class DragKneeIndex:
         store's async methods (qdrant-client's async client for a server).
         """
         query_vectors = kwargs.pop("query_vectors", None)
+        self_query = kwargs.pop("self_query", None)
         plan = self._plan(query, **kwargs)
         vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
         plan.mark("encode")
+        model = self.self_query if self_query is None else (self_query or None)
+        if model is not None:
+            extra = await model.afilters(plan.query, self.metadata_values(getattr(model, "keys", None)))
+            plan.mark("self_query")
+            if extra:
+                result = await self._awalk(plan.narrowed(parse_filters(extra)), vectors)
+                result.trace.self_query = {"filters": extra, "used": bool(result.nodes)}
+                if result.nodes:
+                    return result
+                plan.trace.self_query = result.trace.self_query
+        return await self._awalk(plan, vectors)
 
+    async def _awalk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
         async def rank(requests: Sequence[RankRequest]):
             return await self.store.arank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain,
                                           light=True)
 
-        hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
+        identity = self._identity_match(plan)
+        hits = await awalk(rank, plan.settings, plan.filters, plan.trace, identity)
         plan.mark("walk")
+        self._check_identities(plan)
         return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
@@ -364,6 +417,46 @@ class DragKneeIndex:
         return _SearchPlan(query=query, settings=settings, filters=spec,
                            trace=Trace(query=query, method=settings.method),
                            requests_before=self.store.requests, started=started)
+
+    def _forget_identities(self) -> None:
+        self._identities = {}
+        self._roots_meta = None
+
+    def _root_metadata(self) -> List[Tuple[str, Mapping[str, Any]]]:
+        """Every document's (doc_id, metadata), read from the roots once and kept until a write."""
+        if self._roots_meta is None:
+            self._roots_meta = [(r.doc_id, r.metadata) for r in self.store.scroll_nodes(level=0, with_text=False)]
+        return self._roots_meta
+
+    def metadata_values(self, keys: Optional[Sequence[str]] = None) -> Dict[str, List[Any]]:
+        """The values the indexed documents hold for each metadata key that can name a document
+        (``keys``, else the identity keys of :func:`~drag_knee_retriever.identity.identity_fields`),
+        most frequent first; ``doc_id`` lists readable document ids. What a self-query model is shown."""
+        return identity_fields(self._root_metadata(), keys)
+
+    def _identity_match(self, plan: "_SearchPlan") -> IdentityMatch:
+        """The documents the query names (identity.py), or none when identity is switched off."""
+        settings = plan.settings
+        if not (settings.identity_weight or settings.identity_focus_weight):
+            return NO_MATCH
+        table = self._identities.get(settings.identity_keys)
+        if table is None:
+            # Roots carry their document's metadata; read once (without text) and kept until a write.
+            roots = self.store.scroll_nodes(level=0, with_text=False)
+            table = IdentityIndex.from_roots(roots, settings.identity_keys)
+            self._roots_meta = [(r.doc_id, r.metadata) for r in roots]
+            self._identities[settings.identity_keys] = table
+        match = table.match(plan.query, limit=settings.max_roots)
+        plan.mark("identity")
+        return match
+
+    def _check_identities(self, plan: "_SearchPlan") -> None:
+        """Forget the identities when the walk met a root they do not know (another process wrote)."""
+        table = self._identities.get(plan.settings.identity_keys)
+        if table is None or not plan.trace.steps:
+            return
+        if any(not table.knows(c.doc_id, c.doc_hash) for c in plan.trace.steps[0].candidates):
+            self._forget_identities()
 
     def _check_filter_keys(self, spec: Any) -> None:
         """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
@@ -452,6 +545,12 @@ class _SearchPlan:
     requests_before: int
     started: float
     last: float = 0.0
+
+    def narrowed(self, extra: Any) -> "_SearchPlan":
+        """The same search with ``extra`` conditions joined to its filters (a fresh trace)."""
+        return _SearchPlan(query=self.query, settings=self.settings, filters=tuple(self.filters) + tuple(extra),
+                           trace=Trace(query=self.query, method=self.settings.method, timings_ms=dict(self.trace.timings_ms)),
+                           requests_before=self.requests_before, started=self.started, last=self.last)
 
     def cap(self, hits: Sequence[Any]) -> List[Any]:
         """The walk's results within ``min_score`` and ``max_results`` (best scores kept)."""

@@ -35,6 +35,7 @@ from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequenc
 
 from .builder import span_leaf_ids
 from .config import SearchConfig
+from .identity import NO_MATCH, IdentityMatch
 from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
@@ -57,22 +58,28 @@ def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
     return candidate
 
 
-def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
-    """The walk as a generator: yields each step's requests, receives their hits, returns the result."""
-    roots = yield from _rank_roots(config, filters, trace)
+def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
+               identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The walk as a generator: yields each step's requests, receives their hits, returns the result.
+
+    ``identity``: the documents the query names (:mod:`.identity`); their roots join the roots
+    ranking and their scores count there (``config.identity_weight``) and in the magnitude focus
+    (``config.identity_focus_weight``)."""
+    roots = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return []
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
     if config.focuses:
-        return (yield from _focus(config, filters, trace, regions))
+        return (yield from _focus(config, filters, trace, regions, identity))
     return regions
 
 
-def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+         identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
-    steps = walk_steps(config, filters, trace)
+    steps = walk_steps(config, filters, trace, identity)
     try:
         requests = next(steps)
         while True:
@@ -81,9 +88,10 @@ def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) 
         return done.value
 
 
-async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+                identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with an asynchronous ranker (same steps as :func:`walk`)."""
-    steps = walk_steps(config, filters, trace)
+    steps = walk_steps(config, filters, trace, identity)
     try:
         requests = next(steps)
         while True:
@@ -100,10 +108,21 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     return keep, keep
 
 
-def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
+def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identity: IdentityMatch = NO_MATCH) -> Steps:
     limit = config.beam_width if config.method == "fixed" else config.max_roots
-    hits = (yield [RankRequest(limit=limit, weights=config.weights_for_level(0), level=0, filters=filters)])[0]
-    step = TraceStep(step=0, kind="roots", level=0, weights=config.weights_for_level(0))
+    weights = config.weights_for_level(0)
+    requests = [RankRequest(limit=limit, weights=weights, level=0, filters=filters)]
+    named = identity.root_ids[: config.max_roots] if identity and config.identity_weight else ()
+    if named:
+        # The roots of the documents the query names, in the same round trip (the filters hold for
+        # them too): a document named by its title ranks even where its text ranks below the limit.
+        requests.append(RankRequest(limit=len(named), weights=weights, candidate_ids=tuple(named), level=0,
+                                    filters=filters))
+    answers = yield requests
+    hits = answers[0]
+    if named:
+        hits = with_identity(hits, answers[1], identity, config.identity_weight)
+    step = TraceStep(step=0, kind="roots", level=0, weights=weights)
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
         keep = min(keep, config.beam_width)
@@ -111,10 +130,30 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Step
     for position, hit in enumerate(hits):
         candidate = _candidate(hit, position)
         candidate.outcome = "kept" if position < keep else "cut"
+        if named:
+            candidate.identity_score = identity.of(hit.node.doc_id)
         step.candidates.append(candidate)
     step.kept_count = min(keep, len(hits))
     trace.steps.append(step)
     return hits[:keep]
+
+
+def with_identity(ranked: Sequence[RankedHit], named: Sequence[RankedHit], identity: IdentityMatch,
+                  weight: float) -> List[RankedHit]:
+    """The roots ranking with the named documents' roots joined and each root's fused score raised
+    by ``weight`` x its document's identity score; best first, ties by node id.
+
+    A named root the text ranking did not return counts 0 from the text (as a list that does not
+    hold an item adds nothing to its reciprocal-rank fusion): its identity alone places it."""
+    by_id: Dict[str, RankedHit] = {h.node.id: h for h in ranked}
+    for hit in named:
+        if hit.node.id not in by_id:
+            by_id[hit.node.id] = RankedHit(node=hit.node, score=0.0)
+    scored = [RankedHit(node=h.node, score=h.score + weight * identity.of(h.node.doc_id), dense_rank=h.dense_rank,
+                        sparse_rank=h.sparse_rank, dense_score=h.dense_score, sparse_score=h.sparse_score)
+              for h in by_id.values()]
+    scored.sort(key=lambda h: (-h.score, h.node.id))
+    return scored
 
 
 def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> Steps:
@@ -171,14 +210,15 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
-def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
+def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
+           identity: IdentityMatch = NO_MATCH) -> Steps:
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
     assert config.focus_pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
     if config.focus_scores == "magnitude":
-        hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights)
+        hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights, identity)
     elif config.focus_global:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
@@ -221,6 +261,8 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     for position, hit in enumerate(hits):
         candidate = _candidate(hit, position)
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
+        if identity and config.identity_focus_weight and config.focus_scores == "magnitude":
+            candidate.identity_score = identity.of(hit.node.doc_id)
         step.candidates.append(candidate)
         if position >= keep:
             candidate.outcome = "cut"
@@ -240,7 +282,7 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
 
 
 def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
-                    weights: Tuple[float, float]) -> Steps:
+                    weights: Tuple[float, float], identity: IdentityMatch = NO_MATCH) -> Steps:
     """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
 
     One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
@@ -268,7 +310,8 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)[: config.focus_pool]
+    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight,
+                             identity.scores if identity else None, config.identity_focus_weight)[: config.focus_pool]
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:

@@ -352,6 +352,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         if isinstance(kwargs.get("config"), str):
             changes = _CONFIG_VARIANTS[kwargs["config"]]
             kwargs = {"config": replace(index.search_config, **changes)}
+        elif name.startswith("drag_knee{"):  # a search variant (runner.parse_search_variant)
+            kwargs = {"config": replace(index.search_config, **kwargs)}
 
         def run(text: str, qv: Any, kwargs=kwargs) -> Retrieval:
             start = time.perf_counter()
@@ -367,7 +369,9 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
             config = kwargs["config"]
             params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
                            "merge_ratio": config.merge_ratio, "focus_global": config.focus_global,
-                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight})
+                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight,
+                           "identity_weight": config.identity_weight,
+                           "identity_focus_weight": config.identity_focus_weight})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods

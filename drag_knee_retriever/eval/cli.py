@@ -58,6 +58,7 @@ def eval_command(
     methods: Annotated[Optional[List[str]], typer.Option("--method", "-m", help="Only methods matching this glob (repeatable), e.g. 'flat_hybrid_*'.")] = None,
     build: Annotated[Optional[str], typer.Option("--build", help="BuildConfig of the main index as key=value,... e.g. 'inner_vectors=summary,branching=4'.")] = None,
     build_variants: Annotated[Optional[List[str]], typer.Option("--build-variant", help="Extra index for DRAG/collapsed methods (repeatable), e.g. 'inner_vectors=centroid'.")] = None,
+    search_variants: Annotated[Optional[List[str]], typer.Option("--search-variant", help="The default search with other SearchConfig settings (repeatable), e.g. 'identity_weight=0.5': method drag_knee{identity_weight=0.5}.")] = None,
     automerging_k: Annotated[Optional[List[int]], typer.Option("--automerging-k", help="AutoMergingRetriever similarity_top_k (repeatable; default 6).")] = None,
     traces: Annotated[int, typer.Option("--traces", min=0, help="Save DRAG traces of the first N questions to traces.jsonl.")] = 0,
     datasets_dir: Annotated[Optional[Path], typer.Option("--datasets", help="Datasets folder (default: $DRAG_KNEE_DATASETS).")] = None,
@@ -103,6 +104,7 @@ def eval_command(
             automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
             embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot,
             shared_store=shared_store, max_doc_pages=max_doc_pages, index_dir=index_dir,
+            search_variants=tuple(search_variants or ()),
             **(ctx.obj if isinstance(ctx.obj, dict) else {}),
         )
     except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import BuildConfig
+from ..config import BuildConfig, SearchConfig
 from .automerging import automerging_methods, build_automerging, llama_index_available
 from .baselines import (
     CURVE_KS,
@@ -70,24 +70,45 @@ class BuildVariant:
     methods: Tuple[str, ...] = ("drag_*", "collapsed_*", "proto_*")
 
 
-def parse_build_variant(spec: str) -> BuildVariant:
-    """``"inner_vectors=centroid,branching=4"`` -> a variant labelled ``inner_vectors=centroid,branching=4``."""
+def _parse_settings(spec: str, cls: Any, what: str) -> Dict[str, Any]:
+    """``"key=value,..."`` -> keyword arguments of the dataclass ``cls`` (booleans, None, numbers)."""
     kwargs: Dict[str, Any] = {}
     for part in spec.split(","):
         if not part.strip():
             continue
         if "=" not in part:
-            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. inner_vectors=centroid).")
+            raise EvalSetupError(f"{what} part {part!r} is not key=value (e.g. inner_vectors=centroid).")
         key, value = (x.strip() for x in part.split("=", 1))
-        if key not in BuildConfig.__dataclass_fields__:
-            raise EvalSetupError(f"unknown BuildConfig field {key!r}; use one of {', '.join(BuildConfig.__dataclass_fields__)}.")
+        if key not in cls.__dataclass_fields__:
+            raise EvalSetupError(f"unknown {cls.__name__} field {key!r}; use one of {', '.join(cls.__dataclass_fields__)}.")
         if value.lower() in ("true", "false"):
             kwargs[key] = value.lower() == "true"
         elif value.lower() == "none":
             kwargs[key] = None
+        elif value.lstrip("-").isdigit():
+            kwargs[key] = int(value)
         else:
-            kwargs[key] = int(value) if value.lstrip("-").isdigit() else value
-    return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**kwargs))
+            try:
+                kwargs[key] = float(value)
+            except ValueError:
+                kwargs[key] = value
+    return kwargs
+
+
+def parse_build_variant(spec: str) -> BuildVariant:
+    """``"inner_vectors=centroid,branching=4"`` -> a variant labelled ``inner_vectors=centroid,branching=4``."""
+    return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**_parse_settings(spec, BuildConfig, "build variant")))
+
+
+def parse_search_variant(spec: str) -> Tuple[str, Dict[str, Any]]:
+    """``"identity_weight=0.5,max_roots=30"`` -> (``"drag_knee{identity_weight=0.5,max_roots=30}"``,
+    the :class:`SearchConfig` changes): the default search with those settings, on every index."""
+    changes = _parse_settings(spec, SearchConfig, "search variant")
+    try:
+        replace(SearchConfig(), **changes)
+    except (TypeError, ValueError) as exc:
+        raise EvalSetupError(f"search variant {spec!r}: {exc}") from None
+    return "drag_knee{" + spec.replace(" ", "") + "}", changes
 
 
 @dataclass
@@ -231,6 +252,7 @@ def run_eval(
     max_doc_pages: Optional[int] = None,
     index_dir: Optional[os.PathLike | str] = None,
     budgets: Sequence[int] = WORD_BUDGETS,
+    search_variants: Sequence[str] = (),
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
 
@@ -248,6 +270,8 @@ def run_eval(
     dataset's default). ``index_dir`` keeps each build's index in a folder and reuses it in later
     runs (see :func:`_index_folder`). ``budgets``: word budgets at which flat hybrid (and the
     default search, where it takes ``max_tokens``) is also read (:data:`WORD_BUDGETS`).
+    ``search_variants``: the default search with other :class:`SearchConfig` settings
+    (``"identity_weight=0.5"`` -> method ``drag_knee{identity_weight=0.5}``), on every index.
     """
     started = time.perf_counter()
     ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
@@ -260,6 +284,7 @@ def run_eval(
             f"{ds.name}: no questions left on the {len(ds.documents)} kept documents; raise --limit-docs."
         )
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
+    searches = [parse_search_variant(v) for v in search_variants]
     leaf_tokens = leaf_token_table(ds)
     bar = _Progress(progress)
     meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
@@ -323,7 +348,7 @@ def run_eval(
             default_methods += flat_methods(index, leaf_tokens, ks=flat_ks, budgets=budgets)
             default_methods += flat_knee_methods(index, leaf_tokens)
             default_methods += collapsed_methods(index, leaf_tokens, ks=FLAT_KS)
-            default_methods += drag_methods(index, leaf_tokens, variants=drag_variants(fusion_schedule))
+            default_methods += drag_methods(index, leaf_tokens, variants=drag_variants(fusion_schedule) + searches)
             default_methods += drag_budget_methods(index, leaf_tokens, budgets=budgets)
             if extra_methods is not None:
                 default_methods += extra_methods(index, leaf_tokens, "default")
@@ -354,7 +379,7 @@ def run_eval(
                                                   **_build(vindex, ds, bar, variant.label)}
                 vmethods = collapsed_methods(searched, leaf_tokens, ks=FLAT_KS, label=variant.label)
                 vmethods += drag_methods(searched, leaf_tokens, label=variant.label,
-                                         variants=drag_variants(fusion_schedule))
+                                         variants=drag_variants(fusion_schedule) + searches)
                 vmethods += drag_budget_methods(searched, leaf_tokens, budgets=budgets, label=variant.label)
                 # The flat sweep on the variant's own index: its leaves may differ (passages).
                 vmethods += [replace(m, name=f"{m.name}[{variant.label}]", family=f"{m.family}[{variant.label}]",
