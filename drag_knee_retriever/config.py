@@ -101,8 +101,9 @@ class SearchConfig:
     - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
     - ``identity_weight``: how much a document's *identity* (its title or file name and the
       metadata that names it, matched against the query's words: :mod:`~drag_knee_retriever.identity`)
-      adds to its root's fused score, the best-named document adding the full weight; the roots of
-      named documents join the roots ranking. 0 switches it off.
+      adds to its root's fused score, a document the query names fully (a name only it holds, or
+      its company and year) adding the full weight; the roots of named documents join the roots
+      ranking. 0 switches it off.
     - ``identity_focus_weight``: with the magnitude focus, each leaf's score gains this weight x
       the z-score of its document's identity match over the pool (a leaf inherits its document's
       match). 0 switches it off.

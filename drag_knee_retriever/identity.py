@@ -7,13 +7,13 @@ return on assets for Coca Cola?"), while a passage of a cash-flow statement says
 which year it is. The document does, in its file name (``COCACOLA_2017_10K.pdf``), its PDF title and
 its metadata (``company``, ``doc_period``, ...). This module turns those into a small set of
 *identity terms* per document and scores every document by the query's terms it holds, weighted by
-how rare each term is among the documents' identities (BM25's IDF over identities: a company name
-held by two filings weighs far more than "10k" held by thirty). No model, no build step: the
+how rare each term is among the documents' identities (an IDF over identities: a company name held
+by two filings weighs far more than "10k" held by thirty, a term every document holds nothing). No model, no build step: the
 identities are read from the stored roots' metadata, so the same index answers with or without it.
 
 How the walk uses the scores (:mod:`.traversal`): matched documents' roots join the roots ranking
 (even when their text ranks below ``max_roots``), each root's fused score gains
-``SearchConfig.identity_weight`` x its document's normalised identity score, and in the focus step
+``SearchConfig.identity_weight`` x its document's identity score (1.0: named fully), and in the focus step
 every leaf inherits its document's score (``identity_focus_weight`` x its z-score over the pool).
 A query that names no document matches nothing and the walk is unchanged; inside one document
 (a ``doc_id`` filter) every leaf has the same score and the focus is unchanged.
@@ -177,7 +177,8 @@ def identity_fields(documents: Iterable[Tuple[str, Mapping[str, Any]]],
 
 @dataclass(frozen=True)
 class IdentityMatch:
-    """The documents a query names: normalised scores (the best is 1.0) and their roots, best first."""
+    """The documents a query names: scores in (0, 1] (see :meth:`IdentityIndex.match`) and their
+    roots, best first."""
 
     scores: Mapping[str, float] = field(default_factory=dict)
     root_ids: Tuple[str, ...] = ()
@@ -240,33 +241,38 @@ class IdentityIndex:
         return self._terms.get(doc_id, frozenset())
 
     def idf(self, term: str) -> float:
-        """BM25's IDF of a term over the documents' identities (0.0 for a term none holds)."""
+        """``ln(N / df)``: how rare a term is among the N documents' identities (0.0 for a term
+        every document holds, or none)."""
         df = len(self._postings.get(term, ()))
         if not df:
             return 0.0
-        n = len(self._terms)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return math.log(len(self._terms) / df)
 
     def match(self, query: str, limit: Optional[int] = None) -> IdentityMatch:
-        """The documents ``query`` names, scored by the summed IDF of the identity terms they share
-        with it and normalised by the best (1.0); ``limit`` keeps the best that many."""
+        """The documents ``query`` names: the summed IDF of the identity terms each shares with it,
+        over the IDF of a term only one document holds (``ln N``), capped at 1.0. So a name only
+        one document has (or a company and a year together) counts fully, a word many documents'
+        titles share ("report") barely; ``limit`` keeps the best that many. An index of fewer than
+        two documents names none (there is nothing to choose between)."""
+        if len(self._terms) < 2:
+            return NO_MATCH
         totals: Dict[str, float] = {}
         for term in query_terms(query):
             docs = self._postings.get(term)
             if not docs:
                 continue
             weight = self.idf(term)
+            if weight <= 0:
+                continue
             for doc_id in docs:
                 totals[doc_id] = totals.get(doc_id, 0.0) + weight
         if not totals:
             return NO_MATCH
-        best = max(totals.values())
-        if best <= 0:
-            return NO_MATCH
+        unique = math.log(len(self._terms))
         order = sorted(totals, key=lambda d: (-totals[d], d))
         if limit is not None:
             order = order[:limit]
-        return IdentityMatch(scores={d: totals[d] / best for d in order},
+        return IdentityMatch(scores={d: min(1.0, totals[d] / unique) for d in order},
                              root_ids=tuple(self._roots[d] for d in order))
 
     @classmethod

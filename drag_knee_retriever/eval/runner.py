@@ -172,16 +172,21 @@ def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model
 
 
 def _index_folder(index_dir: Optional[os.PathLike | str], ds: EvalDataset, label: str) -> Optional[Path]:
-    """Where a run keeps the index of one build (``index_dir``/<dataset>/<label>), or None (in memory).
+    """Where a run keeps the index of one build (``index_dir``/<corpus>/<label>), or None (in memory).
 
-    A kept index is reopened by the next run and every unchanged document is skipped (its content,
-    metadata and build settings hash the same), so search variants over a long dataset cost no
-    re-build; a document whose tree would differ is rebuilt. Code changes that alter a tree without
-    changing its settings are not seen: delete the folder after such a change."""
+    The corpus folder is named by the dataset and a hash of its document ids, so two settings of
+    the same documents (FinanceBench shared and single) share an index and two different document
+    sets never do. A kept index is reopened by the next run and every unchanged document is skipped
+    (its content, metadata and build settings hash the same), so search variants over a long
+    dataset cost no re-build; a document whose tree would differ is rebuilt. Code changes that alter
+    a tree without changing its settings are not seen: delete the folder after such a change."""
     if index_dir is None:
         return None
+    import hashlib
+
+    corpus = hashlib.sha1("\x1f".join(sorted(d.id for d in ds.documents)).encode()).hexdigest()[:10]
     safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in label)[:120] or "default"
-    return Path(index_dir) / ds.name / safe
+    return Path(index_dir) / f"{ds.name.split('-')[0]}-{corpus}" / safe
 
 
 def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:

@@ -77,14 +77,21 @@ FILINGS = {
 
 
 def test_the_entity_and_period_both_named_win_and_a_rare_term_outweighs_a_common_one():
+    import math
+
     index = _index(FILINGS)
-    match = index.match("What was Acme's FY2023 capital expenditure?")
-    assert list(match.scores)[0] == "ACME_2023_10K" and match.scores["ACME_2023_10K"] == 1.0
-    # the company (2 of 4 documents) weighs more than the year (3 of 4)
+    match = index.match("What was Acme's FY2023 10-K capital expenditure?")
+    # ln(N / df) per shared term over ln N (a term one document alone holds): acme 2 of 4, 2023 3 of 4,
+    # 10k 4 of 4 (nothing)
+    assert list(match.scores)[0] == "ACME_2023_10K"
+    assert match.scores["ACME_2023_10K"] == pytest.approx((math.log(2) + math.log(4 / 3)) / math.log(4))
     assert match.scores["ACME_2022_10K"] > match.scores["GLOBEX_2023_10K"] > 0
     assert match.root_ids[0] == "ACME_2023_10K:r"
+    assert index.match("Initech").scores == {"INITECH_2023_10K": 1.0}  # a name only it holds: fully named
     assert not index.match("What drives gross margin?")  # names no document: no match at all
-    assert index.idf("10k") < index.idf("2023") < index.idf("acme")
+    assert not index.match("the 10-K")  # a term every document holds names none
+    assert index.idf("10k") == 0.0 < index.idf("2023") < index.idf("acme")
+    assert not _index({"ONLY_2023": {"company": "Solo"}}).match("Solo 2023")  # one document: nothing to choose
 
 
 def test_the_index_follows_changes_and_knows_its_versions():
@@ -138,7 +145,7 @@ def store() -> Dict[str, TreeNode]:
 def _sides(store) -> Dict[str, Tuple[float, float]]:
     # The text alone prefers Globex (its roots and leaves score highest); Acme 2023 is the filing asked for.
     sides = {n: (0.1, 0.1) for n in store}
-    sides.update({"GLOBEX_2023_10K:r": (0.9, 0.9), "ACME_2023_10K:r": (0.2, 0.2)})
+    sides.update({"GLOBEX_2023_10K:r": (0.6, 0.6), "ACME_2023_10K:r": (0.2, 0.2)})
     sides.update({leaf_id("GLOBEX_2023_10K", i): (0.8, 0.8) for i in range(3)})
     sides.update({leaf_id("ACME_2023_10K", 0): (0.6, 0.6)})
     return sides
@@ -165,7 +172,12 @@ def test_named_roots_join_the_roots_ranking_in_the_same_round_trip_and_win(store
     # one round trip for the roots: the text ranking (1 root) and the named documents' roots
     first = ranker.requests[:2]
     assert first[0].candidate_ids is None and set(first[1].candidate_ids) >= {"ACME_2023_10K:r"}
-    assert roots_step.candidates[0].doc_id == "ACME_2023_10K" and roots_step.candidates[0].identity_score == 1.0
+    named = _index(FILINGS).match("Acme FY2023").scores["ACME_2023_10K"]
+    # Acme's root is below the text ranking's one root: 0 from the text + 2.0 x 0.71 from its name,
+    # above Globex's 1.2 (the match keeps the max_roots best-named documents: Acme alone here)
+    assert [(c.doc_id, c.identity_score) for c in roots_step.candidates] == [("ACME_2023_10K", named),
+                                                                             ("GLOBEX_2023_10K", 0.0)]
+    assert [c.fused_score for c in roots_step.candidates] == pytest.approx([2.0 * named, 1.2])
     assert hits[0].node.doc_id == "ACME_2023_10K"
     focus = next(s for s in trace.steps if s.kind == "focus")
     assert all(c.identity_score is not None for c in focus.candidates)
