@@ -107,6 +107,9 @@ class SearchConfig:
     - ``identity_focus_weight``: with the magnitude focus, each leaf's score gains this weight x
       the z-score of its document's identity match over the pool (a leaf inherits its document's
       match). 0 switches it off.
+    - ``root_focus_weight``: with the magnitude focus, each leaf's score gains this weight x the
+      z-score of its document root's score in the walk's roots ranking (text and identity: the
+      document's evidence as a whole). 0 switches it off.
     - ``identity_keys``: the metadata keys that name a document, e.g. ``("company", "year")``;
       ``None``: the title / file-name keys and every metadata value that is a short text or a year
       (:func:`~drag_knee_retriever.identity.document_identity`).
@@ -134,9 +137,10 @@ class SearchConfig:
     identity_weight: float = 0.0
     identity_focus_weight: float = 0.0
     identity_keys: Optional[Tuple[str, ...]] = None
+    root_focus_weight: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("identity_weight", "identity_focus_weight"):
+        for name in ("identity_weight", "identity_focus_weight", "root_focus_weight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ConfigError(f"{name} must be a finite number >= 0 (0 switches it off), got {value!r}.")

@@ -108,7 +108,7 @@ def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = Non
     for key in TITLE_KEYS:
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():
-            candidates.append(" ".join(value.split()) if key == "title" else _file_title(value))
+            candidates.append(_file_title(value) if key != "title" or _SUFFIX.search(value.strip()) else value)
     if doc_id:
         candidates.append(_file_title(doc_id))
     for title in candidates:
@@ -116,6 +116,19 @@ def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = Non
         if title and not _OPAQUE.fullmatch(title) and re.search(r"[^\W\d_]", title):
             return title[:200]
     return None
+
+
+def _naming_title(metadata: Mapping[str, Any], doc_id: Optional[str]) -> Optional[str]:
+    """The title as identity: only a title short enough to be a name (at most ``_MAX_VALUE_WORDS``
+    words, as any other identity value); a sentence-long title describes the document's content,
+    which its text ranks already, and the next title source (file name, id) names it instead."""
+    title = title_from_metadata(metadata, doc_id)
+    if title is not None and len(title.split()) > _MAX_VALUE_WORDS:
+        rest = {k: v for k, v in metadata.items() if k != "title"}
+        title = title_from_metadata(rest, doc_id)
+        if title is not None and len(title.split()) > _MAX_VALUE_WORDS:
+            return None
+    return title
 
 
 def _identity_value(value: Any) -> Optional[str]:
@@ -137,7 +150,7 @@ def document_identity(doc_id: str, metadata: Mapping[str, Any], keys: Optional[S
     file-name key, and the values of ``keys`` (None: every metadata value that is a short text or
     a year, except the keys of :data:`NOT_IDENTITY_KEYS` and the package's own ``drag_*`` fields)."""
     parts: List[str] = []
-    title = title_from_metadata(metadata, doc_id)
+    title = _naming_title(metadata, doc_id)
     if title:
         parts.append(title)
     for key in TITLE_KEYS[1:]:

@@ -76,6 +76,13 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
     return regions
 
 
+def _root_scores(trace: Trace) -> Dict[str, float]:
+    """Each ranked document's root score (kept or cut) in the walk's roots step."""
+    if not trace.steps or trace.steps[0].kind != "roots":
+        return {}
+    return {c.doc_id: c.fused_score for c in trace.steps[0].candidates}
+
+
 def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
          identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
@@ -311,7 +318,9 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
     return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight,
-                             identity.scores if identity else None, config.identity_focus_weight)[: config.focus_pool]
+                             identity.scores if identity else None, config.identity_focus_weight,
+                             _root_scores(trace) if config.root_focus_weight else None,
+                             config.root_focus_weight)[: config.focus_pool]
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
