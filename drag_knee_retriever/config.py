@@ -99,6 +99,15 @@ class SearchConfig:
       leaves: no extra round trip). The knee then cuts where the evidence falls, and a result's score
       is that sum. Measured in benchmarks/RESULTS.md ("## cut: ...").
     - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
+    - ``max_tokens``: a word budget for the results (per call: ``search(q, max_tokens=1500)``).
+      The knee methods then rank their focus pool past the knee and fill the budget with the best
+      evidence in order: a leaf that no longer fits is skipped for a later, shorter one, and a page
+      (or a region the walk chose) more than ``merge_ratio`` of whose leaves are chosen comes back
+      whole when it fits, without repeating a passage it holds. The other methods keep their walk's
+      results that fit. "Tokens" are words (whitespace-separated), the unit every figure of this
+      project counts; an LLM reads about 1.3 tokens a word of English. When even the best leaf is
+      longer than the budget it comes back cut to its first ``max_tokens`` words. ``None``: no budget
+      (the method's cut decides).
     """
 
     method: SearchMethod = "knee"
@@ -119,8 +128,14 @@ class SearchConfig:
     # Focus on scores with magnitude (issue 14, items 5-6; branch cut): added at the end.
     focus_scores: FocusScores = "magnitude"
     sibling_weight: float = 0.25
+    # A word budget for the results (issue 24, item 3; branch budget): added at the end.
+    max_tokens: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
+                                            or not 1 <= self.max_tokens <= MAX_SETTING):
+            raise ConfigError(f"max_tokens (the results' word budget, e.g. 1500) must be an integer from 1 to "
+                              f"{MAX_SETTING:,}, or None for no budget; got {self.max_tokens!r}.")
         if self.focus_scores not in ("rrf", "magnitude"):
             raise ConfigError(f"focus_scores must be 'rrf' or 'magnitude', got {self.focus_scores!r}.")
         if (isinstance(self.sibling_weight, bool) or not isinstance(self.sibling_weight, (int, float))

@@ -31,6 +31,7 @@ parent wins it is a result, where children outrank it those children descend (le
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .builder import span_leaf_ids
@@ -72,24 +73,12 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps
 
 def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
     """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
-    steps = walk_steps(config, filters, trace)
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(rank(requests))
-    except StopIteration as done:
-        return done.value
+    return _run(walk_steps(config, filters, trace), rank)
 
 
 async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
     """Run the configured method with an asynchronous ranker (same steps as :func:`walk`)."""
-    steps = walk_steps(config, filters, trace)
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(await rank(requests))
-    except StopIteration as done:
-        return done.value
+    return await _arun(walk_steps(config, filters, trace), rank)
 
 
 def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int]]:
@@ -171,23 +160,27 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
-def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
-    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+def _focus_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
+                deep: bool = False) -> Steps:
+    """The focus step's ranking: the leaves under the walk's nodes (and the best leaves of the
+    collection, with ``focus_global``), best first; the best ``focus_pool``, or with ``deep`` the
+    whole pool (a word budget reads past the knee; :func:`budget_ranking_steps`)."""
     assert config.focus_pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
     if config.focus_scores == "magnitude":
         hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights)
-    elif config.focus_global:
+        return hits if deep else hits[: config.focus_pool]
+    if config.focus_global:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deep = min(max(config.focus_pool, config.focus_global), len(candidate_ids))
+        deepest = len(candidate_ids) if deep else min(max(config.focus_pool, config.focus_global), len(candidate_ids))
         region_hits, global_hits = (yield [
-            RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
+            RankRequest(limit=max(deepest, 1), weights=weights, candidate_ids=candidate_ids, filters=filters),
             RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
         ])
         glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
@@ -195,10 +188,18 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-        hits = combine_rankings([region_hits, global_hits], config.rrf_k)[: config.focus_pool]
-    else:
-        limit = min(config.focus_pool, len(candidate_ids))
-        hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+        hits = combine_rankings([region_hits, global_hits], config.rrf_k)
+        return hits if deep else hits[: config.focus_pool]
+    limit = len(candidate_ids) if deep else min(config.focus_pool, len(candidate_ids))
+    if not limit:
+        return []
+    return (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+
+
+def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
+    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+    hits = yield from _focus_pool(config, filters, trace, regions)
+    weights = config.weights_for_level(config.max_depth)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
     trace.steps.append(step)
@@ -209,6 +210,7 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     keep = knee_index([h.score for h in hits], config.effective_sensitivity)
     step.knee_index = keep
     survivors = {h.node.id for h in hits[:keep]}
+    leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
     if config.merge_ratio is not None:
         for region in regions:
@@ -239,9 +241,69 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     return results
 
 
+@dataclass
+class FocusRanking:
+    """What a word budget fills from (:mod:`~drag_knee_retriever.budget`): the walk's nodes and
+    the focus step's whole ranking of the leaves under them (and the global leaves), best first."""
+
+    regions: List[RankedHit]
+    ranked: List[RankedHit]
+    step: Optional[TraceStep] = None  # the trace's focus step, whose outcomes the fill writes
+
+
+def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
+    """The walk of a knee method up to its focus step's ranking, uncut: returns a :class:`FocusRanking`.
+
+    The same roots, beam and focus pool as :func:`walk_steps` (so the first leaves are the ones the
+    knee would keep), for a caller that fills a word budget instead of cutting at the knee."""
+    assert config.focuses
+    roots = yield from _rank_roots(config, filters, trace)
+    if not roots:
+        return FocusRanking(regions=[], ranked=[])
+    regions = yield from _beam(config, filters, trace, roots)
+    ranked = yield from _focus_pool(config, filters, trace, regions, deep=True)
+    step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
+                     weights=config.weights_for_level(config.max_depth))
+    for position, hit in enumerate(ranked):
+        candidate = _candidate(hit, position)
+        candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
+        candidate.outcome = "cut"
+        step.candidates.append(candidate)
+    trace.steps.append(step)
+    return FocusRanking(regions=regions, ranked=ranked, step=step)
+
+
+def _run(steps: Steps, rank: Ranker):
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+async def _arun(steps: Steps, rank: AsyncRanker):
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(await rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+def budget_ranking(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> FocusRanking:
+    """:func:`budget_ranking_steps` with a synchronous ranker."""
+    return _run(budget_ranking_steps(config, filters, trace), rank)
+
+
+async def abudget_ranking(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> FocusRanking:
+    """:func:`budget_ranking_steps` with an asynchronous ranker."""
+    return await _arun(budget_ranking_steps(config, filters, trace), rank)
+
+
 def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
                     weights: Tuple[float, float]) -> Steps:
-    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
+    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first.
 
     One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
     the whole filtered collection, each with its dense cosine and BM25 score; the union is
@@ -268,7 +330,7 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
         glob.kept_count = len(global_hits)
         trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)[: config.focus_pool]
+    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
