@@ -6,6 +6,8 @@ it, and ``python -m drag_knee_retriever.eval ...`` runs it directly. Needs the `
 
     drag-knee eval --dataset covidqa --out runs/covidqa --limit-docs 20
     drag-knee eval --dataset hotpotqa --out runs/hotpot --json | jq .headline
+    drag-knee eval --dataset financebench --out runs/fb            # all filings in one store
+    drag-knee eval --dataset financebench --single --out runs/fb1  # each question in its own filing
     drag-knee eval --corpus docs/ --questions questions.jsonl --out runs/mine   # your own data
 
 The questions file format (one JSON object per line, gold as documents, pages or passages) is
@@ -36,6 +38,7 @@ class DatasetName(str, enum.Enum):
     hotpotqa = "hotpotqa"
     mmlongbench = "mmlongbench"
     qmsum = "qmsum"
+    financebench = "financebench"
 
 
 app = typer.Typer(add_completion=False, help="Evaluate DRAG with KNEE against flat and hierarchical baselines.")
@@ -61,10 +64,11 @@ def eval_command(
     model_path: Annotated[Optional[str], typer.Option("--model-path", help="fastembed-ready dense model folder.")] = None,
     embedding_cache: Annotated[Optional[Path], typer.Option("--embedding-cache", help="Keep passage vectors in this folder between runs (same model => same vectors).")] = None,
     engine: Annotated[str, typer.Option("--engine", help="Store engine: auto, edge or local.")] = "auto",
+    index_dir: Annotated[Optional[Path], typer.Option("--index-dir", help="Keep each build's index in this folder and reuse it next run (unchanged documents are skipped); delete it after changing the build code.")] = None,
     plot: Annotated[bool, typer.Option("--plot/--no-plot", help="Write recall_vs_tokens.png (needs matplotlib).")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     max_doc_pages: Annotated[Optional[int], typer.Option("--max-doc-pages", min=1, help="mmlongbench: only documents of at most N pages (a cheaper run).")] = None,
-    shared_store: Annotated[bool, typer.Option("--shared-store", help="mmlongbench / qmsum: index every document and search them all (default: each question filtered to its own document).")] = False,
+    shared_store: Annotated[Optional[bool], typer.Option("--shared-store/--single", help="mmlongbench / qmsum / financebench: index every document and search them all, or filter each question to its own document (default: --single for mmlongbench and qmsum, --shared-store for financebench).")] = None,
 ) -> None:
     """Evaluate every retriever on one dataset; write the table, raw JSON and a recall-vs-tokens plot."""
     from .runner import parse_build_variant, progress_log, run_eval
@@ -98,7 +102,7 @@ def eval_command(
             datasets_root=datasets_dir, build=base_build, build_variants=variants,
             automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
             embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot,
-            shared_store=shared_store, max_doc_pages=max_doc_pages,
+            shared_store=shared_store, max_doc_pages=max_doc_pages, index_dir=index_dir,
             **(ctx.obj if isinstance(ctx.obj, dict) else {}),
         )
     except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:

@@ -35,7 +35,7 @@ from .errors import EvalError
 
 log = logging.getLogger(__name__)
 
-DATASET_NAMES: Tuple[str, ...] = ("covidqa", "xquad-en", "xquad-ru", "hotpotqa", "mmlongbench", "qmsum")
+DATASET_NAMES: Tuple[str, ...] = ("covidqa", "xquad-en", "xquad-ru", "hotpotqa", "mmlongbench", "qmsum", "financebench")
 ENV_VAR = "DRAG_KNEE_DATASETS"
 
 GoldLeaf = Tuple[str, int]
@@ -600,22 +600,94 @@ def load_qmsum(
                    limit_questions, str(folder), notes)
 
 
+# ---------------------------------------------------------------------------------------------
+# FinanceBench (development split): many similar filings, questions that name which one
+# ---------------------------------------------------------------------------------------------
+# Read through the dataset's own ``load.py``: one document per filing, as a user's folder of PDFs
+# gives them: ``Document(id=<file name>, pages=..., metadata={company, doc_type, doc_period,
+# gics_sector})`` (the file name, e.g. ``PEPSICO_2022_10K``, is what such a PDF is called; the
+# download link and page count are left out: a user's PDF does not carry them). One unit per page
+# with a text layer (blank pages dropped before numbering, as for MMLongBench); gold = the 0-based
+# evidence pages. The default setting is the shared store (every filing in one index, no filter:
+# what a user with a folder of filings gets); ``shared_store=False`` filters each question to its
+# filing (``doc_id``). CC BY-NC: questions and per-question output stay outside git.
+
+FINANCEBENCH_DIR = Path("financebench_dev")
+FINANCEBENCH_METADATA: Tuple[str, ...] = ("company", "doc_type", "doc_period", "gics_sector")
+
+
+def load_financebench(
+    root: Optional[os.PathLike | str] = None,
+    *,
+    limit_docs: Optional[int] = None,
+    limit_questions: Optional[int] = None,
+    shared_store: bool = True,
+) -> EvalDataset:
+    """FinanceBench (``financebench_dev``): SEC filings and earnings releases, page-level gold.
+
+    ``shared_store`` (default) indexes every filing and searches them all; ``False`` is the
+    single-document setting (each question filtered to its own filing by ``doc_id``)."""
+    folder = datasets_root(root) / FINANCEBENCH_DIR
+    module = _dataset_module(folder, "financebench")
+    raw_docs, raw_questions = module.load(str(folder / "raw"))
+    docs: List[Tuple[str, List[str], Dict[str, Any]]] = []
+    mappings: Dict[str, Dict[int, int]] = {}
+    for d in raw_docs:
+        units, mapping = _clean_units([leaf["text"] for leaf in d["leaves"]])
+        if not units:
+            continue
+        mappings[d["doc_id"]] = mapping
+        meta = d.get("metadata") or {}
+        docs.append((d["doc_id"], units, {k: meta[k] for k in FINANCEBENCH_METADATA if meta.get(k) not in (None, "")}))
+    questions: List[Question] = []
+    dropped = 0
+    for q in raw_questions:
+        mapping = mappings.get(q["doc_id"])
+        if mapping is None:
+            dropped += 1
+            continue
+        gold = {(q["doc_id"], mapping[p]) for p in q["gold_pages"] if p in mapping}
+        if len(gold) != len(q["gold_pages"]):
+            dropped += 1  # a gold page without a text layer: no text retriever can find it
+            continue
+        meta = {"doc_id": q["doc_id"], "question_type": q.get("question_type"), "gold_pages": len(gold)}
+        if not shared_store:
+            meta["filters"] = {"doc_id": q["doc_id"]}
+        questions.append(Question(id=q["qid"], text=q["question"].strip(), gold=frozenset(gold),
+                                  answer=str(q.get("answer")), metadata=meta))
+    if dropped:
+        log.warning("FinanceBench: %d questions dropped (their filing or a gold page has no text)", dropped)
+    notes = [f"setting: {'shared store (every filing, no filter)' if shared_store else 'single document (doc_id filter per question)'}",
+             f"questions dropped (filing or gold page without text): {dropped}"]
+    return _finish("financebench" if shared_store else "financebench-single", "english", docs, questions,
+                   limit_docs, limit_questions, str(folder), notes)
+
+
+#: Datasets whose questions name their document: ``shared_store`` is a choice (None: the default below).
+SHARED_STORE_DEFAULT: Dict[str, bool] = {"mmlongbench": False, "qmsum": False, "financebench": True}
+
+
 def load_dataset(
     name: str,
     root: Optional[os.PathLike | str] = None,
     *,
     limit_docs: Optional[int] = None,
     limit_questions: Optional[int] = None,
-    shared_store: bool = False,
+    shared_store: Optional[bool] = None,
     max_doc_pages: Optional[int] = None,
 ) -> EvalDataset:
-    """Load a dataset by name: ``covidqa``, ``xquad-en``, ``xquad-ru``, ``hotpotqa``, ``mmlongbench``
-    or ``qmsum`` (the last two: one document per question by default, ``shared_store`` for all)."""
+    """Load a dataset by name: ``covidqa``, ``xquad-en``, ``xquad-ru``, ``hotpotqa``, ``mmlongbench``,
+    ``qmsum`` or ``financebench``. For the last three ``shared_store`` chooses between one store of
+    every document and each question filtered to its own (None: MMLongBench and QMSum filter,
+    FinanceBench shares: :data:`SHARED_STORE_DEFAULT`)."""
+    shared = SHARED_STORE_DEFAULT.get(name, False) if shared_store is None else bool(shared_store)
+    if name == "financebench":
+        return load_financebench(root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared)
     if name in ("mmlongbench", "qmsum"):
         if name == "mmlongbench":
             return load_mmlongbench(root, limit_docs=limit_docs, limit_questions=limit_questions,
-                                    shared_store=shared_store, max_doc_pages=max_doc_pages)
-        return load_qmsum(root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store)
+                                    shared_store=shared, max_doc_pages=max_doc_pages)
+        return load_qmsum(root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared)
     if name == "covidqa":
         return load_covidqa(root, limit_docs=limit_docs, limit_questions=limit_questions)
     if name in ("xquad-en", "xquad-ru"):

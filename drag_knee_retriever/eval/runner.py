@@ -26,10 +26,12 @@ from .baselines import (
     CURVE_KS,
     DEFAULT_FUSION_SCHEDULE,
     FLAT_KS,
+    WORD_BUDGETS,
     LeafTokens,
     Method,
     ScopedIndex,
     collapsed_methods,
+    drag_budget_methods,
     drag_methods,
     drag_variants,
     flat_knee_methods,
@@ -134,7 +136,7 @@ def _wanted(name: str, patterns: Optional[Sequence[str]]) -> bool:
 
 
 def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model_path: Optional[str],
-                engine: str, collection: str) -> Any:
+                engine: str, collection: str, folder: Optional[Path] = None) -> Any:
     from .. import DragKneeIndex
 
     kwargs: Dict[str, Any] = {"language": dataset.language, "build": build, "engine": engine,
@@ -143,7 +145,22 @@ def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model
         kwargs["encoder"] = encoder
     elif model_path:
         kwargs["model_path"] = model_path
-    return DragKneeIndex(":memory:", **kwargs)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    return DragKneeIndex(str(folder) if folder is not None else ":memory:", **kwargs)
+
+
+def _index_folder(index_dir: Optional[os.PathLike | str], ds: EvalDataset, label: str) -> Optional[Path]:
+    """Where a run keeps the index of one build (``index_dir``/<dataset>/<label>), or None (in memory).
+
+    A kept index is reopened by the next run and every unchanged document is skipped (its content,
+    metadata and build settings hash the same), so search variants over a long dataset cost no
+    re-build; a document whose tree would differ is rebuilt. Code changes that alter a tree without
+    changing its settings are not seen: delete the folder after such a change."""
+    if index_dir is None:
+        return None
+    safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in label)[:120] or "default"
+    return Path(index_dir) / ds.name / safe
 
 
 def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
@@ -210,8 +227,10 @@ def run_eval(
     extra_methods: Optional[MethodFactory] = None,
     progress: bool = True,
     plot: bool = True,
-    shared_store: bool = False,
+    shared_store: Optional[bool] = None,
     max_doc_pages: Optional[int] = None,
+    index_dir: Optional[os.PathLike | str] = None,
+    budgets: Sequence[int] = WORD_BUDGETS,
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
 
@@ -224,7 +243,11 @@ def run_eval(
     matching ``trace_methods`` (glob patterns).
     ``encoder`` reuses an already loaded :class:`~drag_knee_retriever.embeddings.Encoder`
     (it must use the dataset's BM25 language). ``embedding_cache`` keeps passage vectors on disk
-    between runs (see :class:`CachingEncoder`).
+    between runs (see :class:`CachingEncoder`). ``shared_store``: mmlongbench / qmsum / financebench
+    in one store of every document (True) or each question filtered to its own (False; None: the
+    dataset's default). ``index_dir`` keeps each build's index in a folder and reuses it in later
+    runs (see :func:`_index_folder`). ``budgets``: word budgets at which flat hybrid (and the
+    default search, where it takes ``max_tokens``) is also read (:data:`WORD_BUDGETS`).
     """
     started = time.perf_counter()
     ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
@@ -241,7 +264,8 @@ def run_eval(
     bar = _Progress(progress)
     meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
                             "limit_docs": limit_docs, "limit_questions": limit_questions,
-                            "max_doc_pages": max_doc_pages, "shared_store": shared_store,
+                            "max_doc_pages": max_doc_pages, "shared_store": not scoped,
+                            "budgets": list(budgets),
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
@@ -265,7 +289,7 @@ def run_eval(
             encoder = Encoder(emb)
         encoder = caching = CachingEncoder(encoder, embedding_cache)
         index = _open_index(ds, base_build, encoder=encoder, model_path=None, engine=engine,
-                            collection="eval_default")
+                            collection="eval_default", folder=_index_folder(index_dir, ds, "default"))
         indexes = [index]
         try:
             meta["indexes"]["default"] = {"build": _build_dict(base_build), **_build(index, ds, bar, "default")}
@@ -296,10 +320,11 @@ def run_eval(
                 extra_methods = None
                 automerging_top_ks = ()
                 index = scope  # type: ignore[assignment]
-            default_methods += flat_methods(index, leaf_tokens, ks=flat_ks)
+            default_methods += flat_methods(index, leaf_tokens, ks=flat_ks, budgets=budgets)
             default_methods += flat_knee_methods(index, leaf_tokens)
             default_methods += collapsed_methods(index, leaf_tokens, ks=FLAT_KS)
             default_methods += drag_methods(index, leaf_tokens, variants=drag_variants(fusion_schedule))
+            default_methods += drag_budget_methods(index, leaf_tokens, budgets=budgets)
             if extra_methods is not None:
                 default_methods += extra_methods(index, leaf_tokens, "default")
             if any(_wanted(f"automerging_k{k}", methods) for k in automerging_top_ks):
@@ -321,7 +346,7 @@ def run_eval(
 
             for variant in variants:
                 vindex = _open_index(ds, variant.build, encoder=encoder, model_path=None, engine=engine,
-                                     collection="eval_variant")
+                                     collection="eval_variant", folder=_index_folder(index_dir, ds, variant.label))
                 indexes.append(vindex)
                 vscope = ScopedIndex(vindex) if scoped else None
                 searched = vscope if vscope is not None else vindex
@@ -330,6 +355,7 @@ def run_eval(
                 vmethods = collapsed_methods(searched, leaf_tokens, ks=FLAT_KS, label=variant.label)
                 vmethods += drag_methods(searched, leaf_tokens, label=variant.label,
                                          variants=drag_variants(fusion_schedule))
+                vmethods += drag_budget_methods(searched, leaf_tokens, budgets=budgets, label=variant.label)
                 # The flat sweep on the variant's own index: its leaves may differ (passages).
                 vmethods += [replace(m, name=f"{m.name}[{variant.label}]", family=f"{m.family}[{variant.label}]",
                                      curve=f"{m.curve}[{variant.label}]", index_label=variant.label)
@@ -421,7 +447,7 @@ def default_headline(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str
     index (``gains_on_own_index``): a variant may change the leaves (passages), and flat hybrid
     on those same leaves is the fair reference there.
     """
-    from .budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation
+    from .budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation, word_budget_figures
 
     out: Dict[str, Any] = {"default_method": DEFAULT_METHOD,
                            "default_recall_gain_at_equal_tokens": headline.get("knee_recall_gain_at_equal_tokens"),
@@ -429,6 +455,10 @@ def default_headline(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str
     gold_sizes = [len(q.gold) for q in ds.questions]
     adaptive = [n for n, info in method_info.items() if info.get("adaptive")]
     out["budget"] = budget_figures(rows, method_info, gold_sizes, adaptive)
+    budgets = sorted({int(n.rsplit("_w", 1)[1]) for n in rows if "[" not in n and n.rsplit("_w", 1)[-1].isdigit()
+                      and n.startswith(("flat_hybrid_w", "flat_hybrid_page_w", "drag_knee_w"))})
+    if budgets:
+        out["word_budgets"] = word_budget_figures(rows, budgets, gold_sizes)
     out["cut_size_vs_gold_spearman"] = {n: cut_size_correlation(rows, gold_sizes, n) for n in adaptive
                                         if n.startswith("drag_knee")}
     # Every adaptive DRAG method of the default index gets its interval too (a candidate default
