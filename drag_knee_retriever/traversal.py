@@ -31,7 +31,8 @@ parent wins it is a result, where children outrank it those children descend (le
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .builder import span_leaf_ids
@@ -160,45 +161,67 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
+@dataclass
+class FocusPool:
+    """The focus step's ranking of its pool (best first), and the global leaf rankings it read."""
+
+    ranked: List[RankedHit]
+    global_hits: List[RankedHit] = field(default_factory=list)
+    # A word budget's deeper global ranking (the same request, longer), read in the same round trip.
+    deeper: List[RankedHit] = field(default_factory=list)
+
+
 def _focus_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
-                deep: bool = False) -> Steps:
-    """The focus step's ranking: the leaves under the walk's nodes (and the best leaves of the
-    collection, with ``focus_global``), best first; the best ``focus_pool``, or with ``deep`` the
-    whole pool (a word budget reads past the knee; :func:`budget_ranking_steps`)."""
+                deeper: Optional[int] = None) -> Steps:
+    """The focus step's pool ranked (a :class:`FocusPool`): the leaves under the walk's nodes (and
+    the best leaves of the collection, with ``focus_global``), best first. ``deeper``: a word
+    budget's global ranking this many leaves long, in the same round trip."""
     assert config.focus_pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
+    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=filters)]
+             if deeper and config.focus_global else [])
     if config.focus_scores == "magnitude":
-        hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights)
-        return hits if deep else hits[: config.focus_pool]
+        return (yield from _magnitude_pool(config, filters, trace, candidate_ids, weights, extra))
     if config.focus_global:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deepest = len(candidate_ids) if deep else min(max(config.focus_pool, config.focus_global), len(candidate_ids))
-        region_hits, global_hits = (yield [
-            RankRequest(limit=max(deepest, 1), weights=weights, candidate_ids=candidate_ids, filters=filters),
+        deepest = len(candidate_ids) if deeper else min(max(config.focus_pool, config.focus_global),
+                                                          len(candidate_ids))
+        answers = (yield [
+            RankRequest(limit=deepest, weights=weights, candidate_ids=candidate_ids, filters=filters),
             RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
-        ])
-        glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
-                         weights=weights)
-        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
-        glob.kept_count = len(global_hits)
-        trace.steps.append(glob)
-        hits = combine_rankings([region_hits, global_hits], config.rrf_k)
-        return hits if deep else hits[: config.focus_pool]
-    limit = len(candidate_ids) if deep else min(config.focus_pool, len(candidate_ids))
-    if not limit:
-        return []
-    return (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+        ] + extra)
+        region_hits, global_hits = answers[0], answers[1]
+        _global_step(trace, global_hits, weights)
+        return FocusPool(combine_rankings([region_hits, global_hits], config.rrf_k), list(global_hits),
+                         list(answers[2]) if extra else [])
+    limit = len(candidate_ids) if deeper else min(config.focus_pool, len(candidate_ids))
+    return FocusPool((yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids,
+                                         filters=filters)])[0])
+
+
+def _global_step(trace: Trace, global_hits: Sequence[RankedHit], weights: Tuple[float, float]) -> None:
+    glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
+                     weights=weights)
+    glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
+    glob.kept_count = len(global_hits)
+    trace.steps.append(glob)
+
+
+def focus_cut(config: SearchConfig, hits: Sequence[RankedHit]) -> int:
+    """How many of the focus ranking's best ``focus_pool`` leaves the cut keeps (its knee)."""
+    return knee_index([h.score for h in hits[: config.focus_pool]], config.effective_sensitivity)
 
 
 def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit]) -> Steps:
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
-    hits = yield from _focus_pool(config, filters, trace, regions)
+    pool = yield from _focus_pool(config, filters, trace, regions)
+    hits = pool.ranked[: config.focus_pool]
     weights = config.weights_for_level(config.max_depth)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
@@ -207,7 +230,7 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         # No leaf under the regions matched (a filter that parents pass and leaves do not): the
         # walk's nodes are the best answer there is.
         return regions
-    keep = knee_index([h.score for h in hits], config.effective_sensitivity)
+    keep = focus_cut(config, hits)
     step.knee_index = keep
     survivors = {h.node.id for h in hits[:keep]}
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
@@ -251,19 +274,36 @@ class FocusRanking:
     step: Optional[TraceStep] = None  # the trace's focus step, whose outcomes the fill writes
 
 
-def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
-    """The walk of a knee method up to its focus step's ranking, uncut: returns a :class:`FocusRanking`.
+#: A word budget's deeper global ranking: about one leaf per this many words of the budget (so that
+#: short leaves, ~20-word paragraphs, can still fill it), at most ``_MAX_DEEPER`` leaves.
+_WORDS_PER_DEEPER_LEAF = 8
+_MAX_DEEPER = 2000
 
-    The same roots, beam and focus pool as :func:`walk_steps` (so the first leaves are the ones the
-    knee would keep), for a caller that fills a word budget instead of cutting at the knee."""
-    assert config.focuses
+
+def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
+    """The walk of a knee method up to its focus step, and the order a word budget is filled in:
+    returns a :class:`FocusRanking`.
+
+    The same roots, beam and focus pool as :func:`walk_steps`; the leaves the focus cut keeps come
+    first (so a budget starts with the default's own answer), then the global hybrid ranking of the
+    leaves (``focus_global``'s list, read deeper in the same round trip) in its own order, then the
+    rest of the pool. Why not the magnitude ranking past the cut: its siblings' term, which lifts a
+    page whose passages all match, ranks a chosen page's other passages next, and a budget then
+    spends its words on one page (measured: benchmarks/RESULTS.md, "budget"). A leaf keeps its
+    focus score where the pool scored it; a leaf only the deeper ranking reached gets the pool's
+    lowest."""
+    assert config.focuses and config.max_tokens is not None
     roots = yield from _rank_roots(config, filters, trace)
     if not roots:
         return FocusRanking(regions=[], ranked=[])
     regions = yield from _beam(config, filters, trace, roots)
-    ranked = yield from _focus_pool(config, filters, trace, regions, deep=True)
+    deeper = min(max(config.focus_global or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
+    pool = yield from _focus_pool(config, filters, trace, regions, deeper=deeper)
+    keep = focus_cut(config, pool.ranked) if pool.ranked else 0
+    ranked = budget_order(pool, keep)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
                      weights=config.weights_for_level(config.max_depth))
+    step.knee_index = keep
     for position, hit in enumerate(ranked):
         candidate = _candidate(hit, position)
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
@@ -271,6 +311,18 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
         step.candidates.append(candidate)
     trace.steps.append(step)
     return FocusRanking(regions=regions, ranked=ranked, step=step)
+
+
+def budget_order(pool: FocusPool, keep: int) -> List[RankedHit]:
+    """The order a budget is filled in: the ``keep`` leaves the focus cut keeps, then the global
+    ranking and its deeper part, then the rest of the pool; each leaf with its pool score (a leaf
+    only the deeper ranking reached: the pool's lowest)."""
+    scored = {h.node.id: h for h in pool.ranked}
+    lowest = min((h.score for h in pool.ranked), default=0.0)
+    order = dict.fromkeys([h.node.id for h in pool.ranked[:keep]] + [h.node.id for h in pool.global_hits]
+                          + [h.node.id for h in pool.deeper] + [h.node.id for h in pool.ranked[keep:]])
+    others = {h.node.id: h for h in pool.deeper}
+    return [scored[i] if i in scored else replace(others[i], score=lowest) for i in order]
 
 
 def _run(steps: Steps, rank: Ranker):
@@ -302,8 +354,9 @@ async def abudget_ranking(rank: AsyncRanker, config: SearchConfig, filters: Filt
 
 
 def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
-                    weights: Tuple[float, float]) -> Steps:
-    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first.
+                    weights: Tuple[float, float], extra: Sequence[RankRequest] = ()) -> Steps:
+    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first (a :class:`FocusPool`;
+    ``extra``: a budget's deeper global request, answered as ``deeper``).
 
     One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
     the whole filtered collection, each with its dense cosine and BM25 score; the union is
@@ -320,17 +373,14 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters,
                                     with_scores=True))
     if not requests:
-        return []
-    answers = yield requests
+        return FocusPool([])
+    answers = yield requests + list(extra)
     region_hits = answers[0] if candidate_ids else []
-    global_hits = answers[-1] if config.focus_global else []
+    global_hits = answers[len(requests) - 1] if config.focus_global else []
     if config.focus_global:
-        glob = TraceStep(step=len(trace.steps), kind="global",
-                         level=max((h.node.level for h in global_hits), default=0), weights=weights)
-        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
-        glob.kept_count = len(global_hits)
-        trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight)
+        _global_step(trace, global_hits, weights)
+    return FocusPool(magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight),
+                     list(global_hits), list(answers[-1]) if extra else [])
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:

@@ -106,3 +106,16 @@ def test_a_bad_budget_is_refused_with_what_to_give(bad):
 
     with pytest.raises(ConfigError, match=r"max_tokens \(the results' word budget"):
         SearchConfig(max_tokens=bad)
+
+
+def test_a_budget_starts_with_the_cut_then_follows_the_global_ranking():
+    from drag_knee_retriever.traversal import FocusPool, budget_order
+
+    pool = FocusPool(ranked=[_hit("a", 5.0), _hit("b", 4.0), _hit("c", 3.0), _hit("r", 1.0)],
+                     global_hits=[_hit("c", 0.9), _hit("g", 0.8), _hit("a", 0.7)],
+                     deeper=[_hit("c", 0.9), _hit("g", 0.8), _hit("d", 0.1)])
+    order = budget_order(pool, keep=2)
+    # the two leaves the cut keeps, the global ranking, the deeper ranking's new leaf, then the rest
+    # of the pool; a leaf the pool did not score (g, d) gets the pool's lowest score
+    assert [h.node.id for h in order] == ["a", "b", "c", "g", "d", "r"]
+    assert [h.score for h in order] == [5.0, 4.0, 3.0, 1.0, 1.0, 1.0]
