@@ -113,6 +113,15 @@ class SearchConfig:
     - ``identity_keys``: the metadata keys that name a document, e.g. ``("company", "year")``;
       ``None``: the title / file-name keys and every metadata value that is a short text or a year
       (:func:`~drag_knee_retriever.identity.document_identity`).
+    - ``max_tokens``: a word budget for the results (per call: ``search(q, max_tokens=1500)``).
+      The knee methods then rank their focus pool past the knee and fill the budget with the best
+      evidence in order: a leaf that no longer fits is skipped for a later, shorter one, and a page
+      (or a region the walk chose) more than ``merge_ratio`` of whose leaves are chosen comes back
+      whole when it fits, without repeating a passage it holds. The other methods keep their walk's
+      results that fit. "Tokens" are words (whitespace-separated), the unit every figure of this
+      project counts; an LLM reads about 1.3 tokens a word of English. When even the best leaf is
+      longer than the budget it comes back cut to its first ``max_tokens`` words. ``None``: no budget
+      (the method's cut decides).
     """
 
     method: SearchMethod = "knee"
@@ -138,8 +147,14 @@ class SearchConfig:
     identity_focus_weight: float = 0.0
     identity_keys: Optional[Tuple[str, ...]] = None
     root_focus_weight: float = 0.0
+    # A word budget for the results (issue 24, item 3; branch budget): added at the end.
+    max_tokens: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
+                                            or not 1 <= self.max_tokens <= MAX_SETTING):
+            raise ConfigError(f"max_tokens (the results' word budget, e.g. 1500) must be an integer from 1 to "
+                              f"{MAX_SETTING:,}, or None for no budget; got {self.max_tokens!r}.")
         for name in ("identity_weight", "identity_focus_weight", "root_focus_weight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:

@@ -23,7 +23,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
 from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
-from .context import afetch_context, fetch_context
+from .budget import BudgetFill, FillSteps, arun_fill, fill_steps, first_words, mark_trace, pack, run_fill
+from .context import Context, afetch_context, fetch_context, live_with_text, prune_trace, unrooted_docs
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, StoreError
 from .identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
@@ -32,7 +33,7 @@ from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_un
 from .page_ranking import rank_pages
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
-from .traversal import awalk, walk
+from .traversal import FocusRanking, abudget_ranking, awalk, budget_ranking, walk
 from .vectorize import Vectorizer
 
 log = logging.getLogger(__name__)
@@ -321,6 +322,7 @@ class DragKneeIndex:
         order: Optional[str] = None,
         max_results: Optional[int] = None,
         min_score: Optional[float] = None,
+        max_tokens: Optional[int] = None,
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
         self_query: Any = None,
@@ -329,7 +331,8 @@ class DragKneeIndex:
 
         ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
         (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
-        :mod:`drag_knee_retriever.store.filters`.
+        :mod:`drag_knee_retriever.store.filters`. ``max_tokens``: a word budget for the results,
+        filled with the best evidence in order (see :mod:`drag_knee_retriever.budget`).
 
         ``self_query`` (default: the index's :attr:`self_query`; ``False``: none for this call): a
         model that reads from the query which documents it names (``llm/self_query.py``); its
@@ -338,7 +341,7 @@ class DragKneeIndex:
         """
         plan = self._plan(query, method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
                           fusion_weights=fusion_weights, filters=filters, order=order, max_results=max_results,
-                          min_score=min_score, config=config)
+                          min_score=min_score, max_tokens=max_tokens, config=config)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
         model = self.self_query if self_query is None else (self_query or None)
@@ -361,10 +364,20 @@ class DragKneeIndex:
                                    light=True)
 
         identity = self._identity_match(plan)
-        hits = walk(rank, plan.settings, plan.filters, plan.trace, identity)
-        plan.mark("walk")
-        self._check_identities(plan)
-        return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
+        if plan.fills_budget:
+            ranking = budget_ranking(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+            if ranking.ranked:
+                filled = run_fill(plan.fill_steps(ranking), self.store.retrieve)
+                return self._result(plan, *plan.budget_context(ranking, filled))
+            hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
+        else:
+            hits = walk(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+        return self._result(plan, *plan.packed(fetch_context(self.store, plan.cap(hits), refresh=True,
+                                                             trace=plan.trace)))
 
     async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
@@ -395,22 +408,34 @@ class DragKneeIndex:
                                           light=True)
 
         identity = self._identity_match(plan)
-        hits = await awalk(rank, plan.settings, plan.filters, plan.trace, identity)
-        plan.mark("walk")
-        self._check_identities(plan)
-        return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
+        if plan.fills_budget:
+            ranking = await abudget_ranking(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+            if ranking.ranked:
+                filled = await arun_fill(plan.fill_steps(ranking), self.store.aretrieve)
+                return self._result(plan, *plan.budget_context(ranking, filled))
+            hits = ranking.regions
+        else:
+            hits = await awalk(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+        return self._result(plan, *plan.packed(await afetch_context(self.store, plan.cap(hits), refresh=True,
+                                                                    trace=plan.trace)))
 
     def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
               max_roots: Optional[int] = None, sensitivity: Optional[float] = None,
               fusion_weights: Optional[Sequence[Tuple[float, float]]] = None,
               filters: Any = None, order: Optional[str] = None, max_results: Optional[int] = None,
-              min_score: Optional[float] = None, config: Optional[SearchConfig] = None) -> "_SearchPlan":
+              min_score: Optional[float] = None, max_tokens: Optional[int] = None,
+              config: Optional[SearchConfig] = None) -> "_SearchPlan":
         """Validate everything about a search before any work is done."""
         started = time.perf_counter()
         query = _validate_query(query)
         settings = (config or self.search_config).with_overrides(
             method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
             fusion_weights=fusion_weights, order=order, max_results=max_results, min_score=min_score,
+            max_tokens=max_tokens,
         )
         spec = parse_filters(filters)
         self._check_filter_keys(spec)
@@ -561,6 +586,35 @@ class _SearchPlan:
             keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
             out = [h for h in out if id(h) in keep]
         return out
+
+    @property
+    def fills_budget(self) -> bool:
+        """A word budget over a knee method's focus ranking (the other methods pack their results)."""
+        return self.settings.max_tokens is not None and self.settings.focuses
+
+    def fill_steps(self, ranking: FocusRanking) -> FillSteps:
+        """The budget fill's reads, bringing also the roots the trace's leaf rankings need."""
+        assert self.settings.max_tokens is not None
+        return fill_steps(ranking.ranked, ranking.regions, self.settings.max_tokens, self.settings.merge_ratio,
+                          root_docs=sorted(unrooted_docs(self.trace)))
+
+    def budget_context(self, ranking: FocusRanking, filled: BudgetFill) -> Context:
+        """The live hits of a fill (within ``min_score`` / ``max_results``) and their texts; the
+        focus step of the trace says which leaves were kept, merged or left out."""
+        assert self.settings.max_tokens is not None
+        prune_trace(self.trace, filled.fetched)
+        hits, texts = live_with_text(self.cap(filled.hits), filled.fetched, refresh=True)
+        if filled.cut_to_budget:
+            texts = {i: first_words(t, self.settings.max_tokens) for i, t in texts.items()}
+        if ranking.step is not None:
+            mark_trace(ranking.step, hits)
+        return hits, texts
+
+    def packed(self, context: Context) -> Context:
+        """The results within ``max_tokens`` words, if a budget is set (see :func:`~.budget.pack`)."""
+        if self.settings.max_tokens is None:
+            return context
+        return pack(context[0], context[1], self.settings.max_tokens)
 
     def mark(self, phase: str) -> None:
         now = time.perf_counter()

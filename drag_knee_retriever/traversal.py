@@ -31,6 +31,8 @@ parent wins it is a result, where children outrank it those children descend (le
 from __future__ import annotations
 
 import logging
+import math
+from dataclasses import dataclass, field, replace
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .builder import span_leaf_ids
@@ -76,35 +78,23 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
     return regions
 
 
-def _root_scores(trace: Trace) -> Dict[str, float]:
-    """Each ranked document's root score (kept or cut) in the walk's roots step."""
-    if not trace.steps or trace.steps[0].kind != "roots":
-        return {}
-    return {c.doc_id: c.fused_score for c in trace.steps[0].candidates}
-
-
 def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
          identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
-    steps = walk_steps(config, filters, trace, identity)
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(rank(requests))
-    except StopIteration as done:
-        return done.value
+    return _run(walk_steps(config, filters, trace, identity), rank)
 
 
 async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
                 identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with an asynchronous ranker (same steps as :func:`walk`)."""
-    steps = walk_steps(config, filters, trace, identity)
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(await rank(requests))
-    except StopIteration as done:
-        return done.value
+    return await _arun(walk_steps(config, filters, trace, identity), rank)
+
+
+def _root_scores(trace: Trace) -> Dict[str, float]:
+    """Each ranked document's root score (kept or cut) in the walk's roots step."""
+    if not trace.steps or trace.steps[0].kind != "roots":
+        return {}
+    return {c.doc_id: c.fused_score for c in trace.steps[0].candidates}
 
 
 def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int]]:
@@ -217,35 +207,75 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
-def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
-           identity: IdentityMatch = NO_MATCH) -> Steps:
-    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+@dataclass
+class FocusPool:
+    """The focus step's ranking of its pool (best first), and the global leaf rankings it read."""
+
+    ranked: List[RankedHit]
+    global_hits: List[RankedHit] = field(default_factory=list)
+    # A word budget's deeper global ranking (the same request, longer), read in the same round trip.
+    deeper: List[RankedHit] = field(default_factory=list)
+
+
+def _focus_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
+                deeper: Optional[int] = None, identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The focus step's pool ranked (a :class:`FocusPool`): the leaves under the walk's nodes (and
+    the best leaves of the collection, with ``focus_global``), best first. ``deeper``: a word
+    budget's global ranking this many leaves long, in the same round trip."""
     assert config.focus_pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
+    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=filters)]
+             if deeper and config.focus_global else [])
     if config.focus_scores == "magnitude":
-        hits = yield from _magnitude_pool(config, filters, trace, candidate_ids, weights, identity)
-    elif config.focus_global:
+        return (yield from _magnitude_pool(config, filters, trace, candidate_ids, weights, extra, identity))
+    if config.focus_global:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deep = min(max(config.focus_pool, config.focus_global), len(candidate_ids))
-        region_hits, global_hits = (yield [
-            RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
+        deepest = len(candidate_ids) if deeper else min(max(config.focus_pool, config.focus_global),
+                                                          len(candidate_ids))
+        answers = (yield [
+            RankRequest(limit=deepest, weights=weights, candidate_ids=candidate_ids, filters=filters),
             RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
-        ])
-        glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
-                         weights=weights)
-        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
-        glob.kept_count = len(global_hits)
-        trace.steps.append(glob)
-        hits = combine_rankings([region_hits, global_hits], config.rrf_k)[: config.focus_pool]
-    else:
-        limit = min(config.focus_pool, len(candidate_ids))
-        hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+        ] + extra)
+        region_hits, global_hits = answers[0], answers[1]
+        _global_step(trace, global_hits, weights)
+        return FocusPool(combine_rankings([region_hits, global_hits], config.rrf_k), list(global_hits),
+                         list(answers[2]) if extra else [])
+    limit = len(candidate_ids) if deeper else min(config.focus_pool, len(candidate_ids))
+    return FocusPool((yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids,
+                                         filters=filters)])[0])
+
+
+def _global_step(trace: Trace, global_hits: Sequence[RankedHit], weights: Tuple[float, float]) -> None:
+    glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
+                     weights=weights)
+    glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
+    glob.kept_count = len(global_hits)
+    trace.steps.append(glob)
+
+
+def focus_cut(config: SearchConfig, hits: Sequence[RankedHit]) -> int:
+    """How many of the focus ranking's best ``focus_pool`` leaves the cut keeps (its knee)."""
+    return knee_index([h.score for h in hits[: config.focus_pool]], config.effective_sensitivity)
+
+
+def _identity_of(config: SearchConfig, identity: IdentityMatch) -> Optional[IdentityMatch]:
+    """The match the focus step's leaves inherit (and the trace shows), or None where it does not count."""
+    return identity if identity and config.identity_focus_weight and config.focus_scores == "magnitude" else None
+
+
+def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
+           identity: IdentityMatch = NO_MATCH) -> Steps:
+    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+    pool = yield from _focus_pool(config, filters, trace, regions, identity=identity)
+    inherited = _identity_of(config, identity)
+    hits = pool.ranked[: config.focus_pool]
+    weights = config.weights_for_level(config.max_depth)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
     trace.steps.append(step)
@@ -253,9 +283,10 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         # No leaf under the regions matched (a filter that parents pass and leaves do not): the
         # walk's nodes are the best answer there is.
         return regions
-    keep = knee_index([h.score for h in hits], config.effective_sensitivity)
+    keep = focus_cut(config, hits)
     step.knee_index = keep
     survivors = {h.node.id for h in hits[:keep]}
+    leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
     if config.merge_ratio is not None:
         for region in regions:
@@ -268,8 +299,8 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     for position, hit in enumerate(hits):
         candidate = _candidate(hit, position)
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
-        if identity and config.identity_focus_weight and config.focus_scores == "magnitude":
-            candidate.identity_score = identity.of(hit.node.doc_id)
+        if inherited is not None:
+            candidate.identity_score = inherited.of(hit.node.doc_id)
         step.candidates.append(candidate)
         if position >= keep:
             candidate.outcome = "cut"
@@ -288,9 +319,106 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     return results
 
 
+@dataclass
+class FocusRanking:
+    """What a word budget fills from (:mod:`~drag_knee_retriever.budget`): the walk's nodes and
+    the focus step's whole ranking of the leaves under them (and the global leaves), best first."""
+
+    regions: List[RankedHit]
+    ranked: List[RankedHit]
+    step: Optional[TraceStep] = None  # the trace's focus step, whose outcomes the fill writes
+
+
+#: A word budget's deeper global ranking: about one leaf per this many words of the budget (so that
+#: short leaves, ~20-word paragraphs, can still fill it), at most ``_MAX_DEEPER`` leaves.
+_WORDS_PER_DEEPER_LEAF = 8
+_MAX_DEEPER = 2000
+
+
+def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
+                         identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The walk of a knee method up to its focus step, and the order a word budget is filled in:
+    returns a :class:`FocusRanking`.
+
+    The same roots, beam and focus pool as :func:`walk_steps`; the leaves the focus cut keeps come
+    first (so a budget starts with the default's own answer), then the global hybrid ranking of the
+    leaves (``focus_global``'s list, read deeper in the same round trip) in its own order, then the
+    rest of the pool. Why not the magnitude ranking past the cut: its siblings' term, which lifts a
+    page whose passages all match, ranks a chosen page's other passages next, and a budget then
+    spends its words on one page (measured: benchmarks/RESULTS.md, "budget"). A leaf keeps its
+    focus score where the pool scored it; a leaf only the deeper ranking reached gets the pool's
+    lowest."""
+    assert config.focuses and config.max_tokens is not None
+    roots = yield from _rank_roots(config, filters, trace, identity)
+    if not roots:
+        return FocusRanking(regions=[], ranked=[])
+    regions = yield from _beam(config, filters, trace, roots)
+    deeper = min(max(config.focus_global or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
+    pool = yield from _focus_pool(config, filters, trace, regions, deeper=deeper, identity=identity)
+    inherited = _identity_of(config, identity)
+    keep = focus_cut(config, pool.ranked) if pool.ranked else 0
+    ranked = budget_order(pool, keep)
+    step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
+                     weights=config.weights_for_level(config.max_depth))
+    step.knee_index = keep
+    for position, hit in enumerate(ranked):
+        candidate = _candidate(hit, position)
+        candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
+        if inherited is not None:
+            candidate.identity_score = inherited.of(hit.node.doc_id)
+        candidate.outcome = "cut"
+        step.candidates.append(candidate)
+    trace.steps.append(step)
+    return FocusRanking(regions=regions, ranked=ranked, step=step)
+
+
+def budget_order(pool: FocusPool, keep: int) -> List[RankedHit]:
+    """The order a budget is filled in: the ``keep`` leaves the focus cut keeps, then the global
+    ranking and its deeper part, then the rest of the pool; each leaf with its pool score (a leaf
+    only the deeper ranking reached: the pool's lowest)."""
+    scored = {h.node.id: h for h in pool.ranked}
+    lowest = min((h.score for h in pool.ranked), default=0.0)
+    order = dict.fromkeys([h.node.id for h in pool.ranked[:keep]] + [h.node.id for h in pool.global_hits]
+                          + [h.node.id for h in pool.deeper] + [h.node.id for h in pool.ranked[keep:]])
+    others = {h.node.id: h for h in pool.deeper}
+    return [scored[i] if i in scored else replace(others[i], score=lowest) for i in order]
+
+
+def _run(steps: Steps, rank: Ranker):
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+async def _arun(steps: Steps, rank: AsyncRanker):
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(await rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+def budget_ranking(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+                   identity: IdentityMatch = NO_MATCH) -> FocusRanking:
+    """:func:`budget_ranking_steps` with a synchronous ranker."""
+    return _run(budget_ranking_steps(config, filters, trace, identity), rank)
+
+
+async def abudget_ranking(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+                          identity: IdentityMatch = NO_MATCH) -> FocusRanking:
+    """:func:`budget_ranking_steps` with an asynchronous ranker."""
+    return await _arun(budget_ranking_steps(config, filters, trace, identity), rank)
+
+
 def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
-                    weights: Tuple[float, float], identity: IdentityMatch = NO_MATCH) -> Steps:
-    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best ``focus_pool`` first.
+                    weights: Tuple[float, float], extra: Sequence[RankRequest] = (),
+                    identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first (a :class:`FocusPool`;
+    ``extra``: a budget's deeper global request, answered as ``deeper``).
 
     One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
     the whole filtered collection, each with its dense cosine and BM25 score; the union is
@@ -307,20 +435,16 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters,
                                     with_scores=True))
     if not requests:
-        return []
-    answers = yield requests
+        return FocusPool([])
+    answers = yield requests + list(extra)
     region_hits = answers[0] if candidate_ids else []
-    global_hits = answers[-1] if config.focus_global else []
+    global_hits = answers[len(requests) - 1] if config.focus_global else []
     if config.focus_global:
-        glob = TraceStep(step=len(trace.steps), kind="global",
-                         level=max((h.node.level for h in global_hits), default=0), weights=weights)
-        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
-        glob.kept_count = len(global_hits)
-        trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight,
-                             identity.scores if identity else None, config.identity_focus_weight,
-                             _root_scores(trace) if config.root_focus_weight else None,
-                             config.root_focus_weight)[: config.focus_pool]
+        _global_step(trace, global_hits, weights)
+    ranked = magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight,
+                               identity.scores if identity else None, config.identity_focus_weight,
+                               _root_scores(trace) if config.root_focus_weight else None, config.root_focus_weight)
+    return FocusPool(ranked, list(global_hits), list(answers[-1]) if extra else [])
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:

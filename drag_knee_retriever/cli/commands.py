@@ -190,8 +190,11 @@ def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
 def _search_kwargs(
     method: Optional[Method], sensitivity: Optional[float], beam_width: Optional[int],
     max_roots: Optional[int], order: Optional[Order], filters: Optional[List[str]],
+    max_tokens: Optional[int] = None,
 ) -> Dict[str, Any]:
     kwargs: Dict[str, Any] = {}
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
     if method is not None:
         kwargs["method"] = method.value
     if sensitivity is not None:
@@ -222,6 +225,7 @@ def search(
     max_roots: Annotated[Optional[int], typer.Option("--max-roots", help="Documents ranked at the first step (default 20).", show_default=False)] = None,
     order: Annotated[Optional[Order], typer.Option("--order", help="Results by score (default) or by document position.", show_default=False)] = None,
     filter_: Annotated[Optional[List[str]], typer.Option("--filter", help="KEY=VALUE on document metadata or doc_id (repeatable; a repeated key means any of).", show_default=False)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Word budget for the results: the best evidence in order until N words (whole pages where passages cluster).", show_default=False)] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Draw the walk: candidates per step, kept / suppressed / cut, the knee.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchResult as JSON (with its trace) for scripts.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the score curve of every step, knee marked, to a .png/.svg/.pdf file (needs the plot extra).", show_default=False)] = None,
@@ -239,7 +243,9 @@ def search(
         raise CliError("The query is empty; give some words to search for, e.g. drag-knee search \"tide turbines\".", EXIT_USAGE)
     if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise CliError(f"--plot {plot}: use a file name ending in .png, .svg or .pdf.", EXIT_USAGE)
-    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_)
+    if max_tokens is not None and max_tokens < 1:
+        raise CliError(f"--max-tokens {max_tokens}: give a word budget of at least 1, e.g. --max-tokens 1500.", EXIT_USAGE)
+    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_, max_tokens)
     with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
                    model_path=model_path, must_exist=True) as idx:
         # The per-side (dense / BM25) ranks are shown only in a trace or JSON: ask for them then.

@@ -83,6 +83,7 @@ def search_overrides(
     fusion_weights: Optional[Sequence[Sequence[float]]] = None,
     order: Optional[str] = None,
     score_threshold: Optional[float] = None,
+    max_tokens: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Validate adapter search settings and return the keyword overrides for ``index.search``.
 
@@ -90,7 +91,8 @@ def search_overrides(
     the frameworks' "number of results": a cap (``SearchConfig.max_results``). The method still
     decides how many results up to the cap (the knee cuts where the scores fall); a fixed width is
     asked for with ``method="fixed", beam_width=n``. ``score_threshold`` drops results scoring
-    below it (``SearchConfig.min_score``). ``filters`` is the LangChain / Mongo-style dict or a
+    below it (``SearchConfig.min_score``). ``max_tokens`` is a word budget for the results, filled with
+    the best evidence in order (``SearchConfig.max_tokens``). ``filters`` is the LangChain / Mongo-style dict or a
     qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Values are
     checked here, once; settings left ``None`` fall back to the index's.
     """
@@ -110,6 +112,7 @@ def search_overrides(
         "order": order,
         "max_results": k,
         "min_score": score_threshold,
+        "max_tokens": max_tokens,
     }
     overrides = {key: value for key, value in overrides.items() if value is not None}
     # Building the config runs its validation: a bad value fails now, not at the first query.
@@ -129,6 +132,7 @@ def search_overrides(
 #: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
 SEARCH_SETTINGS: Tuple[str, ...] = (
     "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order", "score_threshold",
+    "max_tokens",
 )
 
 

@@ -114,7 +114,9 @@ class DragKneeRetriever(BaseRetriever):
     results; the method still decides how many up to the cap (a fixed width is
     ``method="fixed", beam_width=n``). ``filters``: LlamaIndex ``MetadataFilters`` (nested, AND /
     OR / NOT), a LangChain-style dict or a qdrant ``models.Filter``, applied at every level of the
-    walk. ``score_threshold`` drops results scoring below it.
+    walk. ``score_threshold`` drops results scoring below it. ``max_tokens`` is a word budget for
+    the returned nodes (the best evidence in order until it is full, whole pages where their
+    passages cluster, no text twice; words, not model tokens): what a query engine's context gets.
 
     Every setting can also be passed per call, as in the LangChain retriever:
     ``retriever.retrieve(query, similarity_top_k=2)`` or ``retriever.retrieve(query, filters=...)``.
@@ -144,6 +146,7 @@ class DragKneeRetriever(BaseRetriever):
         fusion_weights: Optional[Sequence[Sequence[float]]] = None,
         order: Optional[str] = None,
         score_threshold: Optional[float] = None,
+        max_tokens: Optional[int] = None,
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
     ) -> None:
@@ -152,7 +155,7 @@ class DragKneeRetriever(BaseRetriever):
             "similarity_top_k", convert_filters=metadata_filters_to_dict, method=method,
             similarity_top_k=similarity_top_k, beam_width=beam_width, sensitivity=sensitivity,
             max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order,
-            score_threshold=score_threshold,
+            score_threshold=score_threshold, max_tokens=max_tokens,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

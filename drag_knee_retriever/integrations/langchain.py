@@ -160,6 +160,9 @@ class DragKneeRetriever(DocumentIndex):
       ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
       ``models.Filter``; applied at every level of the walk.
     - ``score_threshold``: drop results whose fused score is below it.
+    - ``max_tokens``: a word budget for the returned documents: the best evidence in order until the
+      budget is full (whole pages where their passages cluster, no text twice); see
+      :class:`~drag_knee_retriever.SearchConfig`. Words, not model tokens (~1.3 tokens a word).
     - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
       ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
     - ``beam_width``, ``sensitivity``, ``max_roots``, ``fusion_weights``, ``order``: as in
@@ -195,6 +198,7 @@ class DragKneeRetriever(DocumentIndex):
     score_threshold: Optional[float] = None
     fusion_weights: Optional[List[Tuple[float, float]]] = None
     order: Optional[Literal["score", "document"]] = None
+    max_tokens: Optional[int] = Field(default=None, description="Word budget for the returned documents.")
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
@@ -307,6 +311,7 @@ class DragKneeRetriever(DocumentIndex):
         score_threshold: Optional[float] = None,
         fusion_weights: Optional[List[Tuple[float, float]]] = None,
         order: Optional[str] = None,
+        max_tokens: Optional[int] = None,
         ocr: Any = "auto",
         ocr_languages: Optional[str] = None,
         ocr_cache_dir: Optional[Any] = None,
@@ -322,7 +327,7 @@ class DragKneeRetriever(DocumentIndex):
         """
         settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity, max_roots=max_roots,
                         filters=filters, filter=filter, score_threshold=score_threshold,
-                        fusion_weights=fusion_weights, order=order)
+                        fusion_weights=fusion_weights, order=order, max_tokens=max_tokens)
         RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
                           **{**{k_: v for k_, v in settings.items() if v is not None}, **_search_kwargs(search_kwargs)})
         if search_kwargs is not None:

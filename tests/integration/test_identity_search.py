@@ -185,3 +185,12 @@ def test_llm_page_descriptions_keep_working_with_identity(make_index):
     assert summarizer.last_report.described > 0 and summarizer.last_report.fallbacks == 0
     # the description's words (never in the page text) find the page through its dense/BM25 text
     assert "capex" not in " ".join(n.text for n in result.nodes).lower()
+
+
+def test_identity_routes_a_word_budget_too(index):
+    """With max_tokens the budget fills from the same identity-aware walk and focus."""
+    result = index.search(QUESTION, max_tokens=60)
+    assert result.nodes and result.nodes[0].node.doc_id == "ACME_2023_10K"
+    assert sum(len(n.text.split()) for n in result.nodes) <= 60
+    focus = next(s for s in result.trace.steps if s.kind == "focus")
+    assert any(c.identity_score for c in focus.candidates)
