@@ -8,13 +8,15 @@ which year it is. The document does, in its file name (``COCACOLA_2017_10K.pdf``
 its metadata (``company``, ``doc_period``, ...). This module turns those into a small set of
 *identity terms* per document and scores every document by the query's terms it holds, weighted by
 how rare each term is among the documents' identities (an IDF over identities: a company name held
-by two filings weighs far more than "10k" held by thirty, a term every document holds nothing). No model, no build step: the
-identities are read from the stored roots' metadata, so the same index answers with or without it.
+by two filings weighs far more than "10k" held by thirty, a term every document holds nothing). No
+model, no build step: the identities are read from the stored roots' metadata, so the same index
+answers with or without them.
 
 How the walk uses the scores (:mod:`.traversal`): matched documents' roots join the roots ranking
 (even when their text ranks below ``max_roots``), each root's fused score gains
-``SearchConfig.identity_weight`` x its document's identity score (1.0: named fully), and in the focus step
-every leaf inherits its document's score (``identity_focus_weight`` x its z-score over the pool).
+``SearchConfig.identity_weight`` x its document's identity score (1.0: named fully), and in the
+focus step every leaf inherits its document's score (``identity_focus_weight`` x its z-score over
+the pool).
 A query that names no document matches nothing and the walk is unchanged; inside one document
 (a ``doc_id`` filter) every leaf has the same score and the focus is unchanged.
 
@@ -43,7 +45,7 @@ TITLE_KEYS: Tuple[str, ...] = ("title", "file_name", "filename", "file_path", "s
 NOT_IDENTITY_KEYS: FrozenSet[str] = frozenset({
     "page", "page_label", "page_number", "total_pages", "n_pages", "pages", "producer", "creator",
     "creationdate", "creation_date", "moddate", "last_modified_date", "last_accessed_date", "file_size",
-    "file_type", "mime_type", "kind", "text_source", "ocr_pages", "doc_link", "url", "link", "start_index",
+    "file_type", "mime_type", "kind", "text_source", "ocr_pages", "url", "link", "start_index",
     "trapped", "author", "row", "seq_num", "language", "lang",
 })
 _MAX_VALUE_WORDS = 12
