@@ -82,3 +82,16 @@ def test_word_budget_figures_pair_the_default_with_flat_at_each_budget():
     assert low <= 1 / 3 <= high
     # no default row at 1,000 words (an index without a word budget): flat alone, no gain
     assert set(figures["1000"]) == {"flat_hybrid_w1000"}
+
+
+def test_search_variants_name_a_default_search_with_other_settings():
+    from drag_knee_retriever.eval.errors import EvalSetupError
+    from drag_knee_retriever.eval.runner import parse_search_variant
+
+    name, changes = parse_search_variant("identity_weight=0.5, focus_global=none,identity_keys=company")
+    assert name == "drag_knee{identity_weight=0.5,focus_global=none,identity_keys=company}"
+    assert changes == {"identity_weight": 0.5, "focus_global": None, "identity_keys": "company"}
+    with pytest.raises(EvalSetupError, match="unknown SearchConfig field"):
+        parse_search_variant("identity_wieght=1")
+    with pytest.raises(EvalSetupError, match="identity_weight"):
+        parse_search_variant("identity_weight=-1")
