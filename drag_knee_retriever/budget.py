@@ -1,7 +1,8 @@
 """A word budget for a search's results (``SearchConfig.max_tokens``): the best evidence that fits.
 
 A reader with a context window thinks in tokens, not in results: "give me the best 1,500 words".
-With a budget the knee methods do not cut their focus ranking at the knee; they walk it best first
+With a budget the knee methods do not stop at their focus cut: they take the leaves the cut keeps,
+then go down the global hybrid ranking of the leaves (:func:`~drag_knee_retriever.traversal.budget_order`),
 and fill the budget:
 
 - a leaf that fits is taken; one that no longer fits is skipped, and a later, shorter one may

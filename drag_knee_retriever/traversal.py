@@ -23,6 +23,12 @@ sections, but a knee over the few candidates of one beam step decides badly betw
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
 generously (``region_sensitivity``) and the leaves compete once, directly.
 
+The focus cut (:func:`focus_cut`) is the knee of the best ``focus_pool`` leaves; with magnitude
+scores, whose differences mean something (sums of z-scores over the pool), it also keeps every leaf
+within ``near_best`` of the best (nothing tells them apart: the knee's place among them is
+arbitrary) and returns a best leaf ``standout`` ahead of the second alone. A word budget
+(``max_tokens``, :mod:`.budget`) reads on past the cut in the order of :func:`budget_order`.
+
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
 parent wins it is a result, where children outrank it those children descend (leaves are results).
