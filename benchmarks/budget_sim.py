@@ -236,6 +236,28 @@ def band_rule(delta: float, limit: int, narrow: Optional[float] = None) -> Rule:
     return rule
 
 
+def noise_band_rule(c: float, limit: int, m: Optional[float] = None) -> Rule:
+    """:func:`band_rule` in the pool's own noise units: the expected gap between the top order
+    statistics of the pool's scores, sd / sqrt(2 ln N) (N leaves in the pool): every leaf within ``c``
+    such gaps of the best is kept (at least the knee, at most ``limit``); a best leaf ahead of the
+    second by more than ``m`` gaps is kept alone."""
+    def rule(q: Q) -> List[str]:
+        s = _top(q, max(limit, FOCUS_POOL))
+        if not s:
+            return list(q.regions)
+        keep = knee_index(s[:FOCUS_POOL], 1.0)
+        n = len(q.scores)
+        if n < 3:
+            return _ids(q, keep)
+        gap = float(np.std(q.scores)) / math.sqrt(2.0 * math.log(n))
+        band = sum(1 for x in s[:limit] if x >= s[0] - c * gap)
+        keep = max(keep, band)
+        if m is not None and len(s) > 1 and s[0] - s[1] > m * gap:
+            keep = 1
+        return _ids(q, keep)
+    return rule
+
+
 def spread_rule(tau: float, limit: int, sens: float = 1.0) -> Rule:
     """The plain knee over the top 10 where its scores spread over more than ``tau`` (z units);
     a flatter top (nothing stands out) is cut at its knee over the top ``limit`` instead."""
@@ -343,8 +365,18 @@ def flat_budget_rule(budget: int, unit: str = "leaf") -> Rule:
     return rule
 
 
+def library_rule(q: Q) -> List[str]:
+    """The library's own cut (traversal.focus_cut with today's SearchConfig()), merged as the core merges."""
+    from drag_knee_retriever.config import SearchConfig
+    from drag_knee_retriever.traversal import focus_cut
+
+    if not q.ranked:
+        return list(q.regions)
+    return _ids(q, focus_cut(SearchConfig(), q.ranked))
+
+
 def rules() -> Dict[str, Rule]:
-    R: Dict[str, Rule] = {"default": default_rule}
+    R: Dict[str, Rule] = {"default": default_rule, "library": library_rule}
     for pool, sens in ((10, 0.85), (10, 0.5), (20, 1.0), (20, 0.85)):
         R[f"knee_p{pool}_s{sens}"] = knee_rule(pool, sens)
     for tau in (0.25, 0.5, 0.75, 1.0):
@@ -361,6 +393,18 @@ def rules() -> Dict[str, Rule]:
             R[f"band{delta}_L{limit}"] = band_rule(delta, limit)
     for narrow in (2.0, 3.0, 4.0):
         R[f"narrow{narrow}"] = band_rule(0.0, 1, narrow)
+    for delta in (0.75, 1.0, 1.25):
+        for limit in (10, 20):
+            for narrow in (3.0, 4.0, 5.0):
+                R[f"band{delta}_L{limit}_narrow{narrow}"] = band_rule(delta, limit, narrow)
+    for delta in (0.75, 1.25):
+        for limit in (10, 15, 20):
+            R[f"band{delta}_L{limit}"] = band_rule(delta, limit)
+    for c in (1.0, 1.5, 2.0, 2.5, 3.0):
+        for limit in (10, 20):
+            R[f"nband{c}_L{limit}"] = noise_band_rule(c, limit)
+            for m in (6.0, 8.0, 10.0):
+                R[f"nband{c}_L{limit}_m{m}"] = noise_band_rule(c, limit, m)
     for tau in (2.0, 3.0, 4.0):
         for limit, sens in ((20, 1.0), (20, 0.5), (10, 0.5)):
             R[f"spread{tau}_L{limit}_s{sens}"] = spread_rule(tau, limit, sens)
@@ -402,7 +446,30 @@ def budget_summary(runs: Sequence[str], dump: str, names: Sequence[str], R: Dict
     return 0
 
 
-def summary(runs: Sequence[str], dump: str, names: Sequence[str], R: Dict[str, Rule]) -> int:
+def delta_interval(qs: Sequence[Q], flat: Dict[str, List[Any]], a: Sequence[Any], b: Sequence[Any],
+                   resamples: int = 1000, seed: int = 0) -> Tuple[float, float, float]:
+    """The change of the gain at equal tokens from rows ``b`` to rows ``a`` (same questions), with
+    its 95% paired bootstrap: each resample rebuilds the flat curve and both gains."""
+    rng = np.random.default_rng(seed)
+    ft = {n: np.array([r.tokens for r in v], dtype=float) for n, v in flat.items()}
+    fr = {n: np.array([r.recall for r in v], dtype=float) for n, v in flat.items()}
+    at, ar = np.array([r.tokens for r in a], dtype=float), np.array([r.recall for r in a])
+    bt, br = np.array([r.tokens for r in b], dtype=float), np.array([r.recall for r in b])
+
+    def change(idx):
+        points = [(ft[n][idx].mean(), fr[n][idx].mean()) for n in flat]
+        ga = ar[idx].mean() - interpolate_curve(points, at[idx].mean())[0]
+        gb = br[idx].mean() - interpolate_curve(points, bt[idx].mean())[0]
+        return ga - gb
+
+    point = change(np.arange(len(qs)))
+    draws = [change(rng.integers(0, len(qs), len(qs))) for _ in range(resamples)]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(point), float(low), float(high)
+
+
+def summary(runs: Sequence[str], dump: str, names: Sequence[str], R: Dict[str, Rule],
+            with_ci: bool = False) -> int:
     """Gain at equal tokens per run for each rule, its change from the default rule, and the
     smallest change over the runs (a rule becomes a default only where that is >= 0)."""
     table: Dict[str, List[Tuple[float, float, float]]] = {n: [] for n in names}
@@ -412,12 +479,16 @@ def summary(runs: Sequence[str], dump: str, names: Sequence[str], R: Dict[str, R
         base = evaluate(qs, flat, "default", [default_rule(q) for q in qs], False)
         for n in names:
             f = evaluate(qs, flat, n, [R[n](q) for q in qs], False)
-            table[n].append((f["gain"], f["gain"] - base["gain"], f["tokens"]))
+            ci = ""
+            if with_ci:
+                _, low, high = delta_interval(qs, flat, f["rows"], base["rows"])
+                ci = f" [{low:+.3f}..{high:+.3f}]"
+            table[n].append((f["gain"], f["gain"] - base["gain"], f["tokens"], ci))
     print("| rule | " + " | ".join(runs) + " | min change |")
     print("|---|" + "---:|" * (len(runs) + 1))
-    for n in sorted(names, key=lambda n: -min(c for _, c, _ in table[n])):
-        cells = [f"{g:+.3f} ({c:+.3f}) @{t:.0f}" for g, c, t in table[n]]
-        print(f"| {n} | " + " | ".join(cells) + f" | {min(c for _, c, _ in table[n]):+.3f} |")
+    for n in sorted(names, key=lambda n: -min(c for _, c, _, _ in table[n])):
+        cells = [f"{g:+.4f} ({c:+.4f}{ci}) @{t:.0f}" for g, c, t, ci in table[n]]
+        print(f"| {n} | " + " | ".join(cells) + f" | {min(c for _, c, _, _ in table[n]):+.4f} |")
     return 0
 
 
@@ -429,13 +500,14 @@ def main(argv=None) -> int:
     parser.add_argument("--boot", action="store_true", help="bootstrap intervals (slower)")
     parser.add_argument("--summary", action="store_true",
                         help="one row per rule: its gain on every run and its change from the default's")
+    parser.add_argument("--ci", action="store_true", help="with --summary: a 95% paired bootstrap of each change")
     args = parser.parse_args(argv)
     R = rules()
     names = [n for n in R if not args.rules or any(fnmatch.fnmatchcase(n, p) for p in args.rules)]
     if args.summary and names and all(n.startswith("budget") for n in names):
         return budget_summary(args.runs, args.dump, names, R)
     if args.summary:
-        return summary(args.runs, args.dump, names, R)
+        return summary(args.runs, args.dump, names, R, args.ci)
     for run in args.runs:
         qs = load(run, args.dump)
         flat = flat_rows(qs)

@@ -1,6 +1,7 @@
 """Search latency: DRAG methods against flat hybrid top-10, same index, same questions, same run.
 
     python benchmarks/latency.py [--papers 20] [--questions 120] [--engine auto|edge|local] [--index DIR]
+    python benchmarks/latency.py ... --budget 500 --budget 2000   # also search(max_tokens=N)
     python benchmarks/latency.py --dataset mmlongbench --engine edge --index /work/cache/peer/latency-index \
         --embedding-cache /work/cache/peer/emb [--filtered]
     python benchmarks/latency.py --dataset financebench --engine edge --index DIR --embedding-cache DIR [--filtered]
@@ -15,7 +16,10 @@ Calls are interleaved question by question so machine noise hits all methods ali
 and p95 and the ratio b/a; the last line reads ``knee_vs_flat_latency_ratio=<x> knee_median_ms=<y>
 default_vs_flat_latency_ratio=<z>``. ``--filtered`` restricts every search to the question's
 document (the single-document setting); ``--embedding-cache`` keeps passage vectors on disk so a
-rebuild on a changed default re-encodes only new texts.
+rebuild on a changed default re-encodes only new texts. ``--budget N`` also times
+``index.search(q, max_tokens=N)`` (rows ``max_tokens=N``), against the same flat hybrid top-10.
+``knee_plain_cut`` is the default with the cut before near-best / standout (``SearchConfig(near_best=None,
+standout=None)``), timed in the same run.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
 # next to today's default so the cost of the magnitude focus is a ratio in the same run.
 RRF_FOCUS = "knee_rrf_focus"
 NO_IDENTITY = "default_no_identity"
+PLAIN_CUT = "knee_plain_cut"
 
 
 def load_mmlongbench_pages(limit_docs=None, max_doc_pages=None):
@@ -77,6 +82,8 @@ def main() -> None:
     parser.add_argument("--max-doc-pages", type=int, help="mmlongbench: only documents of at most N pages")
     parser.add_argument("--embedding-cache", help="a folder for passage vectors (reused across runs)")
     parser.add_argument("--threads", type=int, help="ONNX threads of the dense model")
+    parser.add_argument("--budget", type=int, action="append", default=[],
+                        help="also time search(max_tokens=N) (repeatable)")
     args = parser.parse_args()
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import DragKneeIndex
@@ -120,9 +127,12 @@ def main() -> None:
     from drag_knee_retriever import SearchConfig
 
     rrf_focus = SearchConfig(focus_scores="rrf", focus_global=None)
+    plain_cut = SearchConfig(near_best=None, standout=None)
     # The default without the document's identity (issue 24), timed in the same run.
     no_identity = SearchConfig(identity_weight=0.0, identity_focus_weight=0.0)
-    timings = {name: [] for name in ["flat_hybrid_top10", "default", NO_IDENTITY] + METHODS + [RRF_FOCUS]}
+    budgets = {f"max_tokens={b}": b for b in args.budget}
+    timings = {name: [] for name in ["flat_hybrid_top10", "default", NO_IDENTITY] + METHODS
+               + [RRF_FOCUS, PLAIN_CUT] + list(budgets)}
     context_tokens = {name: [] for name in timings}
     for q, doc in asked:
         flt = filters_of(doc)
@@ -138,10 +148,16 @@ def main() -> None:
         result = index.search(q, config=no_identity, filters=flt)
         timings[NO_IDENTITY].append((time.perf_counter() - t) * 1e3)
         context_tokens[NO_IDENTITY].append(sum(len(h.text.split()) for h in result.nodes))
-        for method in METHODS + [RRF_FOCUS]:
+        for method in METHODS + [RRF_FOCUS, PLAIN_CUT] + list(budgets):
             t = time.perf_counter()
-            result = (index.search(q, config=rrf_focus, filters=flt) if method == RRF_FOCUS
-                      else index.search(q, method=method, filters=flt))
+            if method == RRF_FOCUS:
+                result = index.search(q, config=rrf_focus, filters=flt)
+            elif method == PLAIN_CUT:
+                result = index.search(q, config=plain_cut, filters=flt)
+            elif method in budgets:
+                result = index.search(q, max_tokens=budgets[method], filters=flt)
+            else:
+                result = index.search(q, method=method, filters=flt)
             timings[method].append((time.perf_counter() - t) * 1e3)
             context_tokens[method].append(sum(len(h.text.split()) for h in result.nodes))
     flat_median = statistics.median(timings["flat_hybrid_top10"])

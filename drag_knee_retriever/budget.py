@@ -1,7 +1,8 @@
 """A word budget for a search's results (``SearchConfig.max_tokens``): the best evidence that fits.
 
 A reader with a context window thinks in tokens, not in results: "give me the best 1,500 words".
-With a budget the knee methods do not cut their focus ranking at the knee; they walk it best first
+With a budget the knee methods do not stop at their focus cut: they take the leaves the cut keeps,
+then go down the global hybrid ranking of the leaves (:func:`~drag_knee_retriever.traversal.budget_order`),
 and fill the budget:
 
 - a leaf that fits is taken; one that no longer fits is skipped, and a later, shorter one may
@@ -178,13 +179,15 @@ def fill_steps(ranked: Sequence[RankedHit], regions: Sequence[RankedHit], budget
     (any order, missing ones left out). ``root_docs``: documents whose roots the caller's liveness
     check also needs (read in the first request)."""
     nodes: Dict[str, TreeNode] = {}
+    words: Dict[str, int] = {}
     asked: Set[str] = set()
     region_groups = [(r.node, Group(r.node.id, span_leaf_ids(r.node))) for r in regions if not r.node.is_leaf]
+    groups: Dict[str, List[Group]] = {}  # leaf id -> its groups, innermost first (once its parent is read)
+    parents: Dict[str, Group] = {}
     prefix = min(len(ranked), max(1, math.ceil(budget / _WORDS_PER_LEAF_GUESS)))
     wanted: List[str] = [group.node_id for _, group in region_groups]
     wanted += _roots(list(root_docs) + [r.node.doc_id for r in regions])
     outcome = FillOutcome([], 0)
-    words: Dict[str, int] = {}
     for _ in range(_MAX_READS):
         head = [h.node for h in ranked[:prefix]]
         wanted += [n.id for n in head]
@@ -195,9 +198,13 @@ def fill_steps(ranked: Sequence[RankedHit], regions: Sequence[RankedHit], budget
         wanted = []
         if ask:
             asked.update(ask)
-            nodes.update((n.id, n) for n in (yield ask))
-        words = {i: count(n.text) for i, n in nodes.items() if n.is_leaf}
-        groups = _groups(head, nodes, region_groups)
+            for node in (yield ask):
+                nodes[node.id] = node
+                if node.is_leaf:
+                    words[node.id] = count(node.text)
+        for leaf in head:
+            if leaf.id not in groups:
+                groups[leaf.id] = _groups_of(leaf, nodes, region_groups, parents)
         # A ranked leaf the read did not find (its document was deleted meanwhile) is not a candidate.
         order = [(n.id, h.score) for n, h in zip(head, ranked) if n.id in nodes or n.id not in asked]
         outcome = fill(order, words, groups, budget, merge_ratio)
@@ -216,25 +223,29 @@ def fill_steps(ranked: Sequence[RankedHit], regions: Sequence[RankedHit], budget
 
 
 def _full(outcome: FillOutcome, budget: int, words: Mapping[str, int]) -> bool:
-    """Whether no leaf read so far would fit in what the budget has left."""
+    """Whether the budget is as full as reading on would make it: what is left is shorter than a
+    typical leaf (the median of those read), so most leaves further down would not fit either."""
     left = budget - outcome.used
-    return left <= 0 or left < min(words.values(), default=0)
+    if left <= 0 or not words:
+        return left <= 0
+    sizes = sorted(words.values())
+    return left < sizes[len(sizes) // 2]
 
 
-def _groups(head: Sequence[TreeNode], nodes: Mapping[str, TreeNode],
-            region_groups: Sequence[Tuple[TreeNode, Group]]) -> Dict[str, List[Group]]:
-    """For each leaf of ``head``: its parent (if read) and the walk's regions holding it, innermost first."""
-    out: Dict[str, List[Group]] = {}
-    for leaf in head:
-        found: Dict[str, Group] = {}
-        parent = nodes.get(leaf.parent_id) if leaf.parent_id else None
-        if parent is not None and not parent.is_leaf:
-            found[parent.id] = Group(parent.id, span_leaf_ids(parent))
-        for region, group in region_groups:
-            if region.doc_id == leaf.doc_id and region.span.contains(leaf.span):
-                found.setdefault(region.id, group)
-        out[leaf.id] = sorted(found.values(), key=lambda g: len(g.leaves))
-    return out
+def _groups_of(leaf: TreeNode, nodes: Mapping[str, TreeNode], region_groups: Sequence[Tuple[TreeNode, Group]],
+               parents: Dict[str, Group]) -> List[Group]:
+    """The groups a leaf may merge into: its parent (read with it; ``parents`` remembers each
+    parent's group) and the walk's regions holding it, innermost first."""
+    found: Dict[str, Group] = {}
+    parent = nodes.get(leaf.parent_id) if leaf.parent_id else None
+    if parent is not None and not parent.is_leaf:
+        if parent.id not in parents:
+            parents[parent.id] = Group(parent.id, span_leaf_ids(parent))
+        found[parent.id] = parents[parent.id]
+    for region, group in region_groups:
+        if region.doc_id == leaf.doc_id and region.span.contains(leaf.span):
+            found.setdefault(region.id, group)
+    return sorted(found.values(), key=lambda g: len(g.leaves))
 
 
 def run_fill(steps: FillSteps, retrieve: Callable[[List[str]], List[TreeNode]]) -> BudgetFill:

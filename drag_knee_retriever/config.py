@@ -113,6 +113,14 @@ class SearchConfig:
     - ``identity_keys``: the metadata keys that name a document, e.g. ``("company", "year")``;
       ``None``: the title / file-name keys and every metadata value that is a short text or a year
       (:func:`~drag_knee_retriever.identity.document_identity`).
+    - ``near_best`` (magnitude focus): the focus cut also keeps every leaf whose focus score is
+      within this much of the best leaf's (the scores are sums of z-scores, so 1.0 is about half a
+      standard deviation of the pool), up to ``near_best_limit`` leaves: where nothing stands out,
+      the knee's position among near-equal scores is arbitrary and a reader needs them all. A knee
+      that already keeps more is kept. ``None``: the knee alone.
+    - ``standout`` (magnitude focus): a best leaf whose focus score is ahead of the second's by more
+      than this comes back alone (it is the answer; the knee would add its runner-up). ``None``: never.
+      Both chosen by replaying cuts over every dataset's focus pools (benchmarks/RESULTS.md, "budget").
     - ``max_tokens``: a word budget for the results (per call: ``search(q, max_tokens=1500)``).
       The knee methods then rank their focus pool past the knee and fill the budget with the best
       evidence in order: a leaf that no longer fits is skipped for a later, shorter one, and a page
@@ -147,10 +155,23 @@ class SearchConfig:
     identity_focus_weight: float = 0.0
     identity_keys: Optional[Tuple[str, ...]] = None
     root_focus_weight: float = 0.0
-    # A word budget for the results (issue 24, item 3; branch budget): added at the end.
+    # A word budget for the results, and the cut's widening and narrowing from the scores' own
+    # scale (issue 24, item 3; branch budget): added at the end.
     max_tokens: Optional[int] = None
+    near_best: Optional[float] = 1.0
+    near_best_limit: int = 20
+    standout: Optional[float] = 4.0
 
     def __post_init__(self) -> None:
+        for name in ("near_best", "standout"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"{name} must be a positive number (focus-score units, e.g. "
+                                  f"{1.0 if name == 'near_best' else 4.0}) or None to switch it off, got {value!r}.")
+            object.__setattr__(self, name, float(value))
+        _check_count("near_best_limit", self.near_best_limit, extra=" (leaves the near-best widening may keep)")
         if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
                                             or not 1 <= self.max_tokens <= MAX_SETTING):
             raise ConfigError(f"max_tokens (the results' word budget, e.g. 1500) must be an integer from 1 to "

@@ -23,6 +23,12 @@ sections, but a knee over the few candidates of one beam step decides badly betw
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
 generously (``region_sensitivity``) and the leaves compete once, directly.
 
+The focus cut (:func:`focus_cut`) is the knee of the best ``focus_pool`` leaves; with magnitude
+scores, whose differences mean something (sums of z-scores over the pool), it also keeps every leaf
+within ``near_best`` of the best (nothing tells them apart: the knee's place among them is
+arbitrary) and returns a best leaf ``standout`` ahead of the second alone. A word budget
+(``max_tokens``, :mod:`.budget`) reads on past the cut in the order of :func:`budget_order`.
+
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
 parent wins it is a result, where children outrank it those children descend (leaves are results).
@@ -260,8 +266,33 @@ def _global_step(trace: Trace, global_hits: Sequence[RankedHit], weights: Tuple[
 
 
 def focus_cut(config: SearchConfig, hits: Sequence[RankedHit]) -> int:
-    """How many of the focus ranking's best ``focus_pool`` leaves the cut keeps (its knee)."""
-    return knee_index([h.score for h in hits[: config.focus_pool]], config.effective_sensitivity)
+    """How many of the focus ranking's best leaves the cut keeps: the knee of the best
+    ``focus_pool``; with magnitude scores (whose units mean something: sums of z-scores over the
+    pool) at least every leaf within ``near_best`` of the best (up to ``near_best_limit``), and the
+    best alone when it is ahead of the second by more than ``standout``."""
+    keep = knee_index([h.score for h in hits[: config.focus_pool]], config.effective_sensitivity) if hits else 0
+    if config.focus_scores != "magnitude" or not hits:
+        return keep
+    best = hits[0].score
+    if config.near_best is not None:
+        floor = best - config.near_best
+        band = 0
+        for hit in hits[: config.near_best_limit]:
+            if hit.score < floor:
+                break
+            band += 1
+        keep = max(keep, band)
+    if config.standout is not None and len(hits) > 1 and best - hits[1].score > config.standout:
+        keep = 1
+    return keep
+
+
+def _focus_depth(config: SearchConfig) -> int:
+    """How many of the focus ranking's leaves the cut may keep (the trace lists them)."""
+    assert config.focus_pool is not None
+    if config.focus_scores == "magnitude" and config.near_best is not None:
+        return max(config.focus_pool, config.near_best_limit)
+    return config.focus_pool
 
 
 def _identity_of(config: SearchConfig, identity: IdentityMatch) -> Optional[IdentityMatch]:
@@ -274,7 +305,7 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
     pool = yield from _focus_pool(config, filters, trace, regions, identity=identity)
     inherited = _identity_of(config, identity)
-    hits = pool.ranked[: config.focus_pool]
+    hits = pool.ranked[: _focus_depth(config)]
     weights = config.weights_for_level(config.max_depth)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
