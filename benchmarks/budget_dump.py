@@ -38,15 +38,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cut_dump import drive  # noqa: E402
 
 from drag_knee_retriever import DragKneeIndex  # noqa: E402
-from drag_knee_retriever.builder import span_leaf_ids  # noqa: E402
+from drag_knee_retriever.ids import span_leaf_ids  # noqa: E402
 from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig  # noqa: E402
 from drag_knee_retriever.embeddings import Encoder  # noqa: E402
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table  # noqa: E402
-from drag_knee_retriever.eval.datasets import load_dataset  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.datasets import load_dataset  # noqa: E402
 from drag_knee_retriever.eval.encoding import CachingEncoder  # noqa: E402
 from drag_knee_retriever.nodes import ScoredNode, Trace  # noqa: E402
 from drag_knee_retriever.store import RankRequest, parse_filters  # noqa: E402
-from drag_knee_retriever.traversal import _beam, _rank_roots  # noqa: E402
+from drag_knee_retriever.traversal import _beam, _rank_roots, level_weights  # noqa: E402
 
 log = logging.getLogger("budget_dump")
 
@@ -94,21 +95,21 @@ def dump(name: str, out: Path, cache: Path, deep: int) -> None:
                          getattr(table, "texts", None))
 
     rows: List[Dict[str, Any]] = []
-    weights = config.weights_for_level(config.max_depth)
+    weights = level_weights(config.fusion.weights, config.max_depth)
     for qi, q in enumerate(ds.questions):
         qv = encoder.encode_query(q.text)
         filters = q.metadata.get("filters")
         spec = parse_filters(filters)
 
         def rank(requests, light=True):
-            return store.rank(requests, qv, rrf_k=config.rrf_k, explain=False, light=light)
+            return store.rank(requests, qv, rrf_k=config.fusion.rrf_k, explain=False, light=light)
 
         trace = Trace(query=q.text, method=config.method)
         roots = drive(_rank_roots(config, spec, trace), rank)
         regions = drive(_beam(config, spec, trace, roots), rank) if roots else []
         region_leaves = tuple(dict.fromkeys(i for h in regions for i in span_leaf_ids(h.node)))
         requests = [
-            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=spec, with_scores=True),
+            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=spec, with_scores=True),
             RankRequest(limit=deep, weights=weights, leaves_only=True, filters=spec, with_scores=True),
         ]
         if region_leaves:
@@ -120,7 +121,7 @@ def dump(name: str, out: Path, cache: Path, deep: int) -> None:
         # flat_search's own requests (k=50 is the eval's flat curve; deep: flat at a word budget).
         flat50, flat_deep = store.rank([RankRequest(limit=50, leaves_only=True, filters=spec),
                                         RankRequest(limit=deep, leaves_only=True, filters=spec)],
-                                       qv, rrf_k=config.rrf_k, explain=False)
+                                       qv, rrf_k=config.fusion.rrf_k, explain=False)
         result = index.search(q.text, query_vectors=qv, filters=filters)
         leaf_ids = {h.node.id for hits in (global_deep, region_hits, flat_deep, global50, flat50) for h in hits}
         # Every leaf's ancestors up to its root.

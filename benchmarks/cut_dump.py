@@ -29,16 +29,18 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from drag_knee_retriever import DragKneeIndex
-from drag_knee_retriever.builder import span_leaf_ids
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks.datasets
+
+from benchmarks.datasets import load_dataset  # noqa: E402
+from drag_knee_retriever import DragKneeIndex, EncoderRuntime, StoreConfig  # noqa: E402
+from drag_knee_retriever.ids import span_leaf_ids
 from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
 from drag_knee_retriever.embeddings import Encoder
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table
-from drag_knee_retriever.eval.datasets import load_dataset
 from drag_knee_retriever.eval.encoding import CachingEncoder
 from drag_knee_retriever.nodes import ScoredNode, Trace
 from drag_knee_retriever.store import RankRequest, parse_filters
-from drag_knee_retriever.traversal import _beam, _rank_roots
+from drag_knee_retriever.traversal import _beam, _rank_roots, level_weights
 
 log = logging.getLogger("cut_dump")
 
@@ -68,9 +70,9 @@ def drive(gen, rank):
 def dump(name: str, out: Path, cache: Path, global_k: int) -> None:
     dataset, load_kwargs, build_kwargs = RUNS[name]
     ds = load_dataset(dataset, **load_kwargs)
-    encoder = CachingEncoder(Encoder(EmbeddingConfig(language=ds.language, threads=1)), cache)
-    index = DragKneeIndex(":memory:", encoder=encoder, language=ds.language, build=BuildConfig(**build_kwargs),
-                          collection=f"cut_{name}")
+    encoder = CachingEncoder(Encoder(EmbeddingConfig(language=ds.language, runtime=EncoderRuntime(threads=1))), cache)
+    index = DragKneeIndex(":memory:", embedding=encoder, build=BuildConfig(**build_kwargs),
+                          store=StoreConfig(collection=f"cut_{name}"))
     t0 = time.perf_counter()
     index.add_documents(ds.documents)
     encoder.save()
@@ -97,13 +99,13 @@ def dump(name: str, out: Path, cache: Path, global_k: int) -> None:
         spec = parse_filters(q.metadata.get("filters"))
 
         def rank(requests, light=True):
-            return store.rank(requests, qv, rrf_k=config.rrf_k, explain=False, light=light)
+            return store.rank(requests, qv, rrf_k=config.fusion.rrf_k, explain=False, light=light)
 
         trace = Trace(query=q.text, method=config.method)
         roots = drive(_rank_roots(config, spec, trace), rank)
         regions = drive(_beam(config, spec, trace, roots), rank) if roots else []
         region_leaves = tuple(dict.fromkeys(i for h in regions for i in span_leaf_ids(h.node)))
-        weights = config.weights_for_level(config.max_depth)
+        weights = level_weights(config.fusion.weights, config.max_depth)
         requests = [RankRequest(limit=global_k, weights=weights, leaves_only=True, filters=spec, with_scores=True)]
         if region_leaves:
             requests.append(RankRequest(limit=len(region_leaves), weights=weights, candidate_ids=region_leaves,

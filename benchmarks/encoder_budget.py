@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from drag_knee_retriever.config import BuildConfig, EmbeddingConfig  # noqa: E402
+from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, EncoderRuntime  # noqa: E402
 from drag_knee_retriever.eval.metrics import interpolate_curve  # noqa: E402
 
 log = logging.getLogger("encoder_budget")
@@ -158,7 +158,7 @@ def run_variant(dataset: str, variant: Variant, ds: Any, cache_dir: Optional[Pat
     from drag_knee_retriever.eval.encoding import CachingEncoder
     from drag_knee_retriever.eval.runner import run_eval
 
-    emb = EmbeddingConfig(language=ds.language, max_tokens=variant.max_tokens, threads=threads)
+    emb = EmbeddingConfig(language=ds.language, max_tokens=variant.max_tokens, runtime=EncoderRuntime(threads=threads))
     raw = Encoder(emb)
     recorder = RecordingEncoder(CachingEncoder(raw, cache_dir))
     started = time.perf_counter()
@@ -270,7 +270,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     for noisy in ("drag_knee_retriever", "fastembed", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from drag_knee_retriever.eval.datasets import load_dataset
+    from benchmarks.datasets import load_dataset
 
     variants = list(dict.fromkeys(["default"] + args.variants))
     rows: List[Dict[str, Any]] = []
@@ -301,7 +301,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             base = next(r for r in rows if r["dataset"] == dataset and r["variant"] == "default")
             texts = texts_by_dataset.get(dataset) or _default_texts(ds, args.embedding_cache, args.threads)
-            encoder = Encoder(EmbeddingConfig(language=ds.language, threads=args.threads))
+            encoder = Encoder(EmbeddingConfig(language=ds.language, runtime=EncoderRuntime(threads=args.threads)))
             retime[dataset] = time_encoding(encoder, texts, base["time_fraction"])
     print(table(rows, retime))
     return 0
@@ -313,7 +313,7 @@ def _default_texts(ds: Any, cache_dir: Optional[Path], threads: int) -> List[str
     from drag_knee_retriever.eval.encoding import CachingEncoder
     from drag_knee_retriever.eval.runner import _open_index
 
-    recorder = RecordingEncoder(CachingEncoder(Encoder(EmbeddingConfig(language=ds.language, threads=threads)),
+    recorder = RecordingEncoder(CachingEncoder(Encoder(EmbeddingConfig(language=ds.language, runtime=EncoderRuntime(threads=threads))),
                                                cache_dir))
     index = _open_index(ds, BuildConfig(), encoder=recorder, model_path=None, engine="auto", collection="texts")
     try:

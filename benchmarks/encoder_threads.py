@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from drag_knee_retriever.config import EmbeddingConfig  # noqa: E402
+from drag_knee_retriever.config import EmbeddingConfig, EncoderRuntime  # noqa: E402
 from drag_knee_retriever.embeddings.fastembed import FastEmbedDense  # noqa: E402
 
 
 def pages(limit: int) -> List[str]:
     """The first ``limit`` non-empty text pages of the mmlb20 documents, in document order."""
-    from drag_knee_retriever.eval.datasets import load_dataset
+    from benchmarks.datasets import load_dataset
 
     ds = load_dataset("mmlongbench", None, max_doc_pages=20)
     texts = [p for doc in ds.documents for p in doc.pages if p.strip()]
@@ -47,12 +47,12 @@ def pages(limit: int) -> List[str]:
 
 
 def single(threads: int) -> Callable[[Sequence[str]], np.ndarray]:
-    model = FastEmbedDense(EmbeddingConfig(threads=threads))
+    model = FastEmbedDense(EmbeddingConfig(runtime=EncoderRuntime(threads=threads)))
     return model.embed_passages
 
 
 def fastembed_parallel(workers: int) -> Callable[[Sequence[str]], np.ndarray]:
-    model = FastEmbedDense(EmbeddingConfig(threads=1))
+    model = FastEmbedDense(EmbeddingConfig(runtime=EncoderRuntime(threads=1)))
 
     def run(texts: Sequence[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -67,7 +67,7 @@ def fastembed_parallel(workers: int) -> Callable[[Sequence[str]], np.ndarray]:
 
 def sessions(count: int) -> Callable[[Sequence[str]], np.ndarray]:
     """``EmbeddingConfig(parallel=count)``: the package's in-process data-parallel sessions."""
-    return FastEmbedDense(EmbeddingConfig(threads=1, parallel=count)).embed_passages
+    return FastEmbedDense(EmbeddingConfig(runtime=EncoderRuntime(threads=1, parallel=count))).embed_passages
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -223,7 +223,7 @@ def bench_engine(engine: str, records, queries, encoder, reps: int, explained: b
     from drag_knee_retriever import DragKneeIndex
 
     store = make_store(engine)
-    index = DragKneeIndex(store=store, encoder=encoder)
+    index = DragKneeIndex(store, embedding=encoder)
     try:
         started = time.perf_counter()
         store.upsert(records)
@@ -268,7 +268,7 @@ def memory_child(n_nodes: int, seed: int) -> None:
     """Run in a fresh process: build an n-node Edge index in a folder, search it, report memory."""
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import DragKneeIndex
-    from drag_knee_retriever.config import EmbeddingConfig
+    from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
     from drag_knee_retriever.embeddings import Encoder
 
     encoder = Encoder(EmbeddingConfig(model_path=str(MODEL)))
@@ -279,7 +279,7 @@ def memory_child(n_nodes: int, seed: int) -> None:
     # that the peak is the index's (Linux: /proc/self/clear_refs "5" resets VmHWM).
     peak_reset = _reset_peak()
     try:
-        index = DragKneeIndex(folder, engine="edge", collection="bench", encoder=encoder)
+        index = DragKneeIndex(folder, embedding=encoder, store=StoreConfig(collection="bench", engine="edge"))
         written = 0
         started = time.perf_counter()
         sample = []

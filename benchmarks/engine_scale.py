@@ -83,11 +83,11 @@ def _disk_bytes(folder: Path) -> int:
 
 
 def _encoder():
-    from drag_knee_retriever.config import EmbeddingConfig
+    from drag_knee_retriever.config import EmbeddingConfig, EncoderRuntime
     from drag_knee_retriever.embeddings import Encoder
 
     model = os.environ.get("DRAG_KNEE_MODEL_PATH")
-    return Encoder(EmbeddingConfig(model_path=model, threads=1))
+    return Encoder(EmbeddingConfig(model_path=model, runtime=EncoderRuntime(threads=1)))
 
 
 def folder_for(scale_dir: str, size: int) -> Path:
@@ -124,7 +124,7 @@ def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optiona
     if payload_memory:
         store_kw["payload_memory"] = payload_memory
     store = EdgeStore(COLLECTION, location=str(folder / "index"), **store_kw)
-    index = DragKneeIndex(store=store, encoder=encoder)
+    index = DragKneeIndex(store, embedding=encoder)
     rng = np.random.default_rng(seed + 7)
     sample: List[Any] = []
     written = docs = 0
@@ -141,7 +141,7 @@ def build_child(size: int, seed: int, scale_dir: str, node_map_capacity: Optiona
         del chunk, leaves
     wall_s = time.perf_counter() - started
     node_map = store._node_map  # the benchmark reads the store's private state to report it
-    map_state = {"complete": node_map.complete, "held": len(node_map._nodes), "capacity": node_map.capacity}
+    map_state = {"complete": node_map.complete, "held": len(node_map.nodes), "capacity": node_map.capacity}
     peak = _rss("VmHWM")
     queries = make_queries(sample, 400, seed)
     del sample
@@ -164,7 +164,7 @@ def _pct(samples: Sequence[float], q: float) -> float:
 
 def search_child(size: int, scale_dir: str, reps: int) -> None:
     """Reopen ``scale_dir/n<size>`` (fresh process), time flat and knee searches, report RSS."""
-    from drag_knee_retriever import DragKneeIndex
+    from drag_knee_retriever import DragKneeIndex, StoreConfig
     from drag_knee_retriever.store import QueryVectors
     from engine import timed_pair
 
@@ -178,7 +178,7 @@ def search_child(size: int, scale_dir: str, reps: int) -> None:
     baseline = _rss()
     _reset_peak()
     t = time.perf_counter()
-    index = DragKneeIndex(str(folder / "index"), engine="edge", collection=COLLECTION, encoder=encoder)
+    index = DragKneeIndex(str(folder / "index"), embedding=encoder, store=StoreConfig(collection=COLLECTION, engine="edge"))
     open_s = time.perf_counter() - t
     store = index.store
     # Time every round trip to the engine, by kind: the roots (level 0) or a candidate set.

@@ -1,4 +1,4 @@
-"""Aggregate rows for benchmarks/RESULTS.md from FinanceBench runs (`drag-knee eval --dataset financebench
+"""Aggregate rows for benchmarks/RESULTS.md from FinanceBench runs (`python benchmarks/eval.py --dataset financebench
 --json` outputs, and optionally `benchmarks/peer_langchain.py --dataset financebench --json`); no
 per-question data (FinanceBench is CC BY-NC: aggregate figures only).
 

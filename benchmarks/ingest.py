@@ -80,7 +80,7 @@ def bare_encoder_seconds(index, texts) -> float:
 def floor_run(args) -> None:
     """--corpus mmlongbench: the bare encoder, our ingest, the bare encoder again; one process."""
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
-    from drag_knee_retriever import BuildConfig, DragKneeIndex, EmbeddingConfig
+    from drag_knee_retriever import BuildConfig, DragKneeIndex, EmbeddingConfig, EncoderRuntime, StoreConfig
     from drag_knee_retriever.builder import build_document_trees
     from drag_knee_retriever.ingest import PHASES
 
@@ -93,8 +93,7 @@ def floor_run(args) -> None:
               for name, value in (("passage_words", args.passage_words), ("split_pages_over", args.split_pages_over))
               if value is not None}
     build = BuildConfig(**chosen)
-    index = DragKneeIndex(":memory:", engine="edge", collection="floor", build=build,
-                          embedding=EmbeddingConfig(threads=args.threads))
+    index = DragKneeIndex(":memory:", embedding=EmbeddingConfig(runtime=EncoderRuntime(threads=args.threads)), build=build, store=StoreConfig(collection="floor", engine="edge"))
     trees = build_document_trees(docs, index.build_config, index.summarizer)
     texts = index.vectorizer.dense_inputs([n for t in trees for n in t.nodes])
     bare_encoder_seconds(index, texts[:16])  # warm the ONNX session up (first calls allocate)
@@ -164,11 +163,11 @@ def quality(index, questions):
 
 def run_side(side: str, papers: int, engine: str, questions_limit: int) -> dict:
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
-    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig
+    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig, StoreConfig
 
     docs, questions = load(papers)
     max_tokens = int(os.environ["DRAG_KNEE_MAX_TOKENS"]) if os.environ.get("DRAG_KNEE_MAX_TOKENS") else None
-    index = DragKneeIndex(engine=engine, collection=f"bench_{side}", embedding=EmbeddingConfig(max_tokens=max_tokens))
+    index = DragKneeIndex(embedding=EmbeddingConfig(max_tokens=max_tokens), store=StoreConfig(collection=f"bench_{side}", engine=engine))
     started = time.perf_counter()
     if side == "ours":
         report = index.add_documents(docs)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO))  # benchmarks.datasets
 from ingest import MODEL, load  # noqa: E402
 
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
@@ -48,7 +49,7 @@ def load_mmlongbench_pages(limit_docs=None, max_doc_pages=None):
     """Every MMLongBench document with a text layer (shared store) and its text-answerable questions
     as ``(question, doc_id)``. CC BY-NC: only timings are printed, never text."""
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
-    from drag_knee_retriever.eval.datasets import load_mmlongbench
+    from benchmarks.datasets.mmlongbench import load_mmlongbench
 
     ds = load_mmlongbench(shared_store=True, limit_docs=limit_docs, max_doc_pages=max_doc_pages)
     return ds.documents, [(q.text, q.metadata["doc_id"]) for q in ds.questions]
@@ -58,7 +59,7 @@ def load_financebench_filings():
     """The FinanceBench filings in one store and their questions as ``(question, doc_id)``. CC BY-NC:
     only timings are printed, never text."""
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
-    from drag_knee_retriever.eval.datasets import load_financebench
+    from benchmarks.datasets.financebench import load_financebench
 
     ds = load_financebench()
     return ds.documents, [(q.text, q.metadata["doc_id"]) for q in ds.questions]
@@ -87,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import DragKneeIndex
-    from drag_knee_retriever.config import EmbeddingConfig
+    from drag_knee_retriever.config import EmbeddingConfig, EncoderRuntime, FocusConfig, StoreConfig
     from drag_knee_retriever.embeddings.encoder import Encoder
 
     if args.dataset == "mmlongbench":
@@ -103,12 +104,12 @@ def main() -> None:
         questions = [(q, doc) for q, doc, _ in raw]
         collection = f"latency_{args.papers}"
         filters_of = (lambda doc: {"doc_id": doc}) if args.filtered else (lambda doc: None)
-    encoder = Encoder(EmbeddingConfig(threads=args.threads))
+    encoder = Encoder(EmbeddingConfig(runtime=EncoderRuntime(threads=args.threads)))
     if args.embedding_cache:
         from drag_knee_retriever.eval.encoding import CachingEncoder
 
         encoder = CachingEncoder(encoder, args.embedding_cache)
-    index = DragKneeIndex(args.index or ":memory:", engine=args.engine, collection=collection, encoder=encoder)
+    index = DragKneeIndex(args.index or ":memory:", embedding=encoder, store=StoreConfig(collection=collection, engine=args.engine))
     started = time.perf_counter()
     report = index.add_documents(docs)
     if args.embedding_cache:
@@ -126,10 +127,10 @@ def main() -> None:
         index.search(q, filters=filters_of(doc))
     from drag_knee_retriever import SearchConfig
 
-    rrf_focus = SearchConfig(focus_scores="rrf", focus_global=None)
-    plain_cut = SearchConfig(near_best=None, standout=None)
+    rrf_focus = SearchConfig(focus=FocusConfig(scores="rrf", global_leaves=None))
+    plain_cut = SearchConfig(focus=FocusConfig(near_best=None, standout=None))
     # The default without the document's identity (issue 24), timed in the same run.
-    no_identity = SearchConfig(identity_weight=0.0, identity_focus_weight=0.0)
+    no_identity = SearchConfig(identity_weight=0.0, focus=FocusConfig(identity_weight=0.0))
     budgets = {f"max_tokens={b}": b for b in args.budget}
     timings = {name: [] for name in ["flat_hybrid_top10", "default", NO_IDENTITY] + METHODS
                + [RRF_FOCUS, PLAIN_CUT] + list(budgets)}

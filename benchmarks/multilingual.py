@@ -34,7 +34,8 @@ sys.path.insert(0, str(REPO))
 
 from drag_knee_retriever.config import EmbeddingConfig  # noqa: E402
 from drag_knee_retriever.embeddings import CallableEmbedder, Encoder  # noqa: E402
-from drag_knee_retriever.eval import load_dataset, run_eval  # noqa: E402
+from benchmarks.datasets import load_dataset  # noqa: E402
+from drag_knee_retriever.eval import run_eval  # noqa: E402
 
 MINILM = Path(os.environ.get("DRAG_KNEE_MODEL_PATH") or REPO.parent / "shared/models/all-MiniLM-L6-v2-onnx-int8")
 METHODS = ["flat_dense_k1", "flat_dense_k3", "flat_dense_k5", "flat_hybrid_k1", "flat_hybrid_k3",

@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drag_knee_retriever import DragKneeIndex  # noqa: E402
+from drag_knee_retriever.config import EmbeddingConfig, StoreConfig  # noqa: E402
+from drag_knee_retriever import DragKneeIndex, EmbeddingConfig, StoreConfig  # noqa: E402
 from drag_knee_retriever import ocr as ocr_module  # noqa: E402
 from drag_knee_retriever.errors import InvalidDocumentError  # noqa: E402
 from drag_knee_retriever.loaders import load_file  # noqa: E402
@@ -105,7 +106,7 @@ def evaluate(documents, questions):
     if not documents:
         zero = [0.0] * len(questions)
         return {"flat": {k: (zero, zero) for k in KS}, "default": (zero, zero, zero)}
-    index = DragKneeIndex(":memory:", model_path=MODEL, engine="local", collection="ocr_bench")
+    index = DragKneeIndex(":memory:", embedding=EmbeddingConfig(model_path=MODEL), store=StoreConfig(collection="ocr_bench", engine="local"))
     index.add_documents(documents)
     have = {d.id for d in documents}
     flat = {k: ([], []) for k in KS}

@@ -1,7 +1,7 @@
 """What a LangChain user builds instead: chunked langchain-qdrant hybrid search against our default, same models.
 
     python benchmarks/peer_langchain.py [--docs text|le20] [--cache /work/cache/peer] [--limit-questions N]
-        [--build passage_words=120,...] [--search focus_scores=rrf,...]
+        [--build leaves.passage_words=120,...] [--search focus.scores=rrf,...]
     python benchmarks/peer_langchain.py --dataset financebench --setting both [--ours-dir DIR] [--peer-dir DIR]
 
 MMLongBench-Doc (single-document setting: every search filtered to the question's document) or
@@ -174,29 +174,29 @@ def bootstrap_gain(ours: Sequence[Tuple[float, float]], curve: Dict[int, List[Tu
 
 
 def parse_config(cls: Any, spec: str | None) -> Any:
-    """``"passage_words=120,use_outline=false"`` -> ``cls(passage_words=120, use_outline=False)``."""
-    kwargs: Dict[str, Any] = {}
+    """``"leaves.passage_words=120,sections.outline=false"`` -> ``cls()`` with those settings (dotted paths)."""
+    config = cls()
     for part in (spec or "").split(","):
         if not part.strip():
             continue
         if "=" not in part:
-            raise SystemExit(f"{part!r} is not key=value (e.g. passage_words=120).")
+            raise SystemExit(f"{part!r} is not key=value (e.g. leaves.passage_words=120).")
         key, value = (x.strip() for x in part.split("=", 1))
-        if key not in cls.__dataclass_fields__:
-            raise SystemExit(f"unknown {cls.__name__} field {key!r}; use one of {', '.join(cls.__dataclass_fields__)}.")
+        parsed: Any
         if value.lower() in ("true", "false"):
-            kwargs[key] = value.lower() == "true"
+            parsed = value.lower() == "true"
         elif value.lower() == "none":
-            kwargs[key] = None
+            parsed = None
         else:
             try:
-                kwargs[key] = int(value)
+                parsed = int(value)
             except ValueError:
                 try:
-                    kwargs[key] = float(value)
+                    parsed = float(value)
                 except ValueError:
-                    kwargs[key] = value
-    return cls(**kwargs)
+                    parsed = value
+        config = config.with_path(key, parsed)
+    return config
 
 
 def fill(items: Sequence[Tuple[int, Any]], budget: int) -> List[Tuple[int, Any]]:
@@ -213,7 +213,8 @@ BUDGETS = (500, 1000, 2000)
 
 
 def load_questions(args: Any):
-    from drag_knee_retriever.eval.datasets import load_financebench, load_mmlongbench
+    from benchmarks.datasets.financebench import load_financebench
+    from benchmarks.datasets.mmlongbench import load_mmlongbench
 
     if args.dataset == "financebench":
         return load_financebench(limit_questions=args.limit_questions, limit_docs=args.limit_docs)
@@ -280,8 +281,8 @@ def main() -> None:
     parser.add_argument("--limit-docs", type=int, help="the first N documents only (a smoke test)")
     parser.add_argument("--engine", default="edge", help="our index's engine (edge or local)")
     parser.add_argument("--threads", type=int, default=1, help="ONNX threads of the dense model (shared machine)")
-    parser.add_argument("--build", help="our BuildConfig as key=value,... (e.g. passage_words=120)")
-    parser.add_argument("--search", help="our SearchConfig as key=value,... (e.g. focus_scores=rrf)")
+    parser.add_argument("--build", help="our BuildConfig as key=value,... (e.g. leaves.passage_words=120)")
+    parser.add_argument("--search", help="our SearchConfig as key=value,... (e.g. focus.scores=rrf)")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json", help="write the aggregate figures to this file")
     args = parser.parse_args()
@@ -289,8 +290,10 @@ def main() -> None:
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"))
     os.environ.setdefault("DRAG_KNEE_DATASETS", str(SHARED / "datasets"))
     from drag_knee_retriever import DragKneeIndex
-    from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
+    from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, EncoderRuntime, SearchConfig, StoreConfig
     from drag_knee_retriever.embeddings.encoder import Encoder
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))  # benchmarks.datasets
     from drag_knee_retriever.eval.encoding import CachingEncoder
 
     setting = args.setting or ("both" if args.dataset == "financebench" else "single")
@@ -301,13 +304,13 @@ def main() -> None:
     total_pages = sum(len(d.pages) for d in ds.documents)
     print(f"{ds.name} ({args.docs if args.dataset == 'mmlongbench' else 'all filings'}): {len(ds.documents)} documents, "
           f"{total_pages} pages with text, {len(questions)} questions; settings {', '.join(settings)}")
-    encoder = CachingEncoder(Encoder(EmbeddingConfig(threads=args.threads)), Path(args.cache) / "emb")
+    encoder = CachingEncoder(Encoder(EmbeddingConfig(runtime=EncoderRuntime(threads=args.threads))), Path(args.cache) / "emb")
     shared = SharedQuery(encoder)
 
     started = time.perf_counter()
     build, search = parse_config(BuildConfig, args.build), parse_config(SearchConfig, args.search)
-    ours = DragKneeIndex(args.ours_dir or ":memory:", engine=args.engine, encoder=encoder, collection="peer_ours",
-                         build=build, search=search)
+    ours = DragKneeIndex(args.ours_dir or ":memory:", embedding=encoder, build=build, search=search,
+                         store=StoreConfig(collection="peer_ours", engine=args.engine))
     ours.add_documents(ds.documents)
     ours_build_s = time.perf_counter() - started
     encoder.save()

@@ -6,9 +6,9 @@ normalised dense/BM25 scores instead of RRF scores, and replacing each returned 
 knee-cut of its own leaves. ``proto_knee_rrf`` uses the store's RRF ranking and must reproduce
 ``drag_knee``: it is the control. Their figures and verdicts are in benchmarks/RESULTS.md.
 
-    python benchmarks/prototypes.py --dataset covidqa --out runs/covidqa ...   # = drag-knee eval + proto_*
+    python benchmarks/prototypes.py --dataset covidqa --out runs/covidqa ...   # = benchmarks/eval.py + proto_*
 
-takes every option of ``python -m drag_knee_retriever.eval`` and adds the ``proto_*`` methods
+takes every option of ``python benchmarks/eval.py`` and adds the ``proto_*`` methods
 (:func:`prototype_factory`) to the default index and to every build variant.
 """
 
@@ -17,7 +17,10 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks.eval
 
 from drag_knee_retriever.context import fetch_context
 from drag_knee_retriever.eval.baselines import LeafTokens, Method, Retrieval, hits_from_scored
@@ -96,7 +99,7 @@ class FusionRanker:
     def _seed_roots(self, request: Any, roots: List[Any], leaves: List[Any]) -> List[Any]:
         """A document scores as the better of its root and its best leaf (MaxP); documents found
         only through a leaf have their root fetched (one more request, only when needed)."""
-        from drag_knee_retriever.builder import node_id
+        from drag_knee_retriever.ids import node_id
         from drag_knee_retriever.store import RankedHit
 
         best: Dict[str, float] = {}
@@ -106,7 +109,7 @@ class FusionRanker:
         missing = [doc for doc in best if doc not in by_doc]
         if missing:
             # A one-leaf document's root is its leaf: ask for both ids, keep the level-0 node.
-            from drag_knee_retriever.builder import leaf_id
+            from drag_knee_retriever.ids import leaf_id
 
             wanted = [i for doc in missing for i in (node_id(doc, "r"), leaf_id(doc, 0))]
             for node in self.store.retrieve(wanted):
@@ -137,7 +140,7 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
 
     With ``merge_ratio`` an inner node stays whole when more than that share of its leaves
     survive the knee (AutoMerging's rule: the evidence is spread over the node)."""
-    from drag_knee_retriever.builder import span_leaf_ids
+    from drag_knee_retriever.ids import span_leaf_ids
     from drag_knee_retriever.store import RankRequest
 
     inner = [h for h in hits if not h.node.is_leaf]
@@ -186,7 +189,7 @@ def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "defa
                       variants: Optional[Sequence[Tuple[str, Dict[str, Any]]]] = None) -> List[Method]:
     """DRAG walks with a prototype ranker (see :class:`FusionRanker`) and optional leaf refinement."""
     from drag_knee_retriever.nodes import Trace
-    from drag_knee_retriever.traversal import walk
+    from drag_knee_retriever.traversal import knee_sensitivity, level_weights, walk
 
     suffix = "" if label == "default" else f"[{label}]"
     methods = []
@@ -195,17 +198,17 @@ def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "defa
         # led to), so they run the walk without it.
         settings = replace(index.search_config.with_overrides(method=options["method"],
                                                               sensitivity=options.get("sensitivity")),
-                           focus_pool=None)
+                           focus=None)
 
         def run(text: str, qv: Any, options=options, settings=settings) -> Retrieval:
             start = time.perf_counter()
-            ranker = FusionRanker(index.store, qv, options["fusion"], settings.rrf_k,
+            ranker = FusionRanker(index.store, qv, options["fusion"], settings.fusion.rrf_k,
                                   seed_leaves=options.get("seed_leaves", 0))
             trace = Trace(query=text, method=settings.method)
             hits = walk(ranker, settings, (), trace)
             if options.get("refine"):
-                hits = refine_to_leaves(hits, ranker, settings.effective_sensitivity,
-                                        settings.weights_for_level(settings.max_depth),
+                hits = refine_to_leaves(hits, ranker, knee_sensitivity(settings),
+                                        level_weights(settings.fusion.weights, settings.max_depth),
                                         merge_ratio=options.get("merge_ratio"))
             fetch_context(index.store, hits)  # as index.search does: the context is part of the cost
             latency = (time.perf_counter() - start) * 1000.0
@@ -228,7 +231,7 @@ def flat_fusion_knee_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int =
     for s in sensitivities:
         def run(text: str, qv: Any, s=s) -> Retrieval:
             start = time.perf_counter()
-            ranker = FusionRanker(index.store, qv, fusion, index.search_config.rrf_k)
+            ranker = FusionRanker(index.store, qv, fusion, index.search_config.fusion.rrf_k)
             hits = ranker([RankRequest(limit=pool, leaves_only=True)])[0]
             if hits:
                 hits, _ = knee_cut(hits, [h.score for h in hits], sensitivity=s)
@@ -249,14 +252,15 @@ def routed_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int = 20,
     the leaves of those documents are ranked flat (top ``pool``) and cut at their knee. The tree
     is used for routing only; the context is leaves. Two round trips."""
     from drag_knee_retriever.store import RankRequest, parse_filters
+    from drag_knee_retriever.traversal import level_weights
 
     methods = []
     for fusion in fusions:
         def run(text: str, qv: Any, fusion=fusion) -> Retrieval:
             start = time.perf_counter()
             settings = index.search_config
-            ranker = FusionRanker(index.store, qv, fusion, settings.rrf_k)
-            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=settings.weights_for_level(0))])[0]
+            ranker = FusionRanker(index.store, qv, fusion, settings.fusion.rrf_k)
+            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=level_weights(settings.fusion.weights, 0))])[0]
             if roots:
                 roots, _ = knee_cut(roots, [h.score for h in roots])
             docs = sorted({h.node.doc_id for h in roots})
@@ -284,24 +288,25 @@ def per_document_methods(index: Any, leaf_tokens: LeafTokens, *, refine: Sequenc
     One walk per chosen document (sequential here; the core could batch them per level)."""
     from drag_knee_retriever.nodes import Trace
     from drag_knee_retriever.store import RankRequest, parse_filters
-    from drag_knee_retriever.traversal import walk
+    from drag_knee_retriever.traversal import level_weights
+    from drag_knee_retriever.traversal import knee_sensitivity, level_weights, walk
 
     methods = []
     for do_refine in refine:
         def run(text: str, qv: Any, do_refine=do_refine) -> Retrieval:
             start = time.perf_counter()
-            settings = replace(index.search_config.with_overrides(method="knee"), focus_pool=None)
-            ranker = FusionRanker(index.store, qv, "rrf", settings.rrf_k)
-            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=settings.weights_for_level(0))])[0]
+            settings = replace(index.search_config.with_overrides(method="knee"), focus=None)
+            ranker = FusionRanker(index.store, qv, "rrf", settings.fusion.rrf_k)
+            roots = ranker([RankRequest(limit=settings.max_roots, level=0, weights=level_weights(settings.fusion.weights, 0))])[0]
             if roots:
-                roots, _ = knee_cut(roots, [h.score for h in roots], sensitivity=settings.effective_sensitivity)
+                roots, _ = knee_cut(roots, [h.score for h in roots], sensitivity=knee_sensitivity(settings))
             hits: List[Any] = []
             trace = Trace(query=text, method="knee")
             for root in roots:
                 found = walk(ranker, settings, parse_filters({"doc_id": root.node.doc_id}), trace)
                 if do_refine:
-                    found = refine_to_leaves(found, ranker, settings.effective_sensitivity,
-                                             settings.weights_for_level(settings.max_depth))
+                    found = refine_to_leaves(found, ranker, knee_sensitivity(settings),
+                                             level_weights(settings.fusion.weights, settings.max_depth))
                 hits.extend(found)
             fetch_context(index.store, hits)
             latency = (time.perf_counter() - start) * 1000.0
@@ -325,8 +330,8 @@ def prototype_factory(index: Any, leaf_tokens: LeafTokens, label: str) -> List[M
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m drag_knee_retriever.eval`` with the prototypes added."""
-    from drag_knee_retriever.eval.cli import main as eval_main
+    """``python benchmarks/eval.py`` with the prototypes added."""
+    from benchmarks.eval import main as eval_main
 
     return eval_main(list(argv) if argv is not None else sys.argv[1:],
                      extra_methods=prototype_factory, trace_methods=TRACE_METHODS)

@@ -61,14 +61,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
-    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig
+    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig, EncoderRuntime
     from drag_knee_retriever.loaders import load_paths
 
     cache = Path(args.cache)
     folder, index_dir = cache / "files", cache / "index"
     texts = file_texts(args.files)
     write_folder(folder, texts)
-    embedding = EmbeddingConfig(threads=1)
+    embedding = EmbeddingConfig(runtime=EncoderRuntime(threads=1))
     with DragKneeIndex(str(index_dir), embedding=embedding) as index:  # built once, then reused
         seconds, report = timed(lambda: index.add_documents(load_paths([folder]).documents))
         if report.added or report.replaced:

@@ -19,7 +19,7 @@ CTX=leaf_context=title+path+page
 run() {  # name, dataset, extra arguments
   local name=$1 ds=$2; shift 2
   if [[ $which == all || $which == "$name" ]]; then
-    nice -n 10 "$PY" -m drag_knee_retriever.eval --dataset "$ds" --out "$OUT/$name" --embedding-cache "$CACHE" \
+    nice -n 10 "$PY" benchmarks/eval.py --dataset "$ds" --out "$OUT/$name" --embedding-cache "$CACHE" \
       --no-plot -q --json -m 'flat_hybrid_*' -m drag_knee -m 'drag_knee[[]*' "$@" > "$OUT/$name.json"
   fi
 }

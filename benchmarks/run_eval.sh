@@ -2,11 +2,12 @@
 # The exact commands behind benchmarks/RESULTS.md. Run from the repository root:
 #   bash benchmarks/run_eval.sh               # all datasets
 #   bash benchmarks/run_eval.sh covidqa       # one of: covidqa xquad-en xquad-ru hotpotqa
-#   SNAPSHOT=1 bash benchmarks/run_eval.sh    # pin the package to HEAD (+ the working tree's eval/ and
-#                                             # prototypes.py) for the whole batch, while others keep committing
+#   SNAPSHOT=1 bash benchmarks/run_eval.sh    # pin the package to HEAD (+ the working tree's eval/ and the
+#                                             # benchmark scripts) for the whole batch, while others keep committing
 # Needs the offline model (DRAG_KNEE_MODEL_PATH or the `offline` extra), the datasets (DRAG_KNEE_DATASETS,
 # default ../shared/datasets), llama-index-core (AutoMerging baseline) and matplotlib (plots). The runs
-# go through benchmarks/prototypes.py: `python -m drag_knee_retriever.eval` plus the proto_* research
+# go through benchmarks/prototypes.py: `python benchmarks/eval.py` (the benchmark dataset loaders of
+# benchmarks/datasets, then the library's eval run) plus the proto_* research
 # walks. This script, not the package, says which commit ran (DRAG_KNEE_CODE_COMMIT / _CHANGED).
 # Passage vectors are cached between runs in $EVAL_CACHE, one file
 # per encoder fingerprint (same model and token limit => same vectors); delete it to time cold ingestion.
@@ -19,14 +20,16 @@ export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models
 export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
 RUN_DIR=$REPO
 export DRAG_KNEE_CODE_COMMIT=$(git rev-parse HEAD)
-export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever benchmarks/prototypes.py | cut -c4- | tr '\n' ' ')
+BENCH=(benchmarks/__init__.py benchmarks/eval.py benchmarks/overview.py benchmarks/prototypes.py benchmarks/datasets)
+export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever "${BENCH[@]}" | cut -c4- | tr '\n' ' ')
 if [[ -n ${SNAPSHOT:-} ]]; then
   RUN_DIR=$(mktemp -d /tmp/drag-knee-snapshot.XXXXXX)
   git archive HEAD drag_knee_retriever | tar -x -C "$RUN_DIR"
   cp -r drag_knee_retriever/eval/. "$RUN_DIR/drag_knee_retriever/eval/"
   rm -rf "$RUN_DIR/drag_knee_retriever/eval/__pycache__"
-  mkdir -p "$RUN_DIR/benchmarks" && cp benchmarks/prototypes.py "$RUN_DIR/benchmarks/"
-  export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever/eval benchmarks/prototypes.py | cut -c4- | tr '\n' ' ')
+  mkdir -p "$RUN_DIR/benchmarks" && cp -r "${BENCH[@]}" "$RUN_DIR/benchmarks/"
+  rm -rf "$RUN_DIR/benchmarks/datasets/__pycache__"
+  export DRAG_KNEE_CODE_CHANGED=$(git status --porcelain -- drag_knee_retriever/eval "${BENCH[@]}" | cut -c4- | tr '\n' ' ')
   export DRAG_KNEE_CODE_SNAPSHOT=$RUN_DIR
 fi
 export PYTHONPATH=$RUN_DIR   # run from $RUN_DIR so its package (the snapshot or the checkout) is imported
@@ -50,4 +53,4 @@ run xquad-ru --limit-questions 400          # same questions, Russian text and R
 run hotpotqa                                # all 994 documents (4137 sentences), all 100 questions
 
 # One page with every dataset's headline, compact table and plot.
-(cd "$RUN_DIR" && "$PY" -c "from pathlib import Path; from drag_knee_retriever.eval.report import write_overview; print(write_overview(Path('$OUT')))")
+(cd "$RUN_DIR" && "$PY" benchmarks/overview.py "$OUT")

@@ -19,18 +19,18 @@ mkdir -p "$OUT"
 which=${1:-all}
 M=(-m 'flat_hybrid_*' -m drag_knee -m 'drag_knee{*' -m 'drag_knee_w*' -m 'drag_knee[[]*' -m 'drag_knee_rrf')
 V=()
-for v in ${VARIANTS:-identity_weight=0,identity_focus_weight=0 \
-    identity_weight=0.5,identity_focus_weight=0 identity_weight=0,identity_focus_weight=1 \
-    identity_weight=0.5,identity_focus_weight=0.5 identity_weight=0.5,identity_focus_weight=1 \
-    identity_weight=1,identity_focus_weight=1 identity_weight=1,identity_focus_weight=2 \
-    root_focus_weight=0.5 identity_weight=0.5,identity_focus_weight=1,root_focus_weight=0.5 \
-    identity_weight=0.5,identity_focus_weight=1,focus_global=none}; do
+for v in ${VARIANTS:-identity_weight=0,focus.identity_weight=0 \
+    identity_weight=0.5,focus.identity_weight=0 identity_weight=0,focus.identity_weight=1 \
+    identity_weight=0.5,focus.identity_weight=0.5 identity_weight=0.5,focus.identity_weight=1 \
+    identity_weight=1,focus.identity_weight=1 identity_weight=1,focus.identity_weight=2 \
+    focus.root_weight=0.5 identity_weight=0.5,focus.identity_weight=1,focus.root_weight=0.5 \
+    identity_weight=0.5,focus.identity_weight=1,focus.global_leaves=none}; do
   V+=(--search-variant "$v")
 done
 run() {  # name, extra arguments
   local name=$1; shift
   if [[ $which == all || $which == "$name" ]]; then
-    nice -n 10 "$PY" -m drag_knee_retriever.eval --dataset financebench --out "$OUT/$name" --embedding-cache "$CACHE" \
+    nice -n 10 "$PY" benchmarks/eval.py --dataset financebench --out "$OUT/$name" --embedding-cache "$CACHE" \
       --index-dir "$INDEX" --no-plot -q --json "${M[@]}" "${V[@]}" ${EXTRA:-} "$@" > "$OUT/$name.json"
   fi
 }

@@ -18,6 +18,8 @@ import argparse
 import gzip
 import json
 import re
+import sys
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -85,7 +87,8 @@ def main() -> None:
         rows = [json.loads(line) for line in handle]
     rows = [r for r in rows if "methods" in r and r["gold"]]
     if args.outline:
-        from drag_knee_retriever.eval.datasets import load_dataset
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.datasets
+        from benchmarks.datasets import load_dataset
 
         ds = load_dataset(args.outline, max_doc_pages=args.max_doc_pages)
         keep = {d.id for d in ds.documents if d.outline}

@@ -22,8 +22,8 @@ from typing import Any, List
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from drag_knee_retriever import DragKneeIndex  # noqa: E402
-from drag_knee_retriever.eval import load_dataset  # noqa: E402
+from drag_knee_retriever import DragKneeIndex, StoreConfig  # noqa: E402
+from benchmarks.datasets import load_dataset  # noqa: E402
 
 
 def _timed(fn, questions: List[str]) -> float:
@@ -43,7 +43,7 @@ def main() -> None:
     from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever as LIRetriever
 
     ds = load_dataset("xquad-en", os.environ.get("DRAG_KNEE_DATASETS") or REPO.parent / "shared/datasets", limit_docs=12)
-    index = DragKneeIndex(engine="edge")
+    index = DragKneeIndex(store=StoreConfig(engine="edge"))
     index.add_documents(ds.documents)
     questions = [q.text for q in ds.questions[:60]]
     # Warm the query encoder's cache-free path and the engine.

@@ -4,9 +4,22 @@ The core imports neither LangChain nor LlamaIndex; adapters live in
 ``drag_knee_retriever.integrations``.
 """
 
-from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
+from typing import TYPE_CHECKING
+
+from .config import (
+    BuildConfig,
+    EmbeddingConfig,
+    EncoderRuntime,
+    FocusConfig,
+    FusionConfig,
+    LeafConfig,
+    SearchConfig,
+    SectionConfig,
+    StoreConfig,
+    SummaryConfig,
+    VectorConfig,
+)
 from .errors import (
-    CliError,
     ConfigError,
     DragKneeError,
     InvalidDocumentError,
@@ -30,30 +43,47 @@ from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # what type checkers see; at run time the two are imported lazily (below)
+    from .index import DragKneeIndex
+    from .ingest import IngestReport
+
+
+# What the index's public methods take and return, imported when first used: the index pulls in
+# fastembed and onnxruntime, so `import drag_knee_retriever` stays cheap for users of the pure parts.
+_LAZY = {
+    "DragKneeIndex": "index", "DocumentInfo": "index", "StoredDocument": "index",
+    "IngestReport": "ingest", "OrphanSweep": "ingest", "Progress": "ingest",
+    "Encoder": "embeddings", "NodeStore": "store", "QueryVectors": "nodes",
+}
+
 
 def __getattr__(name: str):
-    # The index pulls in fastembed and onnxruntime; import it lazily so that `import
-    # drag_knee_retriever` stays cheap for users of the pure parts (knee, configs, types).
-    if name == "DragKneeIndex":
-        from .index import DragKneeIndex
+    if name in _LAZY:
+        import importlib
 
-        return DragKneeIndex
-    if name == "IngestReport":
-        from .ingest import IngestReport
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    if name == "CliError":
+        from .errors import CliError
+        from .settings import warn_deprecated
 
-        return IngestReport
+        warn_deprecated("drag_knee_retriever.CliError", "drag_knee_retriever.cli.CliError (the command's own error)")
+        return CliError
     raise AttributeError(f"module 'drag_knee_retriever' has no attribute {name!r}")
 
 
 __all__ = [
     "BuildConfig",
-    "CliError",
     "ConfigError",
     "Document",
+    "DocumentInfo",
     "DragKneeError",
     "DragKneeIndex",
     "EmbeddingConfig",
+    "Encoder",
+    "EncoderRuntime",
     "ExtractiveSummarizer",
+    "FocusConfig",
+    "FusionConfig",
     "IngestReport",
     "InvalidDocumentError",
     "InvalidOutputError",
@@ -61,26 +91,35 @@ __all__ = [
     "InvalidScoresError",
     "EmbeddingError",
     "InvalidSettingError",
+    "LeafConfig",
     "ModelLoadError",
     "ModelMismatchError",
+    "NodeStore",
     "OcrConfig",
     "OcrUnavailableError",
+    "OrphanSweep",
+    "Progress",
+    "QueryVectors",
     "ScoredNode",
     "SearchConfig",
     "SearchResult",
+    "SectionConfig",
     "Span",
     "StoreConfig",
+    "StoredDocument",
     "StoreError",
     "StoreIOError",
     "StoreLockedError",
     "SummarizerError",
     "Summarizer",
     "Summary",
+    "SummaryConfig",
     "SummaryRequest",
     "Trace",
     "TraceCandidate",
     "TraceStep",
     "TreeNode",
+    "VectorConfig",
     "knee_cut",
     "knee_index",
 ]

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .builder import leaf_id, node_id, span_leaf_ids
+from .ids import leaf_id, node_id, span_leaf_ids
 from .nodes import TraceStep, TreeNode
 from .store import RankedHit
 

@@ -5,53 +5,28 @@ Leaves are pages (when a document has pages: one leaf each, never merged; a page
 Markdown sections' paragraphs (headings become natural parents) or plain paragraphs, merged below
 ``min_leaf_chars`` and split above ``max_leaf_chars`` at sentence boundaries. Consecutive siblings
 are grouped by ``branching`` until one root per document remains (a one-leaf document's root is
-that leaf). Ids are uuid5 strings: a leaf's from its document id and ordinal, an inner node's from
-its document id and path, so re-ingesting the same document gives the same ids.
+that leaf). Ids come from :mod:`.ids` (a leaf's from its document id and ordinal, an inner node's
+from its document id and path), so re-ingesting the same document gives the same ids.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .config import BuildConfig
 from .headings import find_headings, headings_outline
+from .ids import ROOT_PATH, leaf_id, node_id
 from .nodes import Document, Span, TreeNode
-from .ocr import OCR_PAGES_KEY, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
+from .point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, split_sentences
 
-_NAMESPACE = uuid.UUID("6f1c2f0e-3d2b-5a57-9a3c-6b1d7e0d4c11")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-
-
-# Ids are pure functions of their arguments, and a search derives the same ones query after query
-# (the leaves under the walk's regions, the result's leaves and roots): a uuid5 hash costs ~3 us,
-# a cache hit ~0.1 us. ~64k leaf ids (a few MB) cover the hot documents of a large index.
-@functools.lru_cache(maxsize=1 << 16)
-def leaf_id(doc_id: str, ordinal: int) -> str:
-    """The id of a document's leaf number ``ordinal`` (0-based)."""
-    return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fleaf\x1f{ordinal}"))
-
-
-def span_leaf_ids(node: TreeNode) -> Tuple[str, ...]:
-    """The ids of the leaves a node covers, in document order (a leaf: its own id).
-
-    Leaf ids follow from the document and the ordinal, so they are derived, never fetched.
-    """
-    if node.is_leaf:
-        return (node.id,)
-    return tuple(leaf_id(node.doc_id, i) for i in range(node.span.first_leaf, node.span.last_leaf + 1))
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def node_id(doc_id: str, path: str) -> str:
-    """The id of a document's inner node at ``path`` (e.g. ``"r.0.2"``)."""
-    return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x1fnode\x1f{path}"))
+# A setext underline: only '=' or only '-' (at least three), up to three spaces of indent.
+_SETEXT = re.compile(r"^ {0,3}(=+|-{3,})\s*$")
 
 
 @dataclass
@@ -181,9 +156,9 @@ def split_passages(text: str, max_words: int) -> List[str]:
 def _splits(page: str, config: BuildConfig) -> bool:
     """Whether a page becomes passages: ``passage_words`` is set and the page is longer than
     ``split_pages_over`` words (or, unset, than one passage)."""
-    if not config.passage_words:
+    if not config.leaves.passage_words:
         return False
-    limit = config.split_pages_over if config.split_pages_over is not None else config.passage_words
+    limit = config.leaves.split_pages_over if config.leaves.split_pages_over is not None else config.leaves.passage_words
     return len(page.split()) > limit
 
 
@@ -196,31 +171,46 @@ def _paragraphs(text: str, config: BuildConfig) -> List[str]:
     raw = [p for p in raw if p]
     merged: List[str] = []
     for paragraph in raw:
-        if merged and len(merged[-1]) < config.min_leaf_chars and len(merged[-1]) + len(paragraph) + 2 <= config.max_leaf_chars:
+        if merged and len(merged[-1]) < config.leaves.min_chars and len(merged[-1]) + len(paragraph) + 2 <= config.leaves.max_chars:
             merged[-1] = f"{merged[-1]}\n\n{paragraph}"
         else:
             merged.append(paragraph)
-    if len(merged) > 1 and len(merged[-1]) < config.min_leaf_chars and len(merged[-2]) + len(merged[-1]) + 2 <= config.max_leaf_chars:
+    if len(merged) > 1 and len(merged[-1]) < config.leaves.min_chars and len(merged[-2]) + len(merged[-1]) + 2 <= config.leaves.max_chars:
         last = merged.pop()
         merged[-1] = f"{merged[-1]}\n\n{last}"
     out: List[str] = []
     for paragraph in merged:
-        out.extend(_split_long(paragraph, config.max_leaf_chars))
+        out.extend(_split_long(paragraph, config.leaves.max_chars))
     return out
 
 
 def _markdown_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str]]]:
-    """(heading level, heading, body) per section, or None when the text has no headings."""
+    """(heading level, heading, body) per section, or None when the text has no headings.
+
+    ATX headings (``# Title``) and setext headings (a line underlined with ``===`` for level 1 or
+    ``---`` for level 2, CommonMark's rule: the underline follows a non-blank paragraph line);
+    nothing inside a code fence. A line scanner, not markdown-it-py (installed with rich): that
+    parser measured 35x slower for the same 124 headings (414 ms vs 12 ms on 335 k characters;
+    ``benchmarks/splitters.py``).
+    """
     sections: List[Tuple[int, Optional[str], List[str]]] = [(0, None, [])]
     in_fence = False
     for line in text.splitlines():
         if line.strip().startswith("```"):
             in_fence = not in_fence
         match = None if in_fence else _HEADING.match(line)
-        if match:
+        body = sections[-1][2]
+        underline = None if in_fence else _SETEXT.match(line)
+        if underline and body and body[-1].strip() and not _HEADING.match(body[-1]) \
+                and not (len(body) > 1 and body[-2].strip() and underline.group(1)[0] == "-"):
+            # "Title\n=====": the line above becomes the heading (a "---" under a paragraph of
+            # several lines is a thematic break in plain text more often than a heading: kept as text)
+            title = body.pop().strip()
+            sections.append((1 if underline.group(1)[0] == "=" else 2, title, []))
+        elif match:
             sections.append((len(match.group(1)), match.group(2).strip(), []))
         else:
-            sections[-1][2].append(line)
+            body.append(line)
     if len(sections) == 1:
         return None
     return [(lvl, title, "\n".join(body)) for lvl, title, body in sections]
@@ -286,7 +276,7 @@ def _leaf_context(leaf: "_Leaf", document: Document, config: BuildConfig) -> Opt
     if not config.writes_context:
         return None
     parts: List[str] = []
-    for part in config.leaf_context:
+    for part in config.vectors.context:
         if part == "title":
             title = document_title(document.metadata)
             if title:
@@ -297,7 +287,7 @@ def _leaf_context(leaf: "_Leaf", document: Document, config: BuildConfig) -> Opt
             parts.append(" > ".join(leaf.path or (leaf.title,)))
         elif part == "page" and leaf.page is not None:
             parts.append(f"page {leaf.page}")
-    for key in config.context_metadata:
+    for key in config.vectors.context_metadata:
         value = document.metadata.get(key)
         if value is not None and str(value).strip():
             parts.append(f"{key}: {' '.join(str(value).split())[:200]}")
@@ -356,8 +346,8 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
         return _Draft(leaf=leaf, ordinal=len(leaves) - 1)
 
     if document.pages is not None:
-        outline = list(document.outline or ()) if config.use_outline else []
-        if not outline and config.detect_headings:
+        outline = list(document.outline or ()) if config.sections.outline else []
+        if not outline and config.sections.headings:
             # No bookmarks: the headings in the page text are the document's sections.
             outline = headings_outline(document.pages)
         paths = _outline_page_paths(outline, len(document.pages))
@@ -367,7 +357,7 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
             if not text:
                 continue
             path = paths.get(n, ())
-            parts = split_passages(text, config.passage_words) if _splits(text, config) else [text]
+            parts = split_passages(text, config.leaves.passage_words) if _splits(text, config) else [text]
             if len(parts) == 1:
                 drafts.append((n, new_leaf(text, page=n, path=path)))
             else:
@@ -380,8 +370,8 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
         return _group([d for _, d in drafts], config.branching), leaves
 
     text = document.text or ""
-    sections = _markdown_sections(text) if config.use_markdown_sections else None
-    if not sections and config.detect_headings:
+    sections = _markdown_sections(text) if config.sections.markdown else None
+    if not sections and config.sections.headings:
         sections = _detected_sections(text)
     if not sections:
         drafts = [new_leaf(p) for p in _paragraphs(text, config)]
@@ -425,7 +415,10 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
         body["outline"] = [dict(e) for e in document.outline]
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
     digest.update(json.dumps(dict(document.metadata), ensure_ascii=False, sort_keys=True, default=str).encode())
-    digest.update(repr(config).encode())
+    if document.page_metadata is not None:
+        digest.update(json.dumps([dict(m) for m in document.page_metadata], ensure_ascii=False, sort_keys=True,
+                                 default=str).encode())
+    digest.update(config.fingerprint().encode())
     digest.update(summarizer_identity.encode())
     return digest.hexdigest()[:32]
 
@@ -475,7 +468,7 @@ def build_document_trees(
 
     roots = []
     for document, root, leaves, doc_hash in shaped:
-        roots.append(visit(root, document, doc_hash, "r", 0, None, leaves))
+        roots.append(visit(root, document, doc_hash, ROOT_PATH, 0, None, leaves))
 
     descriptions: Dict[int, Summary] = {}
     for height in sorted(by_height):
@@ -513,13 +506,31 @@ def build_document_trees(
                 id=rec["id"], doc_id=document.id, level=rec["level"], is_leaf=is_leaf, span=rec["span"],
                 text=text, parent_id=rec["parent"], child_ids=tuple(records[c]["id"] for c in rec["children"]),
                 keywords=tuple(summary.keywords), title=rec["title"], path=rec["path"],
-                metadata=_node_metadata(document.metadata, rec["span"]), doc_hash=doc_hash,
+                metadata=_node_metadata(_page_metadata(document, rec["span"]), rec["span"]), doc_hash=doc_hash,
                 description=summary.text if is_leaf and summary.text else None,
                 context=rec.get("context"),
             ))
         emit(root_key)
         trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))
     return trees
+
+
+#: On the nodes spanning several pages of a document with ``page_metadata``: the keys only its pages have.
+PAGE_KEYS = "drag_page_keys"
+
+
+def _page_metadata(document: Document, span: Span) -> Mapping[str, Any]:
+    """The document's metadata, with its page's own (``Document.page_metadata``) over it for a
+    node within one page."""
+    pages = document.page_metadata
+    if pages is None:
+        return document.metadata
+    if span.first_page is None or span.first_page != span.last_page:
+        # The keys only pages have, so that a filter naming one (flat search over the leaves)
+        # is not refused as a typo (DragKneeIndex._check_filter_keys reads the roots).
+        keys = sorted({k for m in pages for k in m if k not in document.metadata and not k.startswith("drag_")})
+        return {**document.metadata, PAGE_KEYS: keys} if keys else document.metadata
+    return {**document.metadata, **pages[span.first_page - 1]}
 
 
 def _node_metadata(metadata: Mapping[str, Any], span: Span) -> Dict[str, Any]:
@@ -536,7 +547,8 @@ def _node_metadata(metadata: Mapping[str, Any], span: Span) -> Dict[str, Any]:
     ocr = set(ocr_pages)
     span_pages = range(span.first_page, (span.last_page or span.first_page) + 1)
     inside = sum(1 for p in span_pages if p in ocr)
-    out["text_source"] = TEXT_SOURCE_PDF if inside == 0 else TEXT_SOURCE_OCR if inside == len(span_pages) else "mixed"
+    out[TEXT_SOURCE_KEY] = (TEXT_SOURCE_PDF if inside == 0 else TEXT_SOURCE_OCR if inside == len(span_pages)
+                            else TEXT_SOURCE_MIXED)
     return out
 
 

@@ -1,562 +1,576 @@
-"""Frozen, validated settings. Validation happens when a config is built, never per query."""
+"""Frozen, validated settings, grouped by what they shape. Validated when built, never per query.
+
+- :class:`SearchConfig`: how a query walks the trees (the method and its own knobs), with
+  :class:`FusionConfig` (how each candidate list is ranked) and :class:`FocusConfig` (the knee
+  methods' last step) nested, and what comes back (order, cap, threshold, trace detail).
+- :class:`BuildConfig`: how documents become trees: :class:`LeafConfig` (how text is cut into
+  leaves), :class:`SectionConfig` (where sections come from), :class:`SummaryConfig` (the extractive
+  summariser) and :class:`VectorConfig` (what each node's two vectors encode).
+- :class:`EmbeddingConfig`: the fastembed dense model (or your own), the BM25 language, and
+  :class:`EncoderRuntime` (speed and memory of encoding).
+- :class:`StoreConfig`: how the index talks to Qdrant (collection, engine, credentials, timeout);
+  *where* it lives is :class:`~drag_knee_retriever.DragKneeIndex`'s first argument.
+
+Every field is declared with :func:`~drag_knee_retriever.settings.setting` (default, doc, rule);
+the README's settings tables are generated from those declarations. A setting that does nothing
+under the chosen method is refused with a message naming the one that applies. Old flat spellings
+(``SearchConfig(focus_pool=20)``, ``BuildConfig(passage_words=None)``, ...) work for one release with
+a :class:`DeprecationWarning` naming the new one.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
-from typing import Literal, Optional, Sequence, Tuple
+from dataclasses import fields, replace
+from typing import Any, Literal, Optional, Tuple
 
 from .errors import ConfigError, InvalidSettingError
+from .languages import BM25_LANGUAGES, check_bm25_language
+from .settings import MAX_SETTING, Settings, off_when_none, setting, settings_class
+
+__all__ = [
+    "BuildConfig", "EmbeddingConfig", "EncoderRuntime", "FocusConfig", "FusionConfig", "LeafConfig",
+    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SearchConfig", "SectionConfig", "StoreConfig",
+    "SummaryConfig", "TIE_MARGIN", "VectorConfig",
+]
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
 SEARCH_METHODS: Tuple[str, ...] = ("fixed", "knee", "sensitive_knee", "branch")
+#: The methods that end with a focus step (``SearchConfig.focus``).
+FOCUS_METHODS: Tuple[str, ...] = ("knee", "sensitive_knee")
 ResultOrder = Literal["score", "document"]
 InnerVectorSource = Literal["summary", "centroid", "both"]
 BM25Language = Literal["english", "russian"]
 LeafTextSource = Literal["own", "description", "own+description"]
-#: What a leaf's indexed text may carry in front of it (BuildConfig.leaf_context).
+#: What a leaf's indexed text may carry in front of it (VectorConfig.context).
 LEAF_CONTEXT_PARTS: Tuple[str, ...] = ("title", "section", "path", "page")
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 FocusScores = Literal["rrf", "magnitude"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-#: The largest count or constant a search setting may take: the engines take 32-bit (Edge: Rust
-#: usize / u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
-MAX_SETTING = 2**31 - 1
+DEFAULT_BM25_LANGUAGE = "english"
+
+# -- engine constants that shape a search (not settings; the stores read them from here) ----------
+
+#: A fused ranking over an open set (the roots, the focus step's global leaves, flat search) reads at
+#: least this many hits per side (dense, BM25) before fusing: RRF over a short side list would score a
+#: node found only on the other side too high. A candidate set (a beam step) reads its own size.
+MIN_SIDE_LIMIT = 100
+#: Every ranking asks the engine for this many hits beyond its limit and cuts after ordering equal
+#: scores by node id: the engines order ties arbitrarily (Qdrant Edge's order changes from process to
+#: process), so a limit cutting through a tie would make the walk nondeterministic.
+TIE_MARGIN = 16
 
 
-def _check_count(name: str, value: object, low: int = 1, high: int = MAX_SETTING, extra: str = "") -> None:
-    """Raise ConfigError unless ``value`` is an int (not a bool) in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{name} must be an integer >= {low} (at most {high:,}){extra}, got {value!r}.")
+# -- search --------------------------------------------------------------------------------------
 
 
-def _check_weight_pair(pair: object, position: int) -> Tuple[float, float]:
+def _weight_schedule(name: str, value: Any) -> Optional[Tuple[Tuple[float, float], ...]]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) == 0:
+        raise ConfigError(
+            f"{name} must be a non-empty list of (dense, sparse) pairs, e.g. "
+            "[(0.2, 0.8), (0.5, 0.5), (1.0, 0.0)], or None."
+        )
+    return tuple(_weight_pair(name, pair, position) for position, pair in enumerate(value))
+
+
+def _weight_pair(name: str, pair: object, position: int) -> Tuple[float, float]:
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-        raise ConfigError(
-            f"fusion_weights[{position}] is {pair!r}; give a (dense, sparse) pair such as (0.5, 0.5)."
-        )
-    dense, sparse = (float(pair[0]), float(pair[1]))
-    for value in (dense, sparse):
-        if not math.isfinite(value) or value < 0:
-            raise ConfigError(
-                f"fusion_weights[{position}] = {pair!r} has a negative or non-finite weight; "
-                "weights must be finite and >= 0."
-            )
+        raise ConfigError(f"{name}[{position}] is {pair!r}; give a (dense, sparse) pair such as (0.5, 0.5).")
+    try:
+        dense, sparse = (float(pair[0]), float(pair[1]))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}[{position}] = {pair!r} is not two numbers.") from None
+    if not all(math.isfinite(v) and v >= 0 for v in (dense, sparse)):
+        raise ConfigError(f"{name}[{position}] = {pair!r} has a negative or non-finite weight; "
+                          "weights must be finite and >= 0.")
     if dense == 0 and sparse == 0:
-        raise ConfigError(
-            f"fusion_weights[{position}] = {pair!r} switches both rankings off; "
-            "at least one weight must be above 0."
-        )
+        raise ConfigError(f"{name}[{position}] = {pair!r} switches both rankings off; at least one weight must be above 0.")
     return dense, sparse
 
 
-@dataclass(frozen=True)
-class SearchConfig:
-    """How a query walks the trees.
+@settings_class
+class FusionConfig(Settings):
+    """How every ranked list of a search fuses its dense and BM25 rankings (Reciprocal Rank Fusion)."""
 
-    - ``method``: ``"fixed"`` (beam of ``beam_width``), ``"knee"`` (every ranked list cut at its
-      knee), ``"sensitive_knee"`` (knee with ``sensitivity``), ``"branch"`` (each parent against its
-      own children).
-    - ``rrf_k``: Reciprocal Rank Fusion constant (>= 1). Qdrant fuses in the engine: a side with
-      weight ``w`` adds ``1 / ((rank + 1) / w + rrf_k - 1)`` with rank counted from 0, which is
-      ``1 / (rrf_k + rank)`` at ``w = 1`` (Qdrant's convention; LangChain's EnsembleRetriever uses
-      ``1 / (60 + rank)`` with rank from 1). A side with weight 0 adds nothing.
-    - ``fusion_weights``: optional per-level ``(dense, sparse)`` weights, level 0 = roots; the last
-      pair is reused for deeper levels. ``None`` weighs both sides equally everywhere.
-    - ``order``: results by ``"score"`` or by ``"document"`` position.
-    - ``explain``: also record each candidate's dense and BM25 rank in the trace (same round
-      trips; the fused ranking is then computed from the two sides). Off by default: the trace
-      always has the fused scores, the knee and every kept / suppressed / cut decision; the
-      per-side ranks are a diagnostic that costs about 10% of a search (``drag-knee search --trace``
-      and the demo switch it on).
-    - ``focus_pool``: the knee methods end with a *focus* step (one more round trip): the leaves
-      under the nodes the walk chose are ranked together, the best ``focus_pool`` of them are cut
-      at their knee, and those leaves are the result. ``None`` skips it and returns the walk's
-      nodes as they are (an inner node then always brings its whole span). ``fixed`` and
-      ``branch`` never focus.
-    - ``region_sensitivity``: with a focus step, the walk's own cuts use this sensitivity (or
-      ``sensitivity`` if smaller): the focus cuts again at the leaves, so the walk keeps more
-      regions than a walk that has the last word (measured: ``benchmarks/RESULTS.md``).
-    - ``focus_global``: with a focus step, also rank this many leaves of the whole (filtered)
-      collection in the same round trip and fuse both lists by reciprocal rank: a leaf under the
-      walk's regions that the global ranking also likes wins, and a strong leaf whose region the
-      walk cut stays a candidate. ``None``: the walk's regions alone.
-    - ``merge_ratio``: a node the walk chose is returned whole (its whole span) when more than
-      this share of its leaves survive the focus cut: the evidence is spread over it, and the
-      model reads the passage in one piece. ``None``: always return leaves.
-    - ``max_results``: a cap on the number of results (the frameworks' ``k``); the method still
-      decides how many up to the cap, the best ones by score are kept. ``None``: no cap.
-    - ``min_score``: drop results whose fused score is below it (LangChain's ``score_threshold``;
-      scores follow the RRF convention above, e.g. at most ``2 / rrf_k`` with both sides at rank 0;
-      with ``focus_scores="magnitude"`` the leaves' scores are magnitudes, see below).
-    - ``focus_scores``: how the focus step scores its leaves before the knee. ``"rrf"``: reciprocal
-      ranks (rank only: the knee then sees the shape of 1/rank, whatever the evidence).
-      ``"magnitude"``: each candidate's dense cosine and BM25 score (the store's ``with_scores``, same
-      round trip), z-scored over the candidates and summed, plus ``sibling_weight`` times the mean of
-      that sum over the candidates under the same parent (the parent's evidence, read from its
-      leaves: no extra round trip). The knee then cuts where the evidence falls, and a result's score
-      is that sum. Measured in benchmarks/RESULTS.md ("## cut: ...").
-    - ``sibling_weight``: see ``focus_scores`` (>= 0; 0 is the leaf's own evidence only).
-    - ``identity_weight``: how much a document's *identity* (its title or file name and the
-      metadata that names it, matched against the query's words: :mod:`~drag_knee_retriever.identity`)
-      adds to its root's fused score, a document the query names fully (a name only it holds, or
-      its company and year) adding the full weight; the roots of named documents join the roots
-      ranking. 0 switches it off.
-    - ``identity_focus_weight``: with the magnitude focus, each leaf's score gains this weight x
-      the z-score of its document's identity match over the pool (a leaf inherits its document's
-      match). 0 switches it off.
-    - ``root_focus_weight``: with the magnitude focus, each leaf's score gains this weight x the
-      z-score of its document root's score in the walk's roots ranking (text and identity: the
-      document's evidence as a whole). 0 switches it off.
-    - ``identity_keys``: the metadata keys that name a document, e.g. ``("company", "year")``;
-      ``None``: the title / file-name keys and every metadata value that is a short text or a year
-      (:func:`~drag_knee_retriever.identity.document_identity`).
-    - ``near_best`` (magnitude focus): the focus cut also keeps every leaf whose focus score is
-      within this much of the best leaf's (the scores are sums of z-scores, so 1.0 is about half a
-      standard deviation of the pool), up to ``near_best_limit`` leaves: where nothing stands out,
-      the knee's position among near-equal scores is arbitrary and a reader needs them all. A knee
-      that already keeps more is kept. ``None``: the knee alone.
-    - ``standout`` (magnitude focus): a best leaf whose focus score is ahead of the second's by more
-      than this comes back alone (it is the answer; the knee would add its runner-up). ``None``: never.
-      Both chosen by replaying cuts over every dataset's focus pools (benchmarks/RESULTS.md, "budget").
-    - ``max_tokens``: a word budget for the results (per call: ``search(q, max_tokens=1500)``).
-      The knee methods then rank their focus pool past the knee and fill the budget with the best
-      evidence in order: a leaf that no longer fits is skipped for a later, shorter one, and a page
-      (or a region the walk chose) more than ``merge_ratio`` of whose leaves are chosen comes back
-      whole when it fits, without repeating a passage it holds. The other methods keep their walk's
-      results that fit. "Tokens" are words (whitespace-separated), the unit every figure of this
-      project counts; an LLM reads about 1.3 tokens a word of English. When even the best leaf is
-      longer than the budget it comes back cut to its first ``max_tokens`` words. ``None``: no budget
-      (the method's cut decides).
+    rrf_k: int = setting(
+        2, kind=int, low=1, high=MAX_SETTING,
+        doc="RRF constant. Qdrant fuses in the engine: a side with weight w adds 1 / ((rank + 1) / w + rrf_k - 1), "
+            "rank from 0, which is 1 / (rrf_k + rank) at w = 1 (Qdrant's convention; LangChain's EnsembleRetriever "
+            "uses 1 / (60 + rank) with rank from 1). A side with weight 0 adds nothing.")
+    weights: Optional[Tuple[Tuple[float, float], ...]] = setting(
+        None, kind="any", optional=True, check=_weight_schedule,
+        doc="Per-level (dense, sparse) weights, level 0 = the roots; the last pair serves deeper levels and the "
+            "focus step's leaves. None weighs both sides equally everywhere.")
+
+
+@settings_class
+class FocusConfig(Settings):
+    """The knee methods' last step: the leaves under the regions the walk chose compete once, directly.
+
+    One more round trip: the leaves under the walk's nodes (and with ``global_leaves`` the best leaves
+    of the whole filtered collection) are scored, the best ``pool`` are cut at their knee, and those
+    leaves are the result; a region most of whose leaves survive is returned whole (``merge_ratio``).
+    Why: the walk finds the right documents and sections, but a knee over the few candidates of one
+    beam step decides badly between a parent and its children (measured: benchmarks/RESULTS.md).
     """
 
-    method: SearchMethod = "knee"
-    beam_width: int = 3
-    max_roots: int = 20
-    sensitivity: float = 0.85
-    rrf_k: int = 2
-    fusion_weights: Optional[Tuple[Tuple[float, float], ...]] = None
-    order: ResultOrder = "score"
-    max_depth: int = 64
-    explain: bool = False
-    focus_pool: Optional[int] = 10
-    region_sensitivity: float = 0.85
-    merge_ratio: Optional[float] = 0.5
-    focus_global: Optional[int] = 50
-    max_results: Optional[int] = None
-    min_score: Optional[float] = None
-    # Focus on scores with magnitude (issue 14, items 5-6; branch cut): added at the end.
-    focus_scores: FocusScores = "magnitude"
-    sibling_weight: float = 0.25
-    # The document's identity as evidence (issue 24, item 1): added at the end.
-    identity_weight: float = 0.0
-    identity_focus_weight: float = 0.0
-    identity_keys: Optional[Tuple[str, ...]] = None
-    root_focus_weight: float = 0.0
-    # A word budget for the results, and the cut's widening and narrowing from the scores' own
-    # scale (issue 24, item 3; branch budget): added at the end.
-    max_tokens: Optional[int] = None
-    near_best: Optional[float] = 1.0
-    near_best_limit: int = 20
-    standout: Optional[float] = 4.0
+    pool: int = setting(
+        10, kind=int, low=1, high=MAX_SETTING,
+        doc="Leaves ranked in the focus step and cut at their knee (SearchConfig(focus=None) skips the step: the "
+            "walk's nodes are returned as they are, an inner node with its whole span).")
+    region_sensitivity: float = setting(
+        0.85, kind=float, low=0.0, low_open=True, high=1.0,
+        doc="Knee sensitivity of the walk's own cuts (roots and beam steps) when a focus step follows (or "
+            "SearchConfig.sensitivity if smaller): the focus cuts again at the leaves, so the walk keeps more "
+            "regions than a walk that has the last word.")
+    global_leaves: Optional[int] = setting(
+        50, kind=int, low=1, high=MAX_SETTING, optional=True,
+        doc="Also rank this many leaves of the whole (filtered) collection in the same round trip and fuse them "
+            "with the regions' leaves: a strong leaf whose region the walk cut stays a candidate. None: the "
+            "walk's regions alone.")
+    merge_ratio: Optional[float] = setting(
+        0.5, kind=float, low=0.0, low_open=True, high=1.0, optional=True,
+        doc="A region is returned whole (its whole span) when more than this share of its leaves survive the "
+            "cut: the evidence is spread over it. None: always return leaves.")
+    scores: FocusScores = setting(
+        "magnitude", kind="choice", choices=("rrf", "magnitude"),
+        doc="How the focus step scores its leaves before the knee: 'magnitude' (each leaf's z-scored dense cosine "
+            "plus z-scored BM25 score, plus sibling_weight x its siblings' mean; the knee cuts where the evidence "
+            "falls, and a result's score is that sum) or 'rrf' (reciprocal ranks only).")
+    sibling_weight: Optional[float] = setting(
+        None, kind=float, low=0.0, only=("scores", ("magnitude",), 0.25,
+                                         "scores='rrf' ranks by reciprocal rank alone."),
+        doc="With scores='magnitude': the weight of the mean score of the leaves under the same parent (the "
+            "parent's evidence, read from its leaves; 0 = the leaf's own evidence only).")
+    # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
+    # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
+    identity_weight: float = setting(
+        0.0, kind=float, low=0.0,
+        doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
+            "match (the title or file name and the metadata that names it, against the query's words: "
+            "drag_knee_retriever.identity): a leaf inherits its document's match. 0: off.")
+    root_weight: float = setting(
+        0.0, kind=float, low=0.0,
+        doc="Each leaf's focus score gains this weight x the z-score of its document root's score in the walk's "
+            "roots ranking (text and identity: the document's evidence as a whole). Experimental; 0: off.")
+    near_best: Optional[float] = setting(
+        1.0, kind=float, low=0.0, low_open=True, optional=True,
+        doc="The cut also keeps every leaf whose focus score is within this much of the best leaf's (sums of "
+            "z-scores: 1.0 is about half a standard deviation of the pool), up to near_best_limit: where nothing "
+            "stands out the knee's place among near-equal scores is arbitrary and a reader needs them all. None: "
+            "the knee alone. Chosen by replaying cuts over every dataset's focus pools (benchmarks/RESULTS.md, "
+            "'budget').")
+    near_best_limit: int = setting(
+        20, kind=int, low=1, high=MAX_SETTING, doc="Leaves the near_best widening may keep at most.")
+    standout: Optional[float] = setting(
+        4.0, kind=float, low=0.0, low_open=True, optional=True,
+        doc="A best leaf whose focus score is ahead of the second's by more than this comes back alone (it is "
+            "the answer; the knee would add its runner-up). None: never.")
 
-    def __post_init__(self) -> None:
-        for name in ("near_best", "standout"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(f"{name} must be a positive number (focus-score units, e.g. "
-                                  f"{1.0 if name == 'near_best' else 4.0}) or None to switch it off, got {value!r}.")
-            object.__setattr__(self, name, float(value))
-        _check_count("near_best_limit", self.near_best_limit, extra=" (leaves the near-best widening may keep)")
-        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
-                                            or not 1 <= self.max_tokens <= MAX_SETTING):
-            raise ConfigError(f"max_tokens (the results' word budget, e.g. 1500) must be an integer from 1 to "
-                              f"{MAX_SETTING:,}, or None for no budget; got {self.max_tokens!r}.")
-        for name in ("identity_weight", "identity_focus_weight", "root_focus_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ConfigError(f"{name} must be a finite number >= 0 (0 switches it off), got {value!r}.")
-            object.__setattr__(self, name, float(value))
-        if self.identity_keys is not None:
-            keys = (self.identity_keys,) if isinstance(self.identity_keys, str) else self.identity_keys
-            if not isinstance(keys, (tuple, list)) or not all(isinstance(k, str) and k.strip() for k in keys):
-                raise ConfigError(f"identity_keys must be metadata key names, e.g. ('company', 'year'), or None, "
-                                  f"got {self.identity_keys!r}.")
-            object.__setattr__(self, "identity_keys", tuple(k.strip() for k in keys))
-        if self.focus_scores not in ("rrf", "magnitude"):
-            raise ConfigError(f"focus_scores must be 'rrf' or 'magnitude', got {self.focus_scores!r}.")
-        if (isinstance(self.sibling_weight, bool) or not isinstance(self.sibling_weight, (int, float))
-                or not math.isfinite(self.sibling_weight) or self.sibling_weight < 0):
-            raise ConfigError(f"sibling_weight must be a finite number >= 0, got {self.sibling_weight!r}.")
-        object.__setattr__(self, "sibling_weight", float(self.sibling_weight))
-        if self.focus_global is not None and (
-            isinstance(self.focus_global, bool) or not isinstance(self.focus_global, int) or self.focus_global < 1
-        ):
+
+_DEFAULT_FOCUS = FocusConfig()
+_DEFAULT_FUSION = FusionConfig()
+
+
+@settings_class(moved={
+    "rrf_k": ("fusion", "rrf_k", None),
+    "fusion_weights": ("fusion", "weights", None),
+    "focus_pool": ("focus", "pool", off_when_none),
+    "region_sensitivity": ("focus", "region_sensitivity", None),
+    "focus_global": ("focus", "global_leaves", None),
+    "merge_ratio": ("focus", "merge_ratio", None),
+    "focus_scores": ("focus", "scores", None),
+    "sibling_weight": ("focus", "sibling_weight", None),
+})
+class SearchConfig(Settings):
+    """How a query walks the trees, and what comes back.
+
+    The method's own knobs sit beside it and are refused under a method they do not shape
+    (``beam_width`` outside ``"fixed"``, ``sensitivity`` under ``"knee"``, ...); left ``None`` they take the
+    method's default. ``fusion`` says how every ranked list is fused, ``focus`` the knee methods' last step.
+    """
+
+    method: SearchMethod = setting(
+        "knee", kind="choice", choices=SEARCH_METHODS,
+        doc="'knee' (every ranked list cut at its knee, then the focus step), 'sensitive_knee' (the same with "
+            "sensitivity), 'fixed' (a beam of beam_width, no focus), 'branch' (each parent against its own "
+            "children, no focus).")
+    max_roots: Optional[int] = setting(
+        None, kind=int, low=1, high=MAX_SETTING,
+        only=("method", ("knee", "sensitive_knee", "branch"), 20,
+              "method='fixed' ranks beam_width roots; set beam_width."),
+        doc="Roots (documents) ranked before the first knee cut.")
+    beam_width: Optional[int] = setting(
+        None, kind=int, low=1, high=MAX_SETTING,
+        only=("method", ("fixed",), 3,
+              "the knee methods choose the width at each list's knee (max_roots bounds the roots ranked)."),
+        doc="Nodes kept per step by method='fixed' (roots included).")
+    sensitivity: Optional[float] = setting(
+        None, kind=float, low=0.0, low_open=True, high=1.0,
+        only=("method", ("sensitive_knee", "branch"), 0.85,
+              "method='knee' cuts at the plain knee (s = 1) and its walk at focus.region_sensitivity: set that, or "
+              "use method='sensitive_knee'."),
+        hint="1.0 is the plain knee, smaller keeps more",
+        doc="Knee sensitivity s of method='sensitive_knee' and 'branch': a cut keeps up to the last point at least "
+            "s times as far from the chord as the knee (1.0 is the plain knee; smaller keeps more).")
+    max_depth: int = setting(
+        64, kind=int, low=1, high=MAX_SETTING,
+        doc="Levels the walk descends at most (a guard against malformed trees).")
+    fusion: FusionConfig = setting(
+        _DEFAULT_FUSION, kind=FusionConfig, doc="How each ranked list fuses dense and BM25 (see FusionConfig).")
+    focus: Optional[FocusConfig] = setting(
+        _DEFAULT_FOCUS, kind=FocusConfig, optional=True,
+        doc="The focus step of 'knee' and 'sensitive_knee' (see FocusConfig); None returns the walk's nodes as "
+            "they are. 'fixed' and 'branch' never focus.")
+    order: ResultOrder = setting(
+        "score", kind="choice", choices=("score", "document"),
+        doc="Results by 'score' or by 'document' position.")
+    max_results: Optional[int] = setting(
+        None, kind=int, low=1, high=MAX_SETTING, optional=True,
+        doc="A cap on the number of results (the frameworks' k): the method still decides how many up to the cap; "
+            "the best by score are kept. None: no cap.")
+    min_score: Optional[float] = setting(
+        None, kind=float, optional=True,
+        doc="Drop results whose score is below it (LangChain's score_threshold; RRF scores are at most "
+            "2 / rrf_k, focus.scores='magnitude' scores are sums of z-scores).")
+    explain: bool = setting(
+        False, kind=bool,
+        doc="Also record each candidate's dense and BM25 rank in the trace (same round trips, about 10% of a "
+            "search). The trace always has the fused scores, the knee and every decision.")
+    # The document's identity as evidence and a word budget (issue 24).
+    identity_weight: float = setting(
+        0.0, kind=float, low=0.0,
+        doc="How much a document's identity (its title or file name and the metadata that names it, matched "
+            "against the query's words: drag_knee_retriever.identity) adds to its root's fused score; a "
+            "document the query names fully (a name only it holds, or its company and year) adds the full "
+            "weight, and the roots of named documents join the roots ranking. focus.identity_weight passes the "
+            "match on to the leaves. 0: off.")
+    identity_keys: Optional[Tuple[str, ...]] = setting(
+        None, kind="names", optional=True,
+        doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "
+            "and every metadata value that is a short text or a year (identity.document_identity).")
+    max_tokens: Optional[int] = setting(
+        None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' word budget, e.g. 1500",
+        doc="A word budget for the results (per call: search(q, max_tokens=1500)). The knee methods rank their "
+            "focus pool past the knee and fill the budget with the best evidence in order (a leaf that no longer "
+            "fits is skipped for a later, shorter one; a page or region most of whose leaves are chosen comes "
+            "back whole when it fits, without repeating a passage); the other methods keep the results that "
+            "fit. Words, not model tokens (about 1.3 tokens a word of English). None: the method's cut decides.")
+
+    def _check(self) -> None:
+        if self.method not in FOCUS_METHODS and self.focus not in (None, _DEFAULT_FOCUS):
             raise ConfigError(
-                f"focus_global must be an integer >= 1 (global leaves fused into the focus step) or None, "
-                f"got {self.focus_global!r}."
+                f"SearchConfig.focus={self.focus!r} does nothing with method={self.method!r} (fixed and branch never "
+                "focus; the focus step applies with method='knee' or 'sensitive_knee'); drop focus, or pick a knee method."
             )
-        if self.max_results is not None and (
-            isinstance(self.max_results, bool) or not isinstance(self.max_results, int) or self.max_results < 1
-        ):
-            raise ConfigError(f"max_results (k) must be an integer >= 1 or None, got {self.max_results!r}.")
-        if self.min_score is not None:
-            if isinstance(self.min_score, bool) or not isinstance(self.min_score, (int, float)) or not math.isfinite(self.min_score):
-                raise ConfigError(f"min_score (score_threshold) must be a finite number or None, got {self.min_score!r}.")
-            object.__setattr__(self, "min_score", float(self.min_score))
-        if self.method not in SEARCH_METHODS:
-            raise ConfigError(
-                f"Unknown search method {self.method!r}; use one of {', '.join(SEARCH_METHODS)}."
-            )
-        _check_count("beam_width", self.beam_width)
-        _check_count("max_roots", self.max_roots)
-        if (
-            isinstance(self.sensitivity, bool)
-            or not isinstance(self.sensitivity, (int, float))
-            or not (0.0 < float(self.sensitivity) <= 1.0)
-        ):
-            raise ConfigError(
-                f"sensitivity must be in (0, 1] (1.0 is the plain knee, smaller keeps more), "
-                f"got {self.sensitivity!r}."
-            )
-        _check_count("rrf_k", self.rrf_k)
-        if self.order not in ("score", "document"):
-            raise ConfigError(f"order must be 'score' or 'document', got {self.order!r}.")
-        _check_count("max_depth", self.max_depth)
-        if self.focus_pool is not None:
-            _check_count("focus_pool", self.focus_pool,
-                         extra=" (leaves ranked in the focus step) or None to skip the focus step")
-        for name in ("region_sensitivity", "merge_ratio"):
-            value = getattr(self, name)
-            if name == "merge_ratio" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 < float(value) <= 1.0):
-                raise ConfigError(
-                    f"{name} must be in (0, 1]{' or None' if name == 'merge_ratio' else ''}, got {value!r}."
-                )
-            object.__setattr__(self, name, float(value))
-        if self.fusion_weights is not None:
-            if isinstance(self.fusion_weights, (str, bytes)) or not isinstance(
-                self.fusion_weights, Sequence
-            ) or len(self.fusion_weights) == 0:
-                raise ConfigError(
-                    "fusion_weights must be a non-empty list of (dense, sparse) pairs, e.g. "
-                    "[(0.2, 0.8), (0.5, 0.5), (1.0, 0.0)], or None."
-                )
-            pairs = tuple(_check_weight_pair(p, i) for i, p in enumerate(self.fusion_weights))
-            object.__setattr__(self, "fusion_weights", pairs)
-        object.__setattr__(self, "sensitivity", float(self.sensitivity))
 
-    @property
-    def effective_sensitivity(self) -> float:
-        """The sensitivity the knee uses: 1.0 for ``"knee"``, ``sensitivity`` otherwise."""
-        return 1.0 if self.method == "knee" else self.sensitivity
+    def with_overrides(self, **overrides: Any) -> "SearchConfig":
+        """A copy with some settings replaced (``None`` = keep), validated again: a per-search override.
 
-    @property
-    def focuses(self) -> bool:
-        """Whether the walk ends with a focus step (knee methods with a ``focus_pool``)."""
-        return self.focus_pool is not None and self.method in ("knee", "sensitive_knee")
-
-    @property
-    def walk_sensitivity(self) -> float:
-        """The sensitivity of the walk's own knee cuts (roots and beam steps)."""
-        if self.focuses:
-            return min(self.region_sensitivity, self.effective_sensitivity)
-        return self.effective_sensitivity
-
-    def weights_for_level(self, level: int) -> Tuple[float, float]:
-        """The (dense, sparse) weights of a tree level (0 = roots)."""
-        if not self.fusion_weights:
-            return (1.0, 1.0)
-        return self.fusion_weights[min(level, len(self.fusion_weights) - 1)]
-
-    def with_overrides(self, **overrides: object) -> "SearchConfig":
-        """A copy with some fields replaced (validated again)."""
+        A change of method drops the old method's own knobs not given again (``beam_width`` of
+        ``"fixed"``, ``sensitivity``, ``max_roots``, a focus under fixed/branch), so
+        ``search(method="knee")`` on a fixed-width index is the default knee search.
+        """
         clean = {k: v for k, v in overrides.items() if v is not None}
         if not clean:
             return self
         try:
+            method = clean.get("method", self.method)
+            if method != self.method:
+                for name in ("beam_width", "sensitivity", "max_roots"):
+                    clean.setdefault(name, None)
+                if method not in FOCUS_METHODS and "focus" not in clean and self.focus is not None:
+                    clean["focus"] = _DEFAULT_FOCUS
+            if clean.get("focus") is False:
+                clean["focus"] = None
             return replace(self, **clean)
         except ConfigError as exc:
             # A per-search setting is part of the query: an InvalidQueryError (and a ConfigError).
             raise InvalidSettingError(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class BuildConfig:
-    """How documents become trees.
+# -- build ---------------------------------------------------------------------------------------
 
-    - ``branching``: children per parent when grouping consecutive siblings.
-    - ``max_leaf_chars`` / ``min_leaf_chars``: paragraphs are split above and merged below these
-      (pages are never merged or split: a page is what a user cites).
-    - ``summary_sentences`` / ``summary_max_chars``: size of the extractive summary of inner nodes.
-    - ``keywords``: distinctive keywords kept per node.
-    - ``inner_vectors``: the dense vector of an inner node: the embedded summary, the normalised
-      centroid of its children's vectors (no encoding cost), or the mean of both.
-    - ``leaf_text``: what a leaf's dense vector encodes: its own text, the summariser's
-      description of it (an LLM summariser's page description), or both joined.
-    - ``sparse_text``: what every node's BM25 vector encodes: its text plus its keywords (the
-      method's original choice: LLM-written keywords add synonyms and abbreviations), the keywords
-      alone, or the text alone. ``"auto"`` (default) is text + keywords with an LLM summariser and
-      the text alone with the extractive one, whose keywords are words of the text already (adding
-      them only double-counts: measured, README "Speed").
-    - ``inner_sparse``: an inner node's BM25 text: ``"span"``, the text of every leaf beneath it
-      (plus its keywords), or ``"description"``, its summary as ``sparse_text`` says. With
-      ``"span"`` BM25's length normalisation lets a specific child outrank its parent, and a parent
-      wins only where the query's terms are spread over its children (measured: README, Quality).
-    - ``passage_words`` (default 120): a long page becomes a *page node* whose leaves are its
-      passages (consecutive sentences/lines of at most about this many words), so the dense side
-      reads the whole page and not only the encoder's first window, and a search can return the
-      passage that answers instead of the whole page; the page node's span text is the whole page
-      and citations keep the page (``p.37 ¶2``). ``None``: a page is always one leaf.
-    - ``split_pages_over`` (default 200): split only pages longer than this many words, about the
-      256 word pieces the default model (all-MiniLM-L6-v2) was tuned to read (sentence-transformers
-      truncates it there; fastembed reads up to 512); shorter pages stay one leaf. ``None``: every
-      page longer than ``passage_words``. Both chosen by measurement on every dataset
-      (benchmarks/RESULTS.md, "Passages by default").
-    - ``use_outline``: a document with an ``outline`` (PDF bookmarks) gets its sections as the
-      tree's inner nodes (pages grouped by ``branching`` inside each) and every page is indexed
-      with its section title in front. Off by default: not yet measured better
-      (benchmarks/RESULTS.md, "Long documents").
-    - ``detect_headings``: a document without an outline gets sections from headings found in
-      its text (numbered "3.2 Results", "PART II" / "Item 7.", Markdown, and short title-like
-      lines where none of those is found), as :mod:`~drag_knee_retriever.headings` describes;
-      tables of contents and running headers/footers open no section.
-    - ``leaf_context``: what a leaf's indexed text (dense and BM25) carries in front of it, in
-      this order: ``"title"`` (``metadata["title"]``, else the file name), ``"section"`` (the innermost
-      heading, the default) or ``"path"`` (every heading above it, outer first), ``"page"``.
-      The text returned (and counted in tokens) stays the leaf's own.
-    - ``context_metadata``: document metadata keys whose values join the context, e.g.
-      ``("company", "year")`` -> ``"company: ACME | year: 2023"``.
-    """
 
-    branching: int = 3
-    max_leaf_chars: int = 2000
-    min_leaf_chars: int = 200
-    summary_sentences: int = 3
-    summary_max_chars: int = 600
-    keywords: int = 8
-    inner_vectors: InnerVectorSource = "both"
-    use_markdown_sections: bool = True
-    leaf_text: LeafTextSource = "own"
-    sparse_text: SparseTextSource = "auto"
-    inner_sparse: InnerSparseSource = "span"
-    passage_words: Optional[int] = 120
-    split_pages_over: Optional[int] = 200
-    use_outline: bool = False
-    # Branch context (issue 14, items 3-4): headings found in the text as sections where there is
-    # no outline, and each leaf's context path in its indexed text. Both opt-in until measured
-    # better on every dataset (benchmarks/RESULTS.md, "context").
-    detect_headings: bool = False
-    leaf_context: Tuple[str, ...] = ("section",)
-    context_metadata: Tuple[str, ...] = ()
+@settings_class
+class LeafConfig(Settings):
+    """How text is cut into leaves (pages are never merged: a page is what a user cites)."""
 
-    def __post_init__(self) -> None:
-        self._check_context()
-        if self.passage_words is not None and (
-            isinstance(self.passage_words, bool) or not isinstance(self.passage_words, int) or self.passage_words < 20
-        ):
-            raise ConfigError(
-                f"passage_words must be an integer >= 20 (words per passage of a long page) or None, "
-                f"got {self.passage_words!r}."
-            )
-        if self.split_pages_over is not None and (
-            isinstance(self.split_pages_over, bool) or not isinstance(self.split_pages_over, int)
-            or self.split_pages_over < 1
-        ):
-            raise ConfigError(
-                f"split_pages_over must be a positive integer (words) or None, got {self.split_pages_over!r}."
-            )
-        if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
-            raise ConfigError(f"branching must be an integer >= 2, got {self.branching!r}.")
-        if not isinstance(self.max_leaf_chars, int) or self.max_leaf_chars < 50:
-            raise ConfigError(f"max_leaf_chars must be an integer >= 50, got {self.max_leaf_chars!r}.")
-        if not isinstance(self.min_leaf_chars, int) or not (0 <= self.min_leaf_chars < self.max_leaf_chars):
-            raise ConfigError(
-                f"min_leaf_chars must be an integer in [0, max_leaf_chars), got {self.min_leaf_chars!r}."
-            )
-        if not isinstance(self.summary_sentences, int) or self.summary_sentences < 1:
-            raise ConfigError(f"summary_sentences must be >= 1, got {self.summary_sentences!r}.")
-        if not isinstance(self.summary_max_chars, int) or self.summary_max_chars < 50:
-            raise ConfigError(f"summary_max_chars must be >= 50, got {self.summary_max_chars!r}.")
-        if not isinstance(self.keywords, int) or self.keywords < 0:
-            raise ConfigError(f"keywords must be an integer >= 0, got {self.keywords!r}.")
-        if self.leaf_text not in ("own", "description", "own+description"):
-            raise ConfigError(
-                f"leaf_text must be 'own', 'description' or 'own+description', got {self.leaf_text!r}."
-            )
-        if self.sparse_text not in ("auto", "text+keywords", "keywords", "text"):
-            raise ConfigError(
-                f"sparse_text must be 'auto', 'text+keywords', 'keywords' or 'text', got {self.sparse_text!r}."
-            )
-        if self.inner_sparse not in ("span", "description"):
-            raise ConfigError(f"inner_sparse must be 'span' or 'description', got {self.inner_sparse!r}.")
-        if self.inner_vectors not in ("summary", "centroid", "both"):
-            raise ConfigError(
-                f"inner_vectors must be 'summary', 'centroid' or 'both', got {self.inner_vectors!r}."
-            )
+    max_chars: int = setting(2000, kind=int, low=50, doc="Paragraphs longer than this are split.")
+    min_chars: int = setting(200, kind=int, low=0,
+                             doc="Paragraphs shorter than this are merged with the next (must be < max_chars).")
+    passage_words: Optional[int] = setting(
+        120, kind=int, low=20, optional=True,
+        doc="A long page becomes a page node whose leaves are passages of about this many words (consecutive "
+            "sentences or lines): the dense side reads the whole page, not only the model's first window, and a "
+            "search can return the passage that answers; citations keep the page (p.37 ¶2). None: a page is "
+            "always one leaf.")
+    split_pages_over: Optional[int] = setting(
+        200, kind=int, low=1, optional=True,
+        doc="Split only pages longer than this many words (about the 256 word pieces all-MiniLM-L6-v2 was tuned "
+            "to read). None: every page longer than passage_words. Both chosen by measurement "
+            "(benchmarks/RESULTS.md, 'Passages by default').")
 
-    def _check_context(self) -> None:
-        if not isinstance(self.detect_headings, bool):
-            raise ConfigError(f"detect_headings must be True or False, got {self.detect_headings!r}.")
-        for name in ("leaf_context", "context_metadata"):
-            value = getattr(self, name)
-            # "title+path+page" (as the eval's --build k=v,... gives it) is the tuple of its parts.
-            parts = tuple(p.strip() for p in re.split(r"[+,]", value) if p.strip()) if isinstance(value, str) else value
-            if not isinstance(parts, (tuple, list)) or not all(isinstance(p, str) and p.strip() for p in parts):
-                raise ConfigError(f"{name} must be a tuple of non-empty strings, got {value!r}.")
-            object.__setattr__(self, name, tuple(parts))
-        unknown = [p for p in self.leaf_context if p not in LEAF_CONTEXT_PARTS]
+    def _check(self) -> None:
+        if not self.min_chars < self.max_chars:
+            raise ConfigError(f"LeafConfig.min_chars must be an integer in [0, max_chars), got {self.min_chars!r}.")
+
+
+@settings_class
+class SectionConfig(Settings):
+    """Where a document's sections (the tree's inner nodes above the leaves) come from."""
+
+    markdown: bool = setting(True, kind=bool, doc="Markdown headings of a text document become sections.")
+    outline: bool = setting(
+        False, kind=bool,
+        doc="A document's outline (PDF bookmarks) becomes its sections, pages grouped by branching inside each, "
+            "and every page is indexed with its section title. Off: not yet measured better.")
+    headings: bool = setting(
+        False, kind=bool,
+        doc="A document without an outline gets sections from headings found in its text (numbered '3.2 Results', "
+            "'PART II' / 'Item 7.', Markdown, short title-like lines); tables of contents and running headers open "
+            "none (drag_knee_retriever.headings).")
+
+
+@settings_class
+class SummaryConfig(Settings):
+    """The extractive (LLM-free) summariser's output size; an LLM summariser's fallback uses it too."""
+
+    sentences: int = setting(3, kind=int, low=1, doc="Central sentences in an inner node's summary.")
+    max_chars: int = setting(600, kind=int, low=50, doc="Longest summary of an inner node.")
+    keywords: int = setting(8, kind=int, low=0, doc="Distinctive keywords kept per node (0: none).")
+
+
+def _context_parts(name: str, value: Any) -> Tuple[str, ...]:
+    # "title+path+page" (as the eval's --build k=v,... gives it) is the tuple of its parts.
+    parts = tuple(p.strip() for p in re.split(r"[+,]", value) if p.strip()) if isinstance(value, str) else value
+    if not isinstance(parts, (tuple, list)) or not all(isinstance(p, str) and p.strip() for p in parts):
+        raise ConfigError(f"{name} must be a tuple of non-empty strings, got {value!r}.")
+    return tuple(parts)
+
+
+@settings_class
+class VectorConfig(Settings):
+    """What each node's two vectors (dense and BM25) encode. The text returned stays the leaf's own."""
+
+    leaf_dense: LeafTextSource = setting(
+        "own", kind="choice", choices=("own", "description", "own+description"),
+        doc="A leaf's dense text: its own text, the summariser's description of it (an LLM summariser's page "
+            "description), or both joined.")
+    inner_dense: InnerVectorSource = setting(
+        "both", kind="choice", choices=("summary", "centroid", "both"),
+        doc="An inner node's dense vector: its embedded summary, the normalised centroid of its children's vectors "
+            "(no encoding cost), or the mean of both.")
+    sparse: SparseTextSource = setting(
+        "auto", kind="choice", choices=("auto", "text+keywords", "keywords", "text"),
+        doc="Every node's BM25 text: its text plus its keywords (LLM keywords add synonyms), the keywords alone, or "
+            "the text alone. 'auto': text + keywords with an LLM summariser, the text alone with the extractive one "
+            "(whose keywords are words of the text already).")
+    inner_sparse: InnerSparseSource = setting(
+        "span", kind="choice", choices=("span", "description"),
+        doc="An inner node's BM25 text: 'span', the text of every leaf beneath it (plus keywords: a parent wins "
+            "where the query's terms spread over its children), or 'description', its summary as sparse says.")
+    context: Tuple[str, ...] = setting(
+        ("section",), kind="any", check=_context_parts,
+        doc="What a leaf's indexed text carries in front of it, in this order: 'title' (metadata['title'], else the "
+            "file name), 'section' (the innermost heading) or 'path' (every heading above it), 'page'.")
+    context_metadata: Tuple[str, ...] = setting(
+        (), kind="any", check=_context_parts,
+        doc="Document metadata keys whose values join the context, e.g. ('company', 'year') -> "
+            "'company: ACME | year: 2023'.")
+
+    def _check(self) -> None:
+        unknown = [p for p in self.context if p not in LEAF_CONTEXT_PARTS]
         if unknown:
             raise ConfigError(
-                f"leaf_context: unknown part(s) {', '.join(map(repr, unknown))}; use any of "
+                f"VectorConfig.context: unknown part(s) {', '.join(map(repr, unknown))}; use any of "
                 f"{', '.join(LEAF_CONTEXT_PARTS)}, e.g. ('title', 'path', 'page'), or () for none."
             )
-        if "section" in self.leaf_context and "path" in self.leaf_context:
-            raise ConfigError("leaf_context: give 'section' (the innermost heading) or 'path' (every heading "
+        if "section" in self.context and "path" in self.context:
+            raise ConfigError("VectorConfig.context: give 'section' (the innermost heading) or 'path' (every heading "
                               "above the leaf), not both.")
 
     @property
     def writes_context(self) -> bool:
         """Whether leaves get a context path beyond their section title (the default)."""
-        return self.leaf_context != ("section",) or bool(self.context_metadata)
+        return self.context != ("section",) or bool(self.context_metadata)
 
 
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    """Which encoders to use.
+#: BuildConfig's flat fields before issue 23, in their order (document fingerprints keep this form).
+_FLAT_BUILD = (
+    ("branching", None), ("max_leaf_chars", ("leaves", "max_chars")), ("min_leaf_chars", ("leaves", "min_chars")),
+    ("summary_sentences", ("summary", "sentences")), ("summary_max_chars", ("summary", "max_chars")),
+    ("keywords", ("summary", "keywords")), ("inner_vectors", ("vectors", "inner_dense")),
+    ("use_markdown_sections", ("sections", "markdown")), ("leaf_text", ("vectors", "leaf_dense")),
+    ("sparse_text", ("vectors", "sparse")), ("inner_sparse", ("vectors", "inner_sparse")),
+    ("passage_words", ("leaves", "passage_words")), ("split_pages_over", ("leaves", "split_pages_over")),
+    ("use_outline", ("sections", "outline")), ("detect_headings", ("sections", "headings")),
+    ("leaf_context", ("vectors", "context")), ("context_metadata", ("vectors", "context_metadata")),
+)
 
-    ``model_name`` is any fastembed dense model; ``model_path`` a local fastembed-ready folder
-    (see :mod:`drag_knee_retriever.embeddings` for the resolution order). ``language`` selects the
-    BM25 stemmer and stop words. ``batch_size`` and ``max_batch_tokens`` bound the encoder's
-    memory; ``threads``, ``providers`` (e.g. GPU) and ``cache_dir`` are passed to fastembed.
-    ``query_prefix`` / ``passage_prefix`` override the model's own prefixes (e5: "query: ").
-    These settings describe the fastembed model; a dense model of your own is passed as
-    ``DragKneeIndex(embedding=...)`` instead (see :mod:`drag_knee_retriever.embeddings`).
+
+@settings_class(moved={old: (path[0], path[1], None) for old, path in _FLAT_BUILD if path})
+class BuildConfig(Settings):
+    """How documents become trees: leaves, sections, summaries, and what the vectors encode."""
+
+    branching: int = setting(3, kind=int, low=2, doc="Children per parent when grouping consecutive siblings.")
+    leaves: LeafConfig = setting(LeafConfig(), kind=LeafConfig, doc="How text is cut into leaves (see LeafConfig).")
+    sections: SectionConfig = setting(SectionConfig(), kind=SectionConfig,
+                                      doc="Where sections come from (see SectionConfig).")
+    summary: SummaryConfig = setting(SummaryConfig(), kind=SummaryConfig,
+                                     doc="The extractive summary's size (see SummaryConfig).")
+    vectors: VectorConfig = setting(VectorConfig(), kind=VectorConfig,
+                                    doc="What each node's dense and BM25 vectors encode (see VectorConfig).")
+
+    def fingerprint(self) -> str:
+        """The settings as one string, part of every document's hash (``builder.document_hash``).
+
+        Kept in the flat form of the releases before the settings were grouped, so an index built
+        then sees its documents unchanged (a changed fingerprint would rebuild every tree).
+        """
+        parts = []
+        for old, path in _FLAT_BUILD:
+            value = getattr(self, old) if path is None else getattr(getattr(self, path[0]), path[1])
+            parts.append(f"{old}={value!r}")
+        return f"BuildConfig({', '.join(parts)})"
+
+    @property
+    def writes_context(self) -> bool:
+        """Whether leaves get a context path beyond their section title (the default)."""
+        return self.vectors.writes_context
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+
+def _providers(name: str, value: Any) -> Tuple[str, ...]:
+    providers = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (tuple, list)) else ()
+    if not providers or not all(isinstance(p, str) and p for p in providers):
+        raise ConfigError(f"{name} must be onnxruntime provider names, e.g. "
+                          f"('CUDAExecutionProvider', 'CPUExecutionProvider'), got {value!r}.")
+    return providers
+
+
+def _optional_text(name: str, value: Any) -> Optional[str]:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string or None, got {type(value).__name__}.")
+    return value
+
+
+@settings_class
+class EncoderRuntime(Settings):
+    """How fast, on what and in how much memory passages are encoded."""
+
+    batch_size: int = setting(4, kind=int, low=1, doc="Texts per encoder call at most.")
+    max_batch_chars: int = setting(8_000, kind=int, low=100, doc="Characters per encoder call at most (bounds memory).")
+    threads: Optional[int] = setting(None, kind=int, low=1, optional=True,
+                                     doc="onnxruntime intra-op threads per session (None: onnxruntime's choice).")
+    providers: Optional[Tuple[str, ...]] = setting(
+        None, kind="any", optional=True, check=_providers,
+        doc="onnxruntime execution providers, e.g. ('CUDAExecutionProvider', 'CPUExecutionProvider').")
+    parallel: Optional[int] = setting(
+        None, kind=int, low=1, high=64, optional=True,
+        hint="encoder sessions working side by side, e.g. one per core",
+        doc="This many onnxruntime sessions in this process (threads each, 1 if unset) share length-sorted batches "
+            "out to as many threads; unlike fastembed's parallel= worker processes, a custom model's registration "
+            "and max_tokens reach every session. None: one session (README, 'Encoder budget').")
+
+
+_EMBEDDING_MOVED = {name: ("runtime", name, None)
+                    for name in ("batch_size", "max_batch_chars", "threads", "providers", "parallel")}
+
+
+@settings_class(moved=_EMBEDDING_MOVED)
+class EmbeddingConfig(Settings):
+    """Which dense model encodes the nodes (a fastembed model, or your own), and the BM25 language.
+
+    ``model_name`` is any fastembed dense model; ``model_path`` a local fastembed-ready folder (see
+    :mod:`drag_knee_retriever.embeddings` for the resolution order). A dense model of your own goes in
+    ``dense`` (or straight into ``DragKneeIndex(embedding=...)``); the fastembed settings then stay unset.
     """
 
-    model_name: str = DEFAULT_DENSE_MODEL
-    model_path: Optional[str] = None
-    language: BM25Language = "english"
-    batch_size: int = 4
-    max_batch_chars: int = 8_000
-    threads: Optional[int] = None
-    # onnxruntime execution providers, e.g. ("CUDAExecutionProvider", "CPUExecutionProvider").
-    providers: Optional[Tuple[str, ...]] = None
-    # Where fastembed keeps downloaded models (fastembed's own default: a temp folder).
-    cache_dir: Optional[str] = None
-    # Texts put in front of queries / passages (e5-style models: "query: " / "passage: ").
-    # None: the model's own convention (e5 names get the e5 prefixes; others none).
-    query_prefix: Optional[str] = None
-    passage_prefix: Optional[str] = None
-    # For a custom ONNX folder whose model fastembed does not list: how token vectors are pooled.
-    pooling: Literal["mean", "cls"] = "mean"
-    # Tokens the dense model reads per text; None keeps the model's own limit (512 for MiniLM in
-    # fastembed). 256 (sentence-transformers' setting for all-MiniLM-L6-v2) ingests ~18% faster on
-    # long paragraphs but measured 1 of 133 COVID-QA questions lost at flat top-5 (README, Speed).
-    max_tokens: Optional[int] = None
-    # encbudget: data-parallel passage encoding. This many onnxruntime sessions in this process
-    # (``threads`` intra-op threads each, 1 if unset), length-sorted batches shared out to as many
-    # threads (onnxruntime releases the GIL while it runs). In process, unlike fastembed's
-    # ``parallel=`` worker processes: a custom model's registration and ``max_tokens`` reach every
-    # session, and no pool is started per call. None: one session (measured: README, "Encoder budget").
-    parallel: Optional[int] = None
+    model_name: str = setting(DEFAULT_DENSE_MODEL, kind=str, doc="A fastembed dense model name.")
+    model_path: Optional[str] = setting(
+        None, kind="any", optional=True, check=lambda name, v: None if v is None else str(v),
+        doc="A local fastembed-ready folder (model.onnx + tokenizer files) for model_name.")
+    dense: Any = setting(
+        None, kind="any", optional=True,
+        doc="Your own dense model instead of fastembed's: LangChain Embeddings, a LlamaIndex embedding, a "
+            "function texts -> vectors, or a DenseEmbedder.")
+    language: Optional[BM25Language] = setting(
+        None, kind="any", optional=True, check=check_bm25_language,
+        doc=f"The BM25 stemmer and stop words: {' or '.join(repr(n) for n in BM25_LANGUAGES)} (the package's one "
+            "language vocabulary: lower-case English names). None: an existing collection's own language, else "
+            "'english'; a language given that differs from the collection's is refused (ModelMismatchError).")
+    query_prefix: Optional[str] = setting(
+        None, kind="any", optional=True, check=_optional_text,
+        doc="Text put in front of queries (e5: 'query: '); None: the model's own convention.")
+    passage_prefix: Optional[str] = setting(
+        None, kind="any", optional=True, check=_optional_text,
+        doc="Text put in front of passages (e5: 'passage: '); None: the model's own convention.")
+    pooling: Literal["mean", "cls"] = setting(
+        "mean", kind="choice", choices=("mean", "cls"),
+        doc="For a custom ONNX folder fastembed does not list: how token vectors are pooled.")
+    max_tokens: Optional[int] = setting(
+        None, kind=int, low=16, optional=True,
+        doc="Tokens the dense model reads per text; None keeps the model's own limit (512 for MiniLM in fastembed). "
+            "256 ingests ~18% faster on long paragraphs but lost 1 of 133 COVID-QA questions (README, Speed).")
+    cache_dir: Optional[str] = setting(
+        None, kind="any", optional=True, check=_optional_text,
+        doc="Where fastembed keeps downloaded models (fastembed's default: a temp folder).")
+    runtime: EncoderRuntime = setting(EncoderRuntime(), kind=EncoderRuntime,
+                                      doc="Speed and memory of encoding (see EncoderRuntime).")
 
-    def __post_init__(self) -> None:
-        if self.parallel is not None and (
-            isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or not 1 <= self.parallel <= 64
-        ):
-            raise ConfigError(
-                f"parallel must be an integer in [1, 64] (encoder sessions working side by side, e.g. one per "
-                f"core) or None for one session, got {self.parallel!r}."
-            )
-        if not isinstance(self.model_name, str) or not self.model_name.strip():
-            raise ConfigError("model_name must be a non-empty fastembed model name.")
-        if self.language not in ("english", "russian"):
-            raise ConfigError(
-                f"language must be 'english' or 'russian' (BM25 stemmer and stop words), "
-                f"got {self.language!r}."
-            )
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}.")
-        if not isinstance(self.max_batch_chars, int) or self.max_batch_chars < 100:
-            raise ConfigError(f"max_batch_chars must be >= 100, got {self.max_batch_chars!r}.")
-        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 16):
-            raise ConfigError(f"max_tokens must be an integer >= 16 or None, got {self.max_tokens!r}.")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ConfigError(f"threads must be an integer >= 1 or None, got {self.threads!r}.")
-        if self.providers is not None:
-            providers = (self.providers,) if isinstance(self.providers, str) else tuple(self.providers)
-            if not providers or not all(isinstance(p, str) and p for p in providers):
+    def _check(self) -> None:
+        if self.dense is not None:
+            defaults = {f.name: f.default for f in fields(self)}
+            changed = [n for n in ("model_name", "model_path", "pooling", "max_tokens", "cache_dir")
+                       if getattr(self, n) != defaults[n]]
+            if changed:
                 raise ConfigError(
-                    "providers must be onnxruntime provider names, e.g. "
-                    f"('CUDAExecutionProvider', 'CPUExecutionProvider'), got {self.providers!r}."
+                    f"EmbeddingConfig.dense is your own dense model, so {', '.join(changed)} (fastembed settings) "
+                    "cannot apply too; drop one of them."
                 )
-            object.__setattr__(self, "providers", providers)
-        for name in ("query_prefix", "passage_prefix", "cache_dir"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a string or None, got {type(value).__name__}.")
-        if self.pooling not in ("mean", "cls"):
-            raise ConfigError(f"pooling must be 'mean' or 'cls', got {self.pooling!r}.")
+
+    @property
+    def bm25_language(self) -> str:
+        """The BM25 language this config encodes with (``language``, else ``"english"``)."""
+        return self.language or DEFAULT_BM25_LANGUAGE
+
+    def __hash__(self) -> int:  # ``dense`` may be an unhashable model object
+        return hash((self.model_name, self.model_path, id(self.dense), self.language, self.runtime))
 
 
-@dataclass(frozen=True)
-class StoreConfig:
-    """Where the nodes live.
+# -- store ---------------------------------------------------------------------------------------
 
-    ``engine``: ``"edge"`` (Qdrant Edge, in process; the embedded default), ``"local"``
-    (qdrant-client local mode) or ``"server"`` (qdrant-client against ``url``). ``location`` is a
-    folder path or ``":memory:"``. The API key, and credentials written inside ``url``
-    (``user:KEY@`` or ``?api_key=KEY``), are never shown in reprs or logs. ``timeout``: seconds a
-    server has to answer a request (connecting included) before the call fails with a
-    :class:`~drag_knee_retriever.errors.StoreError` naming the cause.
+
+@settings_class
+class StoreConfig(Settings):
+    """How the index talks to Qdrant; *where* it lives is ``DragKneeIndex``'s first argument.
+
+    The API key, and credentials written inside a URL (``user:KEY@`` or ``?api_key=KEY``), are never
+    shown in reprs or logs.
     """
 
-    location: Optional[str] = ":memory:"
-    url: Optional[str] = field(default=None, repr=False)
-    api_key: Optional[str] = field(default=None, repr=False)
-    collection: str = "drag_knee"
-    engine: Literal["edge", "local", "server", "auto"] = "auto"
-    upsert_batch_size: int = 256
-    timeout: float = 10.0
+    collection: str = setting("drag_knee", kind=str, doc="The Qdrant collection (one index per collection).")
+    engine: Literal["edge", "local", "server", "auto"] = setting(
+        "auto", kind="choice", choices=("edge", "local", "server", "auto"),
+        doc="'auto': Qdrant Edge (in process) for a folder or ':memory:', a server for a URL; 'local': "
+            "qdrant-client local mode for a folder or ':memory:'; 'edge' / 'server' to insist.")
+    api_key: Optional[str] = setting(
+        None, kind="any", optional=True, check=_optional_text, repr=False,
+        doc="A Qdrant server's API key (None: the environment variable QDRANT_API_KEY, for a URL).")
+    timeout: float = setting(
+        10.0, kind=float, low=0.0, low_open=True, high=3600.0,
+        doc="Seconds a server has to answer a request (connecting included) before the call fails with a "
+            "StoreError naming the cause.")
+    upsert_batch_size: int = setting(256, kind=int, low=1, doc="Points written per upsert request.")
+    async_client: Any = setting(
+        None, kind="any", optional=True, repr=False,
+        doc="Your own qdrant_client.AsyncQdrantClient for asearch(), beside a QdrantClient given as the location "
+            "(never closed by the index).")
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.collection, str) or not self.collection.strip():
-            raise ConfigError("collection must be a non-empty string.")
-        if self.engine not in ("edge", "local", "server", "auto"):
-            raise ConfigError(
-                f"engine must be 'edge', 'local', 'server' or 'auto', got {self.engine!r}."
-            )
-        if self.url is not None and self.engine in ("edge", "local"):
-            raise ConfigError(
-                f"engine={self.engine!r} is embedded but url={self.display_url!r} was given; "
-                "drop url, or use engine='server'."
-            )
-        if self.upsert_batch_size < 1:
-            raise ConfigError("upsert_batch_size must be >= 1.")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not (
-                0 < float(self.timeout) <= 3600):
-            raise ConfigError(f"timeout must be a number of seconds in (0, 3600], got {self.timeout!r}.")
-
-    @property
-    def display_url(self) -> Optional[str]:
-        """``url`` with any credentials in it masked (what messages and logs show)."""
-        from .redact import redact_url
-
-        return redact_url(self.url)
-
-    def __repr__(self) -> str:
-        return (f"StoreConfig(location={self.location!r}, url={self.display_url!r}, collection={self.collection!r}, "
-                f"engine={self.engine!r}, upsert_batch_size={self.upsert_batch_size!r}, timeout={self.timeout!r})")
-
-    @property
-    def resolved_engine(self) -> str:
-        """The engine that will actually serve this config."""
-        if self.engine != "auto":
-            return self.engine
-        return "server" if self.url else "edge"
+    def __hash__(self) -> int:
+        return hash((self.collection, self.engine, self.timeout, self.upsert_batch_size))

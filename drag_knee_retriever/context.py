@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Sequence, Set, Tuple
 
-from .builder import leaf_id, node_id, span_leaf_ids
+from .ids import root_ids, span_leaf_ids
 from .nodes import TreeNode
-from .store import NodeStore, RankedHit
+from .store.base import NodeStore, RankedHit
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def context_ids(nodes: Sequence[TreeNode], *, with_nodes: bool = False) -> List[
     if with_nodes:
         ids.update(n.id for n in nodes)
     for doc_id in {n.doc_id for n in nodes}:
-        ids.update((node_id(doc_id, "r"), leaf_id(doc_id, 0)))  # the root, whichever it is
+        ids.update(root_ids(doc_id))  # the root, whichever it is
     return sorted(ids)
 
 
@@ -72,7 +72,7 @@ def _ids(hits: Sequence[Any], refresh: bool, trace: Any) -> List[str]:
     ids = context_ids([h.node for h in hits], with_nodes=refresh)
     docs = unrooted_docs(trace)
     if docs:
-        ids = sorted(set(ids) | {i for d in docs for i in (node_id(d, "r"), leaf_id(d, 0))})
+        ids = sorted(set(ids) | {i for d in docs for i in root_ids(d)})
     return ids
 
 

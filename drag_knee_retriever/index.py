@@ -15,30 +15,37 @@ import asyncio
 import functools
 import logging
 import os
+import re
 import threading
 import time
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
-from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
+from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, FocusConfig, FusionConfig, SearchConfig, StoreConfig
 from .budget import BudgetFill, FillSteps, arun_fill, fill_steps, first_words, mark_trace, pack, run_fill
+from .redact import redact_url
+from .settings import warn_deprecated
 from .context import Context, afetch_context, fetch_context, live_with_text, prune_trace, unrooted_docs
 from .embeddings import Encoder
-from .errors import ConfigError, InvalidQueryError, StoreError
+from .errors import ConfigError, InvalidQueryError, InvalidSettingError, StoreError
 from .identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
-from .nodes import Document, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
+from .nodes import Document, NodeText, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .page_ranking import rank_pages
+from .relevance import relevance_request, relevance_scores
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
-from .traversal import FocusRanking, abudget_ranking, awalk, budget_ranking, walk
+from .traversal import FocusRanking, abudget_ranking, awalk, budget_ranking, focuses, walk
 from .vectorize import Vectorizer
 
 log = logging.getLogger(__name__)
 
 __all__ = ["DocumentInfo", "DragKneeIndex", "IngestReport", "MAX_QUERY_CHARS", "StoredDocument"]
+
+#: The settings ``search()`` takes per call (SearchConfig's, grouped the same way).
+_SEARCH_OVERRIDES = frozenset(("method", "beam_width", "max_roots", "sensitivity", "fusion", "focus", "order",
+                               "max_results", "min_score", "max_tokens", "explain"))
 
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
@@ -63,8 +70,14 @@ class StoredDocument:
     doc_id: str
     text: str
     metadata: Mapping[str, Any]
-def _in_flight(method: Any) -> Any:
-    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it."""
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _in_flight(method: _Method) -> _Method:
+    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it.
+
+    Typed to return the method's own signature, so type checkers see ``search`` / ``flat_search``
+    as written (a misspelled keyword is an error), not ``Any``."""
 
     @functools.wraps(method)
     def tracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
@@ -80,82 +93,67 @@ def _in_flight(method: Any) -> Any:
                 self._searching -= 1
                 flight.notify_all()
 
-    return tracked
+    return cast(_Method, tracked)
 
 
 class DragKneeIndex:
     """Hierarchical hybrid retrieval over Qdrant.
 
-    ``location`` is ``":memory:"`` or a folder for an embedded index (Qdrant Edge by default,
-    ``engine="local"`` for qdrant-client local mode); ``url`` (and ``api_key``, or the environment
-    variable ``QDRANT_API_KEY``) selects a Qdrant server or cluster with the same code.
+    ``location`` says where the index lives, as one argument (QdrantClient's conventions, plus a folder):
+
+    - ``":memory:"`` (the default): an in-process index that lives as long as the object;
+    - a folder (``str`` or ``Path``): an embedded index kept on disk (Qdrant Edge, or qdrant-client
+      local mode with ``store=StoreConfig(engine="local")``), locked to one process while open;
+    - a URL (``"http://localhost:6333"``, ``"https://xyz.cloud.qdrant.io"``): a Qdrant server or cluster,
+      with ``StoreConfig(api_key=...)`` or the environment variable ``QDRANT_API_KEY``;
+    - your own ``qdrant_client.QdrantClient`` (never closed by the index; an ``AsyncQdrantClient`` for
+      ``asearch`` goes in ``StoreConfig(async_client=...)``), or a ready
+      :class:`~drag_knee_retriever.store.NodeStore`.
+
+    ``embedding``: an :class:`EmbeddingConfig` (a fastembed model; the default all-MiniLM-L6-v2), your
+    own dense model (LangChain ``Embeddings``, a LlamaIndex embedding, a function texts -> vectors), or a
+    ready :class:`~drag_knee_retriever.embeddings.Encoder` shared between indexes. ``build``, ``search``
+    and ``summarizer`` shape ingestion and search; ``store`` (a :class:`StoreConfig`) how the index talks
+    to Qdrant (collection, engine, API key, timeout, ...).
+
+    The spellings of earlier releases (``path=``, ``url=``, ``client=``, ``store=<NodeStore>``,
+    ``collection=``, ``engine=``, ``api_key=``, ``timeout=``, ``async_client=``, ``model_name=``,
+    ``model_path=``, ``language=``, ``encoder=``) still work for one release, with a DeprecationWarning
+    naming the new one.
     """
 
     def __init__(
         self,
-        location: Union[str, Path, None] = ":memory:",
+        location: Any = ":memory:",
         *,
-        path: Union[str, Path, None] = None,
-        url: Optional[str] = None,
-        api_key: Optional[str] = None,
-        collection: str = "drag_knee",
-        engine: str = "auto",
-        model_name: Optional[str] = None,
-        model_path: Optional[str] = None,
-        language: Optional[str] = None,
+        embedding: Any = None,
         build: Optional[BuildConfig] = None,
         search: Optional[SearchConfig] = None,
-        embedding: Any = None,
         summarizer: Optional[Summarizer] = None,
-        encoder: Optional[Encoder] = None,
-        store: Optional[NodeStore] = None,
-        client: Any = None,
-        async_client: Any = None,
-        timeout: float = 10.0,
+        store: Optional[StoreConfig] = None,
+        **deprecated: Any,
     ) -> None:
-        if path is not None:
-            location = path
-        # embedding= is the fastembed settings (EmbeddingConfig) or a dense model of the user's own
-        # (LangChain Embeddings, LlamaIndex embedding, function, DenseEmbedder): see embeddings/fastembed.py.
-        dense = None
-        if embedding is not None and not isinstance(embedding, EmbeddingConfig):
-            if encoder is not None:
-                raise ConfigError("Give either encoder= or embedding= (a dense model), not both.")
-            if model_name or model_path:
-                raise ConfigError(
-                    "embedding= is your own dense model, so model_name/model_path (a fastembed model) "
-                    "cannot apply too; drop one of them."
-                )
-            dense, embedding = embedding, None
-        self.build_config = build or BuildConfig()
-        self.search_config = search or SearchConfig()
+        location, embedding, store = _translate_deprecated(location, embedding, store, deprecated)
+        self.build_config = build if build is not None else BuildConfig()
+        self.search_config = search if search is not None else SearchConfig()
         if not isinstance(self.build_config, BuildConfig) or not isinstance(self.search_config, SearchConfig):
             raise ConfigError("build= takes a BuildConfig and search= a SearchConfig.")
-        emb = embedding or EmbeddingConfig()
-        overrides = {k: v for k, v in (("model_name", model_name), ("model_path", model_path), ("language", language)) if v}
-        if overrides:
-            emb = replace(emb, **overrides)
-        self.store_config = StoreConfig(
-            location=str(location) if location is not None else ":memory:",
-            url=url,
-            api_key=api_key or (os.environ.get("QDRANT_API_KEY") if url else None),
-            collection=collection,
-            engine=engine,  # type: ignore[arg-type]
-            timeout=timeout,
-        )
+        self.store_config = store if store is not None else StoreConfig()
+        if not isinstance(self.store_config, StoreConfig):
+            raise ConfigError(f"store= takes a StoreConfig (collection, engine, api_key, timeout, ...), got "
+                              f"{type(self.store_config).__name__}; pass a NodeStore or client as the first argument.")
+        encoder, emb = _embedding_of(embedding)
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer(self.build_config)
-        if (client is not None or async_client is not None) and (store is not None or url is not None):
-            raise ConfigError("client= is the Qdrant connection itself; drop url=/store= (or drop client=).")
-        if client is not None or async_client is not None:
-            self.store = _client_store(self.store_config, client, async_client)
-        else:
-            self.store = store if store is not None else _make_store(self.store_config)
+        self.store, self.store_config = _open_store(location, self.store_config)
+        collection = self.store_config.collection
         try:
             info = stored_collection_info(self.store)
-            if language is None and encoder is None and stored_language(info):
-                # An existing collection keeps the BM25 language it was built with.
-                emb = replace(emb, language=stored_language(info))
-            self.encoder = encoder if encoder is not None else Encoder(emb, dense=dense)
+            if encoder is None:
+                if emb.language is None and stored_language(info):
+                    # An existing collection keeps the BM25 language it was built with.
+                    emb = replace(emb, language=stored_language(info))
+                encoder = Encoder(replace(emb, dense=None), dense=emb.dense)
+            self.encoder = encoder
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
                                         dense_size=self.encoder.dense_size, sparse_model=self.encoder.sparse_model)
             self.store.open_collection(
@@ -237,6 +235,20 @@ class DragKneeIndex:
         finally:
             self._forget_identities()
 
+    async def aadd_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+        """:meth:`add_documents` without blocking the event loop (building and encoding are
+        CPU-bound: they run in a worker thread), with the same guarantees: checked before anything
+        is written, one writer at a time, a document visible only once its root is stored."""
+        return await asyncio.to_thread(self.add_documents, list(documents), progress=progress)
+
+    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+        """:meth:`add_nodes` in a worker thread."""
+        return await asyncio.to_thread(self.add_nodes, nodes, progress=progress)
+
+    async def adelete_document(self, doc_id: str) -> bool:
+        """:meth:`delete_document` in a worker thread."""
+        return await asyncio.to_thread(self.delete_document, doc_id)
+
     def sweep_orphans(self) -> OrphanSweep:
         """Delete every rootless document's nodes (what a killed ingest or delete left behind).
 
@@ -275,6 +287,26 @@ class DragKneeIndex:
             out.append(StoredDocument(doc_id=doc_id, text="\n\n".join(leaf.text for leaf in leaves),
                                       metadata=dict(root.metadata)))
         return out
+
+    def get_nodes(self, node_ids: Sequence[str]) -> List[NodeText]:
+        """Tree nodes by id (a result's ``node.id`` / ``parent_id`` / ``child_ids``), each with its
+        span's full text, in the order given; ids not stored (or of a tree being rewritten) are
+        skipped. One fetch for the nodes, one for the leaves of the inner ones."""
+        from .store import RankedHit
+
+        import uuid
+
+        def is_node_id(value: Any) -> bool:  # node ids are UUIDs; anything else names no node
+            try:
+                return isinstance(value, str) and str(uuid.UUID(value)) == value.lower()
+            except ValueError:
+                return False
+
+        ids = [i for i in dict.fromkeys(node_ids) if is_node_id(i)]
+        nodes = [n for n in self.store.retrieve(ids) if n.id in set(ids)] if ids else []
+        hits, texts = fetch_context(self.store, [RankedHit(node=n, score=0.0) for n in nodes])
+        by_id = {h.node.id: NodeText(node=h.node, text=texts[h.node.id]) for h in hits}
+        return [by_id[i] for i in ids if i in by_id]
 
     def stats(self) -> Dict[str, Any]:
         """Documents, nodes per level, model and collection."""
@@ -317,7 +349,8 @@ class DragKneeIndex:
         beam_width: Optional[int] = None,
         max_roots: Optional[int] = None,
         sensitivity: Optional[float] = None,
-        fusion_weights: Optional[Sequence[Tuple[float, float]]] = None,
+        fusion: Optional[FusionConfig] = None,
+        focus: Union[FocusConfig, bool, None] = None,
         filters: Any = None,
         order: Optional[str] = None,
         max_results: Optional[int] = None,
@@ -326,13 +359,16 @@ class DragKneeIndex:
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
         self_query: Any = None,
+        **deprecated: Any,
     ) -> SearchResult:
-        """Walk the trees for ``query``; see :class:`SearchConfig` for the knobs.
+        """Walk the trees for ``query``; the settings are :class:`SearchConfig`'s, grouped the same way.
 
-        ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
-        (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
-        :mod:`drag_knee_retriever.store.filters`. ``max_tokens``: a word budget for the results,
-        filled with the best evidence in order (see :mod:`drag_knee_retriever.budget`).
+        Each setting given here replaces the index's (or ``config``'s) for this search: the method and
+        its own knobs, ``fusion=FusionConfig(...)``, ``focus=FocusConfig(...)`` (``focus=False`` skips the
+        focus step), ``order``, ``max_results``, ``min_score``, ``max_tokens`` (a word budget for the
+        results, filled with the best evidence in order: :mod:`drag_knee_retriever.budget`). ``filters``
+        (applied at every level of the walk) is a LangChain / Mongo-style dict (``{"year": {"$gte": 2020},
+        "$or": [...]}``) or a qdrant-client ``models.Filter``; see :mod:`drag_knee_retriever.store.filters`.
 
         ``self_query`` (default: the index's :attr:`self_query`; ``False``: none for this call): a
         model that reads from the query which documents it names (``llm/self_query.py``); its
@@ -340,8 +376,8 @@ class DragKneeIndex:
         it leaves no result.
         """
         plan = self._plan(query, method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
-                          fusion_weights=fusion_weights, filters=filters, order=order, max_results=max_results,
-                          min_score=min_score, max_tokens=max_tokens, config=config)
+                          fusion=fusion, focus=focus, filters=filters, order=order, max_results=max_results,
+                          min_score=min_score, max_tokens=max_tokens, config=config, **deprecated)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
         model = self.self_query if self_query is None else (self_query or None)
@@ -357,11 +393,17 @@ class DragKneeIndex:
         return self._walk(plan, vectors)
 
     def _walk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
+        rrf_k = plan.settings.fusion.rrf_k
+
         # The walk reads only the nodes' structure (light rankings); the final fetch brings the
         # chosen nodes whole, with their spans' text, and checks that they are still live.
         def rank(requests: Sequence[RankRequest]):
-            return self.store.rank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain,
-                                   light=True)
+            return self.store.rank(requests, vectors, rrf_k=rrf_k, explain=plan.settings.explain, light=True)
+
+        def score(hits: Sequence[Any]) -> None:  # the public [0, 1] scores (relevance.py)
+            extra = relevance_request(hits)
+            plan.score(hits, self.store.rank([extra], vectors, rrf_k=rrf_k, explain=False,
+                                             light=True)[0] if extra else ())
 
         identity = self._identity_match(plan)
         if plan.fills_budget:
@@ -370,12 +412,14 @@ class DragKneeIndex:
             self._check_identities(plan)
             if ranking.ranked:
                 filled = run_fill(plan.fill_steps(ranking), self.store.retrieve)
+                score(filled.hits)
                 return self._result(plan, *plan.budget_context(ranking, filled))
             hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
         else:
             hits = walk(rank, plan.settings, plan.filters, plan.trace, identity)
             plan.mark("walk")
             self._check_identities(plan)
+        score(hits)
         return self._result(plan, *plan.packed(fetch_context(self.store, plan.cap(hits), refresh=True,
                                                              trace=plan.trace)))
 
@@ -403,9 +447,15 @@ class DragKneeIndex:
         return await self._awalk(plan, vectors)
 
     async def _awalk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
+        rrf_k = plan.settings.fusion.rrf_k
+
         async def rank(requests: Sequence[RankRequest]):
-            return await self.store.arank(requests, vectors, rrf_k=plan.settings.rrf_k, explain=plan.settings.explain,
-                                          light=True)
+            return await self.store.arank(requests, vectors, rrf_k=rrf_k, explain=plan.settings.explain, light=True)
+
+        async def score(hits: Sequence[Any]) -> None:
+            extra = relevance_request(hits)
+            plan.score(hits, (await self.store.arank([extra], vectors, rrf_k=rrf_k, explain=False,
+                                                     light=True))[0] if extra else ())
 
         identity = self._identity_match(plan)
         if plan.fills_budget:
@@ -414,29 +464,36 @@ class DragKneeIndex:
             self._check_identities(plan)
             if ranking.ranked:
                 filled = await arun_fill(plan.fill_steps(ranking), self.store.aretrieve)
+                await score(filled.hits)
                 return self._result(plan, *plan.budget_context(ranking, filled))
             hits = ranking.regions
         else:
             hits = await awalk(rank, plan.settings, plan.filters, plan.trace, identity)
             plan.mark("walk")
             self._check_identities(plan)
+        await score(hits)
         return self._result(plan, *plan.packed(await afetch_context(self.store, plan.cap(hits), refresh=True,
                                                                     trace=plan.trace)))
 
-    def _plan(self, query: Any, *, method: Optional[str] = None, beam_width: Optional[int] = None,
-              max_roots: Optional[int] = None, sensitivity: Optional[float] = None,
-              fusion_weights: Optional[Sequence[Tuple[float, float]]] = None,
-              filters: Any = None, order: Optional[str] = None, max_results: Optional[int] = None,
-              min_score: Optional[float] = None, max_tokens: Optional[int] = None,
-              config: Optional[SearchConfig] = None) -> "_SearchPlan":
+    def _plan(self, query: Any, *, filters: Any = None, config: Optional[SearchConfig] = None,
+              fusion_weights: Optional[Sequence[Tuple[float, float]]] = None, **overrides: Any) -> "_SearchPlan":
         """Validate everything about a search before any work is done."""
         started = time.perf_counter()
         query = _validate_query(query)
-        settings = (config or self.search_config).with_overrides(
-            method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
-            fusion_weights=fusion_weights, order=order, max_results=max_results, min_score=min_score,
-            max_tokens=max_tokens,
-        )
+        base = config or self.search_config
+        unknown = sorted(set(overrides) - _SEARCH_OVERRIDES)
+        if unknown:
+            raise TypeError(f"search() got unexpected keyword argument(s) {', '.join(unknown)}; the per-search "
+                            f"settings are {', '.join(sorted(_SEARCH_OVERRIDES))}, filters, config and query_vectors.")
+        if fusion_weights is not None:
+            warn_deprecated("search(fusion_weights=...)", "search(fusion=FusionConfig(weights=...))", stacklevel=4)
+            if overrides.get("fusion") is not None:
+                raise InvalidQueryError("Give fusion= or fusion_weights=, not both.")
+            try:
+                overrides["fusion"] = replace(base.fusion, weights=fusion_weights)
+            except ConfigError as exc:
+                raise InvalidSettingError(str(exc)) from None
+        settings = base.with_overrides(**overrides)
         spec = parse_filters(filters)
         self._check_filter_keys(spec)
         return _SearchPlan(query=query, settings=settings, filters=spec,
@@ -462,7 +519,7 @@ class DragKneeIndex:
     def _identity_match(self, plan: "_SearchPlan") -> IdentityMatch:
         """The documents the query names (identity.py), or none when identity is switched off."""
         settings = plan.settings
-        if not (settings.identity_weight or settings.identity_focus_weight):
+        if not (settings.identity_weight or (settings.focus is not None and settings.focus.identity_weight)):
             return NO_MATCH
         table = self._identities.get(settings.identity_keys)
         if table is None:
@@ -471,7 +528,7 @@ class DragKneeIndex:
             table = IdentityIndex.from_roots(roots, settings.identity_keys)
             self._roots_meta = [(r.doc_id, r.metadata) for r in roots]
             self._identities[settings.identity_keys] = table
-        match = table.match(plan.query, limit=settings.max_roots)
+        match = table.match(plan.query, limit=settings.max_roots or settings.beam_width or 20)
         plan.mark("identity")
         return match
 
@@ -494,7 +551,8 @@ class DragKneeIndex:
         if wanted <= self._metadata_keys:
             return
         self._metadata_keys = self._metadata_keys | frozenset(
-            k for root in self.store.scroll_nodes(level=0, with_text=False) for k in root.metadata)
+            k for root in self.store.scroll_nodes(level=0, with_text=False)
+            for k in (*root.metadata, *(root.metadata.get("drag_page_keys") or ())))
         unknown = sorted(wanted - self._metadata_keys)
         if not unknown:
             return
@@ -504,7 +562,8 @@ class DragKneeIndex:
         )
 
     def _result(self, plan: "_SearchPlan", hits: Sequence[Any], texts: Dict[str, str]) -> SearchResult:
-        nodes = [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
+        nodes = [ScoredNode(node=h.node, score=plan.public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
+                 for i, h in enumerate(hits)]
         if plan.settings.order == "document":
             nodes.sort(key=lambda s: (s.node.doc_id, s.node.span.first_leaf))
         plan.mark("context")
@@ -550,13 +609,17 @@ class DragKneeIndex:
             query_vectors = self.encoder.encode_query(query)
         request = RankRequest(limit=k, leaves_only=scope == "leaves", filters=spec,
                               only=None if mode == "hybrid" else mode)
-        rrf_k = rrf_k if rrf_k is not None else self.search_config.rrf_k
+        rrf_k = rrf_k if rrf_k is not None else self.search_config.fusion.rrf_k
         if unit == "page":
             hits = rank_pages(self.store, request, query_vectors, k=k, rrf_k=rrf_k)
         else:
             hits = self.store.rank([request], query_vectors, rrf_k=rrf_k, explain=False)[0]
+        extra = relevance_request(hits)
+        public = dict(zip((h.node.id for h in hits), relevance_scores(
+            hits, self.store.rank([extra], query_vectors, rrf_k=rrf_k, explain=False, light=True)[0] if extra else ())))
         hits, texts = fetch_context(self.store, hits)
-        return [ScoredNode(node=h.node, score=h.score, rank=i, text=texts[h.node.id]) for i, h in enumerate(hits)]
+        return [ScoredNode(node=h.node, score=public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
+                for i, h in enumerate(hits)]
 
 
 @dataclass
@@ -570,6 +633,13 @@ class _SearchPlan:
     requests_before: int
     started: float
     last: float = 0.0
+    # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
+    public: Dict[str, float] = field(default_factory=dict)
+
+    def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
+        """Give every hit its public score (the walk's raw scores stay on the hits)."""
+        self.public = dict(zip((h.node.id for h in hits), relevance_scores(hits, answered)))
+        self.mark("score")
 
     def narrowed(self, extra: Any) -> "_SearchPlan":
         """The same search with ``extra`` conditions joined to its filters (a fresh trace)."""
@@ -578,10 +648,11 @@ class _SearchPlan:
                            requests_before=self.requests_before, started=self.started, last=self.last)
 
     def cap(self, hits: Sequence[Any]) -> List[Any]:
-        """The walk's results within ``min_score`` and ``max_results`` (best scores kept)."""
+        """The walk's results within ``min_score`` (on the public score) and ``max_results``
+        (the method's best by its own raw score kept)."""
         out = list(hits)
         if self.settings.min_score is not None:
-            out = [h for h in out if h.score >= self.settings.min_score]
+            out = [h for h in out if self.public.get(h.node.id, 0.0) >= self.settings.min_score]
         if self.settings.max_results is not None and len(out) > self.settings.max_results:
             keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
             out = [h for h in out if id(h) in keep]
@@ -590,12 +661,13 @@ class _SearchPlan:
     @property
     def fills_budget(self) -> bool:
         """A word budget over a knee method's focus ranking (the other methods pack their results)."""
-        return self.settings.max_tokens is not None and self.settings.focuses
+        return self.settings.max_tokens is not None and focuses(self.settings)
 
     def fill_steps(self, ranking: FocusRanking) -> FillSteps:
         """The budget fill's reads, bringing also the roots the trace's leaf rankings need."""
         assert self.settings.max_tokens is not None
-        return fill_steps(ranking.ranked, ranking.regions, self.settings.max_tokens, self.settings.merge_ratio,
+        assert self.settings.focus is not None
+        return fill_steps(ranking.ranked, ranking.regions, self.settings.max_tokens, self.settings.focus.merge_ratio,
                           root_docs=sorted(unrooted_docs(self.trace)))
 
     def budget_context(self, ranking: FocusRanking, filled: BudgetFill) -> Context:
@@ -642,16 +714,135 @@ async def _aencode_query(encoder: Any, text: str) -> QueryVectors:
     return await asyncio.to_thread(encoder.encode_query, text)
 
 
-def _client_store(config: StoreConfig, client: Any, async_client: Any) -> NodeStore:
-    """A store over the user's own QdrantClient / AsyncQdrantClient (a sync client is needed for
-    writes and listings; the async one, if given, serves asearch)."""
-    if client is None:
-        raise ConfigError("async_client= needs client= too (writes and listings use the sync client).")
-    if type(client).__name__ != "QdrantClient" or (async_client is not None and type(async_client).__name__ != "AsyncQdrantClient"):
-        raise ConfigError(
-            f"client= takes a qdrant_client.QdrantClient and async_client= an AsyncQdrantClient, got "
-            f"{type(client).__name__}{'' if async_client is None else ' / ' + type(async_client).__name__}."
-        )
+# Keywords of earlier releases: where each one went (see _translate_deprecated).
+_TO_LOCATION = ("path", "url", "client")
+_TO_STORE = ("collection", "engine", "api_key", "timeout", "async_client")
+_TO_EMBEDDING = ("model_name", "model_path", "language")
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_HOST_PORT = re.compile(r"^[\w.-]+:\d{1,5}$")
+
+
+def _translate_deprecated(location: Any, embedding: Any, store: Any,
+                          old: Dict[str, Any]) -> Tuple[Any, Any, Optional[StoreConfig]]:
+    """Map the constructor keywords of earlier releases onto the new ones, each with a DeprecationWarning."""
+    unknown = sorted(set(old) - set(_TO_LOCATION + _TO_STORE + _TO_EMBEDDING + ("encoder",)))
+    if unknown:
+        raise TypeError(f"DragKneeIndex() got unexpected keyword argument(s) {', '.join(unknown)}; it takes a location, "
+                        "embedding=, build=, search=, summarizer= and store=StoreConfig(...).")
+    if store is not None and not isinstance(store, StoreConfig) and _is_store(store):
+        # store= was a ready NodeStore before StoreConfig was accepted here.
+        old["store"] = store
+        store = None
+    places = {k: v for k, v in old.items() if k in _TO_LOCATION + ("store",) and v is not None}
+    if places:
+        if len(places) > 1 or (isinstance(location, (str, os.PathLike)) and str(location) != ":memory:"):
+            given = ", ".join(f"{k}=" for k in places)
+            raise ConfigError(f"Give where the index lives once, as the first argument (a folder, ':memory:', a URL, a "
+                              f"QdrantClient or a NodeStore), not also {given}.")
+        (name, value), = places.items()
+        if name == "client" and type(value).__name__ != "QdrantClient":
+            raise ConfigError(f"client= takes a qdrant_client.QdrantClient, got {type(value).__name__}; "
+                              "pass it as the first argument: DragKneeIndex(QdrantClient(...)).")
+        warn_deprecated(f"DragKneeIndex({name}=...)", "DragKneeIndex(location) (where the index lives, the first "
+                        "argument: a folder, ':memory:', a URL, a QdrantClient or a NodeStore)", stacklevel=3)
+        if name == "url" and isinstance(value, str) and not _URL.match(value):
+            value = f"http://{value}"  # url= always meant a server; qdrant-client reads host:port as http
+        location = value
+    store_changes = {k: old[k] for k in _TO_STORE if old.get(k) is not None}
+    if store_changes:
+        warn_deprecated(f"DragKneeIndex({', '.join(k + '=' for k in store_changes)}...)",
+                        f"DragKneeIndex(..., store=StoreConfig({', '.join(k + '=' for k in store_changes)}...))",
+                        stacklevel=3)
+        store = replace(store or StoreConfig(), **store_changes)
+    emb_changes = {k: old[k] for k in _TO_EMBEDDING if old.get(k)}
+    if old.get("encoder") is not None:
+        warn_deprecated("DragKneeIndex(encoder=...)", "DragKneeIndex(embedding=<the encoder>)", stacklevel=3)
+        if embedding is not None:
+            raise ConfigError("Give either encoder= or embedding=, not both (embedding= takes a ready encoder too).")
+        embedding = old["encoder"]
+    if emb_changes:
+        warn_deprecated(f"DragKneeIndex({', '.join(k + '=' for k in emb_changes)}...)",
+                        f"DragKneeIndex(embedding=EmbeddingConfig({', '.join(k + '=' for k in emb_changes)}...))",
+                        stacklevel=3)
+        if embedding is not None and not isinstance(embedding, EmbeddingConfig):
+            if _is_encoder(embedding):
+                raise ConfigError("a ready encoder was given, so model_name/model_path/language cannot apply too; "
+                                  "drop one of them.")
+            raise ConfigError(
+                "embedding= is your own dense model, so model_name/model_path (a fastembed model) cannot apply "
+                "too; drop one of them (the BM25 language goes in EmbeddingConfig(dense=<model>, language=...)).")
+        embedding = replace(embedding or EmbeddingConfig(), **emb_changes)
+    return location, embedding, store
+
+
+def _is_store(value: Any) -> bool:
+    """A ready :class:`NodeStore` (or an object that serves as one)."""
+    return isinstance(value, NodeStore) or all(hasattr(value, m) for m in ("rank", "open_collection", "scroll_nodes"))
+
+
+def _is_encoder(value: Any) -> bool:
+    """A ready encoder (dense + BM25: an :class:`Encoder` or a wrapper of one), not a dense model."""
+    return hasattr(value, "encode_query") and hasattr(value, "sparse_model")
+
+
+def _embedding_of(embedding: Any) -> Tuple[Any, EmbeddingConfig]:
+    """(a ready encoder or None, the EmbeddingConfig to build one from)."""
+    if embedding is None:
+        return None, EmbeddingConfig()
+    if isinstance(embedding, EmbeddingConfig):
+        return None, embedding
+    if _is_encoder(embedding):
+        return embedding, EmbeddingConfig()
+    # Your own dense model (LangChain Embeddings, LlamaIndex embedding, function, DenseEmbedder).
+    return None, EmbeddingConfig(dense=embedding)
+
+
+def _open_store(location: Any, config: StoreConfig) -> Tuple[NodeStore, StoreConfig]:
+    """The store for ``location`` (see :class:`DragKneeIndex`), and the config with the API key resolved."""
+    if _is_store(location):
+        return location, config
+    kind = type(location).__name__
+    if kind in ("QdrantClient", "AsyncQdrantClient"):
+        return _client_store(config, location), config
+    if location is None:
+        location = ":memory:"
+    if not isinstance(location, (str, os.PathLike)):
+        raise ConfigError(f"location must be a folder, ':memory:', a URL, a QdrantClient or a NodeStore, got {kind}.")
+    text = os.fspath(location)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    engine = config.engine
+    if isinstance(location, str) and _URL.match(text):
+        if engine in ("edge", "local"):
+            raise ConfigError(f"engine={engine!r} is embedded but location {redact_url(text)!r} is a URL; use a folder "
+                              "or ':memory:' for an embedded engine, or engine='server' (or 'auto') for the URL.")
+        config = replace(config, api_key=config.api_key or os.environ.get("QDRANT_API_KEY"))
+        return QdrantClientStore(config.collection, url=text, api_key=config.api_key,
+                                 upsert_batch_size=config.upsert_batch_size, timeout=config.timeout), config
+    if isinstance(location, str) and _HOST_PORT.match(text):
+        raise ConfigError(f"location {text!r} looks like a server address; write it as a URL "
+                          f"('http://{text}'), or as './{text}' for a folder of that name.")
+    if engine == "server":
+        raise ConfigError(f"engine='server' needs a URL as the location (e.g. 'http://localhost:6333'), got {text!r}.")
+    if config.async_client is not None:
+        raise ConfigError("StoreConfig(async_client=...) goes with your own QdrantClient as the location.")
+    if engine in ("edge", "auto"):
+        from .store import EdgeStore
+
+        return EdgeStore(config.collection, location=text, upsert_batch_size=config.upsert_batch_size), config
+    return QdrantClientStore(config.collection, location=text, upsert_batch_size=config.upsert_batch_size,
+                             timeout=config.timeout), config
+
+
+def _client_store(config: StoreConfig, client: Any) -> NodeStore:
+    """A store over the user's own QdrantClient (writes and listings), with StoreConfig.async_client for asearch."""
+    async_client = config.async_client
+    if type(client).__name__ != "QdrantClient":
+        raise ConfigError("An AsyncQdrantClient alone cannot serve an index (writes and listings use a sync client): "
+                          "pass a QdrantClient as the location and the async one as StoreConfig(async_client=...).")
+    if async_client is not None and type(async_client).__name__ != "AsyncQdrantClient":
+        raise ConfigError(f"StoreConfig(async_client=...) takes a qdrant_client.AsyncQdrantClient, got "
+                          f"{type(async_client).__name__}.")
     store = QdrantClientStore(config.collection, client=client, async_client=async_client,
                               upsert_batch_size=config.upsert_batch_size)
     # A client connected to a server (not local mode) is a server engine: payload indexes, no lock.
@@ -659,19 +850,3 @@ def _client_store(config: StoreConfig, client: Any, async_client: Any) -> NodeSt
         store.engine = "server"
         store._where = "<user client>"
     return store
-
-
-def _make_store(config: StoreConfig) -> NodeStore:
-    engine = config.resolved_engine
-    if engine == "edge":
-        from .store import EdgeStore
-
-        return EdgeStore(config.collection, location=config.location, upsert_batch_size=config.upsert_batch_size)
-    return QdrantClientStore(
-        config.collection,
-        location=config.location,
-        url=config.url if engine == "server" else None,
-        api_key=config.api_key,
-        upsert_batch_size=config.upsert_batch_size,
-        timeout=config.timeout,
-    )

@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from .builder import DocumentTree, build_document_trees, document_hash, leaf_id, node_id
+from .builder import DocumentTree, build_document_trees, document_hash
 from .config import BuildConfig
 from .errors import InvalidDocumentError
+from .ids import root_ids
 from .nodes import Document, TreeNode
 from .store import NodeStore
 from .store.filters import parse_filters
@@ -181,7 +182,7 @@ class Ingestor:
         """doc_id -> doc_hash of the documents whose root is stored (one request)."""
         if not doc_ids:
             return {}
-        ids = [i for d in doc_ids for i in (node_id(d, "r"), leaf_id(d, 0))]
+        ids = [i for d in doc_ids for i in root_ids(d)]
         return {node.doc_id: node.doc_hash for node in self.store.retrieve(ids) if node.level == 0}
 
     def write_trees(self, trees: List[DocumentTree], records: List[Any], progress: Optional[Progress]) -> None:

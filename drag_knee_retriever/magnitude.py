@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from .store import RankedHit
+from .store.base import RankedHit
 
 
 def _z(values: Sequence[float]) -> List[float]:

@@ -1,4 +1,7 @@
-"""Plain dataclasses: the input Document, tree nodes, scored results and the search trace."""
+"""Plain dataclasses: the input Document, tree nodes, an encoded query, scored results and the search trace.
+
+How a node is stored (its payload) is :mod:`.point_schema`'s; its id, :mod:`.ids`'.
+"""
 
 from __future__ import annotations
 
@@ -80,6 +83,10 @@ class Document:
     leaves from Markdown sections or paragraphs. ``outline`` (with ``pages`` only): the document's
     own sections, e.g. a PDF's bookmarks, as ``{"title", "page" (1-based), "level" (0 = top)}``
     entries in document order; the builder makes them the tree's section nodes.
+    ``page_metadata`` (with ``pages`` only): one JSON mapping per page, merged over ``metadata``
+    on the nodes that lie within that page (its leaf, or its page node and passages), so a page
+    keeps what its loader said of it (``page``, ``page_label``); nodes spanning several pages
+    carry ``metadata`` only, so filters and the walk see what the whole document shares.
     """
 
     id: str
@@ -87,6 +94,7 @@ class Document:
     pages: Optional[Sequence[str]] = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     outline: Optional[Sequence[Mapping[str, Any]]] = None
+    page_metadata: Optional[Sequence[Mapping[str, Any]]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -120,6 +128,15 @@ class Document:
             object.__setattr__(self, "pages", pages)
         if self.outline is not None:
             object.__setattr__(self, "outline", _check_outline(self.outline, self.pages, where))
+        if self.page_metadata is not None:
+            if self.pages is None:
+                raise InvalidDocumentError(f"{where}: page_metadata needs pages (one mapping per page).")
+            if isinstance(self.page_metadata, (str, bytes, Mapping)) or not isinstance(self.page_metadata, Sequence) \
+                    or len(self.page_metadata) != len(self.pages):
+                raise InvalidDocumentError(
+                    f"{where}: page_metadata must be a list of {len(self.pages)} mappings, one per page.")
+            object.__setattr__(self, "page_metadata", tuple(
+                _check_json_metadata(m, f"{where} page {n}") for n, m in enumerate(self.page_metadata, start=1)))
         object.__setattr__(self, "metadata", _check_json_metadata(self.metadata, where))
 
 
@@ -179,7 +196,7 @@ class Span:
 
 @dataclass(frozen=True)
 class TreeNode:
-    """One node of a document tree, as stored in Qdrant.
+    """One node of a document tree, as stored in Qdrant (its payload: :func:`.point_schema.node_payload`).
 
     ``level`` is the depth from the root (root = 0). ``text`` is the leaf's own text or an inner
     node's summary; :class:`ScoredNode.text` carries the full span text instead.
@@ -205,69 +222,33 @@ class TreeNode:
     # before. The text returned and counted stays ``text``.
     context: Optional[str] = None
 
-    def to_payload(self) -> Dict[str, Any]:
-        """The Qdrant payload of this node."""
-        payload = {
-            "doc_id": self.doc_id,
-            "level": self.level,
-            "is_leaf": self.is_leaf,
-            "parent_id": self.parent_id,
-            "child_ids": list(self.child_ids),
-            "first_leaf": self.span.first_leaf,
-            "last_leaf": self.span.last_leaf,
-            "first_page": self.span.first_page,
-            "last_page": self.span.last_page,
-            "first_part": self.span.first_part,
-            "last_part": self.span.last_part,
-            "text": self.text,
-            "keywords": list(self.keywords),
-            "title": self.title,
-            "path": self.path,
-            "metadata": dict(self.metadata),
-            "doc_hash": self.doc_hash,
-            "description": self.description,
-        }
-        if self.context is not None:  # absent by default, so default payloads stay as they were
-            payload["context"] = self.context
-        return payload
 
-    @classmethod
-    def from_payload(cls, node_id: str, payload: Mapping[str, Any]) -> "TreeNode":
-        """Rebuild a node from its Qdrant payload."""
-        return cls(
-            id=str(node_id),
-            doc_id=payload["doc_id"],
-            level=int(payload["level"]),
-            is_leaf=bool(payload["is_leaf"]),
-            span=Span(
-                int(payload["first_leaf"]),
-                int(payload["last_leaf"]),
-                payload.get("first_page"),
-                payload.get("last_page"),
-                payload.get("first_part"),
-                payload.get("last_part"),
-            ),
-            text=payload.get("text", ""),
-            parent_id=payload.get("parent_id"),
-            child_ids=tuple(payload.get("child_ids") or ()),
-            keywords=tuple(payload.get("keywords") or ()),
-            title=payload.get("title"),
-            path=payload.get("path", ""),
-            metadata=dict(payload.get("metadata") or {}),
-            doc_hash=payload.get("doc_hash", ""),
-            description=payload.get("description"),
-            context=payload.get("context"),
-        )
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query encoded once: dense vector and BM25 sparse vector (indices, values). The encoder
+    makes it, every ranking request of a search carries it to the store."""
+
+    dense: Tuple[float, ...]
+    sparse_indices: Tuple[int, ...]
+    sparse_values: Tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class ScoredNode:
-    """A search hit: the node, its fused score and rank, and the full text of its span."""
+    """A search hit: the node, its score and rank, and the full text of its span.
+
+    ``score`` is the public scale of every method (:mod:`~drag_knee_retriever.relevance`): in
+    [0, 1], higher is better, comparable across queries (the query's dense cosine with the node,
+    clipped at 0). ``raw_score`` is what the method ranked and cut on: an RRF sum (``fixed``,
+    ``branch``, flat hybrid), a z-score sum (the default focus), a cosine or BM25 score (flat
+    dense / sparse); ``rank`` follows the method's order.
+    """
 
     node: TreeNode
     score: float
     rank: int
     text: str
+    raw_score: Optional[float] = None
 
     @property
     def span(self) -> Span:
@@ -290,11 +271,29 @@ class ScoredNode:
             "span": asdict(self.node.span),
             "span_label": str(self.node.span),
             "score": self.score,
+            "raw_score": self.raw_score,
             "rank": self.rank,
             "title": self.node.title,
             "metadata": dict(self.node.metadata),
             "text": self.text,
         }
+
+
+@dataclass(frozen=True)
+class NodeText:
+    """A node fetched by id (:meth:`DragKneeIndex.get_nodes`): the node and the full text of its
+    span (a leaf's own text; an inner node's leaves joined, in order)."""
+
+    node: TreeNode
+    text: str
+
+    @property
+    def span(self) -> Span:
+        return self.node.span
+
+    @property
+    def doc_id(self) -> str:
+        return self.node.doc_id
 
 
 @dataclass(slots=True)
@@ -316,7 +315,7 @@ class TraceCandidate:
     # "kept", "suppressed", "cut" (beyond the knee or the beam width)
     outcome: str = "kept"
     suppressed_by: Optional[str] = None
-    # With SearchConfig.focus_scores="magnitude": the focus candidate's dense cosine and BM25 score
+    # With SearchConfig.focus.scores="magnitude": the focus candidate's dense cosine and BM25 score
     # (fused_score is then their z-scored sum with the siblings' evidence).
     dense_score: Optional[float] = None
     sparse_score: Optional[float] = None

@@ -29,6 +29,7 @@ import hashlib
 import logging
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,16 +42,16 @@ from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Literal, Optional, Sequence, Tuple
 
 from .errors import ConfigError, OcrUnavailableError
+from .languages import OCR_LANGUAGES, tesseract_code
+from .settings import Settings, setting, settings_class, warn_deprecated
 
 log = logging.getLogger(__name__)
+_TESSERACT_NAMES = {code: name for name, code in OCR_LANGUAGES.items()}
 
 OcrMode = Literal["auto", "always", "never"]
 OCR_MODES: Tuple[str, ...] = ("auto", "always", "never")
-TEXT_SOURCE_PDF = "pdf"
-TEXT_SOURCE_OCR = "ocr"
-# Document metadata key: 1-based numbers of the pages whose text came from OCR. The builder turns
-# it into each leaf's ``text_source`` (and does not copy the list onto every node).
-OCR_PAGES_KEY = "ocr_pages"
+# The pages OCR'd are recorded in a document's metadata under point_schema.OCR_PAGES_KEY; the
+# builder turns that into each leaf's point_schema.TEXT_SOURCE_KEY.
 ENV_TESSERACT = "DRAG_KNEE_TESSERACT"
 
 # Measured on MMLongBench-Doc (benchmarks/RESULTS.md, "OCR"): 733 of the 737 pages of the 20
@@ -86,63 +87,71 @@ def install_hint(languages: str = "eng") -> str:
     return "sudo apt-get install " + " ".join(packages)
 
 
-@dataclass(frozen=True)
-class OcrConfig:
-    """How PDF pages are OCR'd. Validated when built.
+def _ocr_languages(name: str, value: Any) -> Tuple[str, ...]:
+    """Language names (the package's one vocabulary: ``("english", "russian")``, or ``"english+russian"``).
 
-    ``mode``: ``"auto"`` OCRs pages whose text layer has fewer than ``min_chars`` non-blank
-    characters, ``"always"`` every page (the OCR text replaces the text layer), ``"never"`` none.
-    ``languages``: Tesseract language codes joined by ``+`` (``"eng+rus"``). ``scale``: render
-    scale (1.0 = 72 dpi). ``workers``: engine processes at once. ``timeout``: seconds per page.
-    ``max_pixels``: cap on a rendered page. ``cache_dir``: where OCR text is cached (None: the
-    user cache folder). ``tesseract``: the engine program (default: ``$DRAG_KNEE_TESSERACT`` or
-    ``tesseract`` on PATH). ``psm`` / ``oem``: Tesseract's page segmentation and engine modes.
+    Tesseract's own codes (``"eng+rus"``, the spelling before issue 23) are read for one release with a
+    DeprecationWarning naming the names.
     """
+    parts = [p for p in re.split(r"[+,]", value) if p] if isinstance(value, str) else value
+    if not isinstance(parts, (tuple, list)) or not parts or not all(isinstance(p, str) and p.strip() for p in parts):
+        raise ConfigError(f"{name} must be language names, e.g. ('english', 'russian'), got {value!r}.")
+    names, codes = [], []
+    for part in (p.strip().lower() for p in parts):
+        if part not in OCR_LANGUAGES and part in _TESSERACT_NAMES:
+            codes.append(part)
+            part = _TESSERACT_NAMES[part]
+        tesseract_code(part)  # refuses an unknown name, listing the known ones
+        names.append(part)
+    if codes:
+        warn_deprecated(f"OcrConfig(languages={'+'.join(codes)!r}) (Tesseract codes)",
+                        f"language names, OcrConfig(languages={tuple(names)!r})", stacklevel=6)
+    return tuple(dict.fromkeys(names))
 
-    mode: OcrMode = "auto"
-    languages: str = "eng"
-    min_chars: int = DEFAULT_MIN_CHARS
-    scale: float = DEFAULT_SCALE
-    grayscale: bool = True
-    binarize: bool = False
-    psm: int = 3
-    oem: int = 1
-    workers: int = field(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)))
-    timeout: float = 60.0
-    max_pixels: int = DEFAULT_MAX_PIXELS
-    cache_dir: Optional[str] = None
-    tesseract: Optional[str] = None
 
-    def __post_init__(self) -> None:
-        if self.mode not in OCR_MODES:
-            raise ConfigError(f"ocr must be one of {', '.join(OCR_MODES)}, got {self.mode!r}.")
-        langs = self.languages
-        if not isinstance(langs, str) or not langs or any(
-            not part or not all(c.isalnum() or c == "_" for c in part) for part in langs.split("+")
-        ):
-            raise ConfigError(
-                f"ocr_languages must be Tesseract codes joined by '+', e.g. 'eng' or 'eng+rus', got {langs!r}."
-            )
-        if not isinstance(self.min_chars, int) or self.min_chars < 0:
-            raise ConfigError(f"OCR min_chars must be an int >= 0, got {self.min_chars!r}.")
-        if not isinstance(self.scale, (int, float)) or not 0.25 <= self.scale <= 8:
-            raise ConfigError(f"OCR scale must be between 0.25 and 8 (1.0 = 72 dpi), got {self.scale!r}.")
-        if not isinstance(self.psm, int) or not 0 <= self.psm <= 13:
-            raise ConfigError(f"OCR psm must be a Tesseract page segmentation mode 0-13, got {self.psm!r}.")
-        if not isinstance(self.oem, int) or not 0 <= self.oem <= 3:
-            raise ConfigError(f"OCR oem must be a Tesseract engine mode 0-3, got {self.oem!r}.")
-        if not isinstance(self.workers, int) or not 1 <= self.workers <= 64:
-            raise ConfigError(f"OCR workers must be an int from 1 to 64, got {self.workers!r}.")
-        if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
-            raise ConfigError(f"OCR timeout must be a positive number of seconds, got {self.timeout!r}.")
-        if not isinstance(self.max_pixels, int) or self.max_pixels < 10_000:
-            raise ConfigError(f"OCR max_pixels must be an int >= 10000, got {self.max_pixels!r}.")
-        if self.cache_dir is not None:
-            object.__setattr__(self, "cache_dir", str(self.cache_dir))
+@settings_class
+class OcrConfig(Settings):
+    """How PDF pages are OCR'd. Validated when built."""
+
+    mode: OcrMode = setting(
+        "auto", kind="choice", choices=OCR_MODES,
+        doc="'auto' OCRs pages whose text layer has fewer than min_chars non-blank characters, 'always' every page "
+            "(the OCR text replaces the text layer), 'never' none.")
+    languages: Tuple[str, ...] = setting(
+        ("english",), kind="any", check=_ocr_languages,
+        doc="The languages on the pages, as names ('english', 'russian', 'german', ...; Tesseract needs each one's "
+            "language data installed).")
+    min_chars: int = setting(DEFAULT_MIN_CHARS, kind=int, low=0,
+                             doc="With mode='auto': a page with fewer non-blank characters in its text layer is OCR'd.")
+    scale: float = setting(DEFAULT_SCALE, kind=float, low=0.25, high=8.0, hint="1.0 = 72 dpi",
+                           doc="Render scale (1.0 = 72 dpi; 4/3 renders slides at their embedded images' resolution).")
+    grayscale: bool = setting(True, kind=bool, doc="Render in greyscale (what Tesseract reads best).")
+    binarize: bool = setting(False, kind=bool, doc="Threshold the rendering to black and white before reading it.")
+    psm: int = setting(3, kind=int, low=0, high=13, hint="a Tesseract page segmentation mode",
+                       doc="Tesseract's page segmentation mode (3: fully automatic).")
+    oem: int = setting(1, kind=int, low=0, high=3, hint="a Tesseract engine mode",
+                       doc="Tesseract's engine mode (1: the LSTM engine).")
+    workers: int = setting(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)), kind=int, low=1, high=64,
+                           doc="Engine processes at once (default: up to 2, one per core).")
+    timeout: float = setting(60.0, kind=float, low=0.0, low_open=True,
+                             doc="Seconds per page; a page not read in time is left empty (and reported).")
+    max_pixels: int = setting(DEFAULT_MAX_PIXELS, kind=int, low=10_000,
+                              doc="Cap on a rendered page: a larger one is rendered smaller (a hostile MediaBox "
+                                  "cannot allocate gigabytes).")
+    cache_dir: Optional[str] = setting(None, kind="any", optional=True, check=lambda n, v: None if v is None else str(v),
+                                       doc="Where OCR text is cached (None: the user cache folder).")
+    tesseract: Optional[str] = setting(None, kind="any", optional=True,
+                                       doc="The engine program (default: $DRAG_KNEE_TESSERACT or tesseract on PATH).")
+
+    @property
+    def tesseract_languages(self) -> str:
+        """The languages as Tesseract's ``-l`` argument: ``"eng+rus"``."""
+        return "+".join(tesseract_code(name) for name in self.languages)
 
     def engine_key(self) -> str:
         """Everything besides the image that changes the engine's output (part of the cache key)."""
-        return f"tesseract {engine_version(self)}|{self.languages}|psm{self.psm}|oem{self.oem}|bin{int(self.binarize)}"
+        return (f"tesseract {engine_version(self)}|{self.tesseract_languages}|psm{self.psm}|oem{self.oem}"
+                f"|bin{int(self.binarize)}")
 
 
 def needs_ocr(text: str, config: OcrConfig) -> bool:
@@ -169,7 +178,7 @@ def tesseract_command(config: OcrConfig) -> str:
     if found is None:
         raise OcrUnavailableError(
             f"OCR needs the Tesseract engine, and {name!r} was not found on PATH. Install it: "
-            f"{install_hint(config.languages)} (or set {ENV_TESSERACT} to the program's path); "
+            f"{install_hint(config.tesseract_languages)} (or set {ENV_TESSERACT} to the program's path); "
             "or pass ocr='never' (--ocr never) to skip pages without a text layer."
         )
     return found
@@ -196,11 +205,11 @@ def check_engine(config: OcrConfig) -> str:
         out = _run_info([cmd, "--list-langs"])
         # The first line is "List of available languages in ...:"; the codes follow.
         _LANGS[cmd] = tuple(line.strip() for line in out.splitlines()[1:] if line.strip())
-    missing = [lang for lang in config.languages.split("+") if lang not in _LANGS[cmd]]
+    missing = [lang for lang in config.tesseract_languages.split("+") if lang not in _LANGS[cmd]]
     if missing:
         raise OcrUnavailableError(
             f"Tesseract at {cmd} has no language data for {', '.join(missing)} "
-            f"(installed: {', '.join(_LANGS[cmd]) or 'none'}). Install it: {install_hint(config.languages)}."
+            f"(installed: {', '.join(_LANGS[cmd]) or 'none'}). Install it: {install_hint(config.tesseract_languages)}."
         )
     return cmd
 
@@ -369,7 +378,7 @@ def recognize(image: PageImage, config: OcrConfig, cmd: Optional[str] = None) ->
     if image.blank:
         return PageOcr(image.index, "")
     cmd = cmd or tesseract_command(config)
-    args = [cmd, "stdin", "stdout", "-l", config.languages, "--psm", str(config.psm), "--oem", str(config.oem)]
+    args = [cmd, "stdin", "stdout", "-l", config.tesseract_languages, "--psm", str(config.psm), "--oem", str(config.oem)]
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
     started = time.perf_counter()
     try:
@@ -379,7 +388,7 @@ def recognize(image: PageImage, config: OcrConfig, cmd: Optional[str] = None) ->
                        seconds=time.perf_counter() - started)
     except OSError as exc:
         raise OcrUnavailableError(
-            f"The OCR engine {cmd} could not be started ({exc}); reinstall it: {install_hint(config.languages)}."
+            f"The OCR engine {cmd} could not be started ({exc}); reinstall it: {install_hint(config.tesseract_languages)}."
         ) from None
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
@@ -533,14 +542,11 @@ def fill_pages(
 
 __all__ = [
     "OCR_MODES",
-    "OCR_PAGES_KEY",
     "OcrCache",
     "OcrConfig",
     "OcrMode",
     "OcrRun",
     "OcrUnavailableError",
-    "TEXT_SOURCE_OCR",
-    "TEXT_SOURCE_PDF",
     "check_engine",
     "fill_pages",
     "install_hint",

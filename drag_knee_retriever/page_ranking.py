@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Dict, List, Optional
 
-from .store import NodeStore, QueryVectors, RankRequest
-from .store.base import RankedHit
+from .nodes import QueryVectors
+from .store.base import NodeStore, RankedHit, RankRequest
 
 # The leaf ranking is asked for k leaves first, then four times more until k pages are found or
 # the ranking runs out; the cap bounds one search's cost on a store of very long pages. Starting

@@ -109,7 +109,7 @@ class ExtractiveSummarizer:
     An inner node's description is its most central sentences: sentences of the subtree are
     scored by TF-IDF cosine similarity to the subtree's centroid, picked greedily with a diversity
     penalty (maximal marginal relevance), kept in document order and capped at
-    ``summary_max_chars``. Keywords are the terms most distinctive of the subtree (TF-IDF against
+    ``BuildConfig.summary.max_chars``. Keywords are the terms most distinctive of the subtree (TF-IDF against
     the other nodes of the same level of the document). Leaves keep their own text and get keywords.
     """
 
@@ -123,7 +123,7 @@ class ExtractiveSummarizer:
     @property
     def identity(self) -> str:
         c = self.config
-        return f"extractive(s={c.summary_sentences},chars={c.summary_max_chars},kw={c.keywords},div={self.diversity})"
+        return f"extractive(s={c.summary.sentences},chars={c.summary.max_chars},kw={c.summary.keywords},div={self.diversity})"
 
     def describe(self, requests: Sequence[SummaryRequest]) -> List[Summary]:
         # Keywords are distinctive against the node's siblings at the same level of the same document.
@@ -143,14 +143,14 @@ class ExtractiveSummarizer:
         return out
 
     def _keywords(self, tokens: Sequence[str], df: Counter, n_docs: int) -> Tuple[str, ...]:
-        if not tokens or self.config.keywords == 0:
+        if not tokens or self.config.summary.keywords == 0:
             return ()
         tf = Counter(tokens)
         scored = sorted(
             tf.items(),
             key=lambda kv: (-(1 + math.log(kv[1])) * math.log((1 + n_docs) / (1 + df.get(kv[0], 0)) + 1.0), kv[0]),
         )
-        return tuple(word for word, _ in scored[: self.config.keywords])
+        return tuple(word for word, _ in scored[: self.config.summary.keywords])
 
     def _central_sentences(self, request: SummaryRequest) -> str:
         cfg = self.config
@@ -167,7 +167,7 @@ class ExtractiveSummarizer:
             for t in tokens:
                 vocab.setdefault(t, len(vocab))
         if not vocab:
-            return _cap(" ".join(sentences[: cfg.summary_sentences]), cfg.summary_max_chars)
+            return _cap(" ".join(sentences[: cfg.summary.sentences]), cfg.summary.max_chars)
         matrix = np.zeros((len(sentences), len(vocab)), dtype=np.float32)
         for i, tokens in enumerate(token_lists):
             for t, c in Counter(tokens).items():
@@ -181,9 +181,9 @@ class ExtractiveSummarizer:
         centroid /= np.linalg.norm(centroid) or 1.0
         relevance = matrix @ centroid
         chosen: List[int] = []
-        budget = cfg.summary_max_chars
+        budget = cfg.summary.max_chars
         candidates = set(range(len(sentences)))
-        while candidates and len(chosen) < cfg.summary_sentences:
+        while candidates and len(chosen) < cfg.summary.sentences:
             if chosen:
                 redundancy = (matrix[list(candidates)] @ matrix[chosen].T).max(axis=1)
             else:
@@ -201,7 +201,7 @@ class ExtractiveSummarizer:
         text = " ".join(sentences[i] for i in sorted(chosen))
         if request.title:
             text = f"{request.title}. {text}"
-        return _cap(text, cfg.summary_max_chars)
+        return _cap(text, cfg.summary.max_chars)
 
 
 def _cap(text: str, limit: int) -> str:

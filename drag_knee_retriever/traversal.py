@@ -13,15 +13,15 @@ children (the broader unit answers better, so it stays whole); a child is kept a
 parent (the finer unit answers better). ``fixed`` keeps at most ``beam_width``. Stop when the beam
 no longer changes or has no inner node left.
 
-Focus (knee methods, ``SearchConfig.focus_pool``): the walk's nodes are regions; the leaves under
-them are ranked together in one more round trip, the best ``focus_pool`` are cut at their knee, and
+Focus (knee methods, ``SearchConfig.focus``): the walk's nodes are regions; the leaves under
+them are ranked together in one more round trip, the best ``focus.pool`` are cut at their knee, and
 those leaves are the result, except that a region most of whose leaves survive
-(``merge_ratio``) is returned whole. With ``focus_global`` the same round trip also ranks the best
+(``focus.merge_ratio``) is returned whole. With ``focus.global_leaves`` the same round trip also ranks the best
 leaves of the whole filtered collection, and the two lists are fused (the tree as evidence, a
 global leaf ranking as a second opinion; the trace shows it as a "global" step). Why: the walk reliably finds the right documents and
 sections, but a knee over the few candidates of one beam step decides badly between a parent and
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
-generously (``region_sensitivity``) and the leaves compete once, directly.
+generously (``focus.region_sensitivity``) and the leaves compete once, directly.
 
 The focus cut (:func:`focus_cut`) is the knee of the best ``focus_pool`` leaves; with magnitude
 scores, whose differences mean something (sums of z-scores over the pool), it also keeps every leaf
@@ -41,19 +41,51 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
-from .builder import span_leaf_ids
-from .config import SearchConfig
+from .config import FOCUS_METHODS, SearchConfig
 from .identity import NO_MATCH, IdentityMatch
+from .ids import span_leaf_ids
 from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
-from .store import FilterSpec, RankedHit, RankRequest
+from .store.base import FilterSpec, RankedHit, RankRequest
 
 log = logging.getLogger(__name__)
 
 Ranker = Callable[[Sequence[RankRequest]], List[List[RankedHit]]]
 AsyncRanker = Callable[[Sequence[RankRequest]], Awaitable[List[List[RankedHit]]]]
 Steps = Generator[List[RankRequest], List[List[RankedHit]], List[RankedHit]]
+
+
+# How the settings are used lives here, with the walk (the config only holds and checks them).
+
+
+def level_weights(schedule: Optional[Sequence[Tuple[float, float]]], level: int) -> Tuple[float, float]:
+    """The (dense, sparse) weights of a tree level (0 = roots): the last pair serves deeper levels."""
+    if not schedule:
+        return (1.0, 1.0)
+    return schedule[min(level, len(schedule) - 1)]
+
+
+def focuses(config: SearchConfig) -> bool:
+    """Whether the walk ends with a focus step (a knee method with a ``focus``)."""
+    return config.focus is not None and config.method in FOCUS_METHODS
+
+
+def knee_sensitivity(config: SearchConfig) -> float:
+    """The sensitivity of the method's knee: 1.0 (the plain knee) for ``"knee"``, else ``sensitivity``."""
+    return 1.0 if config.method == "knee" or config.sensitivity is None else config.sensitivity
+
+
+def walk_sensitivity(config: SearchConfig) -> float:
+    """The sensitivity of the walk's own knee cuts (roots and beam steps): with a focus step after
+    them, ``focus.region_sensitivity`` (or the method's, if smaller)."""
+    if focuses(config):
+        return min(config.focus.region_sensitivity, knee_sensitivity(config))  # type: ignore[union-attr]
+    return knee_sensitivity(config)
+
+
+def _weights(config: SearchConfig, level: int) -> Tuple[float, float]:
+    return level_weights(config.fusion.weights, level)
 
 
 def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
@@ -72,14 +104,14 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
 
     ``identity``: the documents the query names (:mod:`.identity`); their roots join the roots
     ranking and their scores count there (``config.identity_weight``) and in the magnitude focus
-    (``config.identity_focus_weight``)."""
+    (``config.focus.identity_weight``)."""
     roots = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return []
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
-    if config.focuses:
+    if focuses(config):
         return (yield from _focus(config, filters, trace, regions, identity))
     return regions
 
@@ -107,15 +139,15 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     """How many ranked hits survive before suppression, and the knee position if a knee was used."""
     if config.method == "fixed":
         return len(hits), None
-    keep = knee_index([h.score for h in hits], config.walk_sensitivity) if hits else 0
+    keep = knee_index([h.score for h in hits], walk_sensitivity(config)) if hits else 0
     return keep, keep
 
 
 def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identity: IdentityMatch = NO_MATCH) -> Steps:
     limit = config.beam_width if config.method == "fixed" else config.max_roots
-    weights = config.weights_for_level(0)
+    weights = _weights(config, 0)
     requests = [RankRequest(limit=limit, weights=weights, level=0, filters=filters)]
-    named = identity.root_ids[: config.max_roots] if identity and config.identity_weight else ()
+    named = identity.root_ids[:limit] if identity and config.identity_weight else ()
     if named:
         # The roots of the documents the query names, in the same round trip (the filters hold for
         # them too): a document named by its title ranks even where its text ranks below the limit.
@@ -175,7 +207,7 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
             break
         beam_ids = [h.node.id for h in beam]
         candidate_ids = tuple(dict.fromkeys(beam_ids + list(parent_of)))
-        weights = config.weights_for_level(depth)
+        weights = _weights(config, depth)
         hits = (yield [RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
         step = TraceStep(step=len(trace.steps), kind="beam", level=depth, weights=weights)
         keep, knee_at = _cut(config, hits)
@@ -228,31 +260,31 @@ def _focus_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, regions
     """The focus step's pool ranked (a :class:`FocusPool`): the leaves under the walk's nodes (and
     the best leaves of the collection, with ``focus_global``), best first. ``deeper``: a word
     budget's global ranking this many leaves long, in the same round trip."""
-    assert config.focus_pool is not None
+    assert config.focus.pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
-    weights = config.weights_for_level(config.max_depth)  # the leaves' weights: the deepest pair
+    weights = _weights(config, config.max_depth)  # the leaves' weights: the deepest pair
     extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=filters)]
-             if deeper and config.focus_global else [])
-    if config.focus_scores == "magnitude":
+             if deeper and config.focus.global_leaves else [])
+    if config.focus.scores == "magnitude":
         return (yield from _magnitude_pool(config, filters, trace, candidate_ids, weights, extra, identity))
-    if config.focus_global:
+    if config.focus.global_leaves:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deepest = len(candidate_ids) if deeper else min(max(config.focus_pool, config.focus_global),
+        deepest = len(candidate_ids) if deeper else min(max(config.focus.pool, config.focus.global_leaves),
                                                           len(candidate_ids))
         answers = (yield [
             RankRequest(limit=deepest, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters),
+            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=filters),
         ] + extra)
         region_hits, global_hits = answers[0], answers[1]
         _global_step(trace, global_hits, weights)
-        return FocusPool(combine_rankings([region_hits, global_hits], config.rrf_k), list(global_hits),
+        return FocusPool(combine_rankings([region_hits, global_hits], config.fusion.rrf_k), list(global_hits),
                          list(answers[2]) if extra else [])
-    limit = len(candidate_ids) if deeper else min(config.focus_pool, len(candidate_ids))
+    limit = len(candidate_ids) if deeper else min(config.focus.pool, len(candidate_ids))
     return FocusPool((yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids,
                                          filters=filters)])[0])
 
@@ -270,43 +302,45 @@ def focus_cut(config: SearchConfig, hits: Sequence[RankedHit]) -> int:
     ``focus_pool``; with magnitude scores (whose units mean something: sums of z-scores over the
     pool) at least every leaf within ``near_best`` of the best (up to ``near_best_limit``), and the
     best alone when it is ahead of the second by more than ``standout``."""
-    keep = knee_index([h.score for h in hits[: config.focus_pool]], config.effective_sensitivity) if hits else 0
-    if config.focus_scores != "magnitude" or not hits:
+    keep = knee_index([h.score for h in hits[: config.focus.pool]], knee_sensitivity(config)) if hits else 0
+    if config.focus.scores != "magnitude" or not hits:
         return keep
     best = hits[0].score
-    if config.near_best is not None:
-        floor = best - config.near_best
+    if config.focus.near_best is not None:
+        floor = best - config.focus.near_best
         band = 0
-        for hit in hits[: config.near_best_limit]:
+        for hit in hits[: config.focus.near_best_limit]:
             if hit.score < floor:
                 break
             band += 1
         keep = max(keep, band)
-    if config.standout is not None and len(hits) > 1 and best - hits[1].score > config.standout:
+    if config.focus.standout is not None and len(hits) > 1 and best - hits[1].score > config.focus.standout:
         keep = 1
     return keep
 
 
 def _focus_depth(config: SearchConfig) -> int:
     """How many of the focus ranking's leaves the cut may keep (the trace lists them)."""
-    assert config.focus_pool is not None
-    if config.focus_scores == "magnitude" and config.near_best is not None:
-        return max(config.focus_pool, config.near_best_limit)
-    return config.focus_pool
+    assert config.focus.pool is not None
+    if config.focus.scores == "magnitude" and config.focus.near_best is not None:
+        return max(config.focus.pool, config.focus.near_best_limit)
+    return config.focus.pool
 
 
 def _identity_of(config: SearchConfig, identity: IdentityMatch) -> Optional[IdentityMatch]:
     """The match the focus step's leaves inherit (and the trace shows), or None where it does not count."""
-    return identity if identity and config.identity_focus_weight and config.focus_scores == "magnitude" else None
+    return identity if identity and config.focus.identity_weight and config.focus.scores == "magnitude" else None
 
 
 def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
            identity: IdentityMatch = NO_MATCH) -> Steps:
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+    focus = config.focus
+    assert focus is not None
     pool = yield from _focus_pool(config, filters, trace, regions, identity=identity)
     inherited = _identity_of(config, identity)
     hits = pool.ranked[: _focus_depth(config)]
-    weights = config.weights_for_level(config.max_depth)
+    weights = _weights(config, config.max_depth)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
     trace.steps.append(step)
@@ -319,10 +353,10 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
     survivors = {h.node.id for h in hits[:keep]}
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
-    if config.merge_ratio is not None:
+    if focus.merge_ratio is not None:
         for region in regions:
             leaves = leaves_of[region.node.id]
-            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > config.merge_ratio:
+            if len(leaves) > 1 and sum(i in survivors for i in leaves) / len(leaves) > focus.merge_ratio:
                 merged_into.update((i, region.node.id) for i in leaves)
     by_id = {region.node.id: region for region in regions}
     results: List[RankedHit] = []
@@ -343,9 +377,10 @@ def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: Lis
         candidate.outcome = "merged"
         candidate.suppressed_by = region_id
         if region_id not in placed:
-            # The region takes the place and the score of its best surviving leaf.
+            # The region takes the place and the score of its best surviving leaf (its cosine
+            # too: the public score of a region returned whole is its best leaf's, relevance.py).
             placed.add(region_id)
-            results.append(RankedHit(node=by_id[region_id].node, score=hit.score))
+            results.append(RankedHit(node=by_id[region_id].node, score=hit.score, dense_score=hit.dense_score))
     step.kept_count = len(results)
     return results
 
@@ -379,18 +414,18 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     spends its words on one page (measured: benchmarks/RESULTS.md, "budget"). A leaf keeps its
     focus score where the pool scored it; a leaf only the deeper ranking reached gets the pool's
     lowest."""
-    assert config.focuses and config.max_tokens is not None
+    assert focuses(config) and config.max_tokens is not None
     roots = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return FocusRanking(regions=[], ranked=[])
     regions = yield from _beam(config, filters, trace, roots)
-    deeper = min(max(config.focus_global or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
+    deeper = min(max(config.focus.global_leaves or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
     pool = yield from _focus_pool(config, filters, trace, regions, deeper=deeper, identity=identity)
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
     ranked = budget_order(pool, keep)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
-                     weights=config.weights_for_level(config.max_depth))
+                     weights=_weights(config, config.max_depth))
     step.knee_index = keep
     for position, hit in enumerate(ranked):
         candidate = _candidate(hit, position)
@@ -451,30 +486,31 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
     """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first (a :class:`FocusPool`;
     ``extra``: a budget's deeper global request, answered as ``deeper``).
 
-    One round trip: every leaf under the walk's regions and (``focus_global``) the best leaves of
+    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves of
     the whole filtered collection, each with its dense cosine and BM25 score; the union is
     re-scored by :func:`~drag_knee_retriever.magnitude.magnitude_ranking`. Why the whole region
     and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
     parent's evidence.
     """
-    assert config.focus_pool is not None
+    focus = config.focus
+    assert focus is not None
     requests = []
     if candidate_ids:
         requests.append(RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids,
                                     filters=filters, with_scores=True))
-    if config.focus_global:
-        requests.append(RankRequest(limit=config.focus_global, weights=weights, leaves_only=True, filters=filters,
+    if focus.global_leaves:
+        requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True, filters=filters,
                                     with_scores=True))
     if not requests:
         return FocusPool([])
     answers = yield requests + list(extra)
     region_hits = answers[0] if candidate_ids else []
-    global_hits = answers[len(requests) - 1] if config.focus_global else []
-    if config.focus_global:
+    global_hits = answers[len(requests) - 1] if config.focus.global_leaves else []
+    if config.focus.global_leaves:
         _global_step(trace, global_hits, weights)
-    ranked = magnitude_ranking(list(region_hits) + list(global_hits), config.sibling_weight,
-                               identity.scores if identity else None, config.identity_focus_weight,
-                               _root_scores(trace) if config.root_focus_weight else None, config.root_focus_weight)
+    ranked = magnitude_ranking(list(region_hits) + list(global_hits), (config.focus.sibling_weight or 0.0),
+                               identity.scores if identity else None, config.focus.identity_weight,
+                               _root_scores(trace) if config.focus.root_weight else None, config.focus.root_weight)
     return FocusPool(ranked, list(global_hits), list(answers[-1]) if extra else [])
 
 
@@ -505,7 +541,7 @@ def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List
     for depth in range(1, config.max_depth + 1):
         if not frontier:
             break
-        weights = config.weights_for_level(depth)
+        weights = _weights(config, depth)
         requests = []
         for _, hit in frontier:
             ids = tuple(dict.fromkeys((hit.node.id,) + tuple(c for c in hit.node.child_ids if c not in visited)))

@@ -74,14 +74,14 @@ class Vectorizer:
         return [self.dense_text(nodes[i]) for i in self._encoded_positions(nodes)]
 
     def _encoded_positions(self, nodes: Sequence[TreeNode]) -> List[int]:
-        mode = self.config.inner_vectors
+        mode = self.config.vectors.inner_dense
         return [i for i, n in enumerate(nodes) if n.is_leaf or mode in ("summary", "both")]
 
     def dense_text(self, node: TreeNode) -> str:
         """What a node's dense vector encodes (an inner node: its description)."""
         if not node.is_leaf:
             return node.text
-        mode = self.config.leaf_text
+        mode = self.config.vectors.leaf_dense
         if mode == "description" and node.description:
             return node.description
         # A leaf is indexed with its section heading in front (headings are titles, not leaf text,
@@ -94,7 +94,7 @@ class Vectorizer:
     def sparse_texts(self, nodes: Sequence[TreeNode], dense_texts: Sequence[str]) -> List[str]:
         """What every node's BM25 vector encodes (children before parents in ``nodes``)."""
         span_texts: Dict[str, str] = {}
-        if self.config.inner_sparse == "span":
+        if self.config.vectors.inner_sparse == "span":
             for node in nodes:  # children first, so a parent joins its children's span texts
                 if node.is_leaf:
                     span_texts[node.id] = titled(leaf_context(node), node.text)
@@ -104,7 +104,7 @@ class Vectorizer:
                 for n, t in zip(nodes, dense_texts)]
 
     def _sparse_text(self, node: TreeNode, text: str) -> str:
-        mode = self.config.sparse_text
+        mode = self.config.vectors.sparse
         if mode == "auto":
             # Keywords drawn from the text only double-count its words in BM25 (measured: README "Speed").
             mode = "text" if summarizer_keywords_from_text(self.summarizer) else "text+keywords"
@@ -119,7 +119,7 @@ class Vectorizer:
                        progress: Optional[Progress]) -> Dict[str, np.ndarray]:
         """Leaves: their encoded text. Inner nodes: the encoded summary, the normalised centroid of
         their children's vectors, or the normalised sum of both (``inner_vectors``)."""
-        mode = self.config.inner_vectors
+        mode = self.config.vectors.inner_dense
         needs_encoding = self._encoded_positions(nodes)
         encoded = self.encoder.encode_dense(
             [dense_texts[i] for i in needs_encoding],

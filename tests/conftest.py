@@ -65,14 +65,18 @@ def covid_corpus():
 
 @pytest.fixture(scope="session")
 def make_index(encoder, tmp_path_factory) -> Iterator[Callable[..., object]]:
-    """Factory for DragKneeIndex objects sharing the session encoder; all closed at the end."""
-    from drag_knee_retriever import DragKneeIndex
+    """Factory for DragKneeIndex objects sharing the session encoder; all closed at the end.
+
+    A test helper's shorthand: ``collection`` / ``engine`` become the index's ``StoreConfig``, ``store`` (a
+    NodeStore) its location, ``encoder`` its ``embedding``; everything else goes to ``DragKneeIndex``.
+    """
+    from drag_knee_retriever import DragKneeIndex, StoreConfig
 
     made = []
 
-    def factory(**kwargs):
-        kwargs.setdefault("encoder", encoder)
-        index = DragKneeIndex(**kwargs)
+    def factory(*, collection="drag_knee", engine="auto", encoder=encoder, store=None, **kwargs):
+        index = DragKneeIndex(store if store is not None else ":memory:", embedding=encoder,
+                              store=StoreConfig(collection=collection, engine=engine), **kwargs)
         made.append(index)
         return index
 

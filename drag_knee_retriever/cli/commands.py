@@ -162,6 +162,10 @@ _STRING_FIELDS = {"doc_id", "path", "source", "kind", "title"}
 def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
     """``["kind=pdf", "kind=md", "level=1"]`` -> ``{"kind": ["pdf", "md"], "level": 1}``.
 
+    An item starting with ``{`` is a JSON object in the Python filter dialect (``$gte``, ``$in``,
+    ``$or``, ``$and``, ``$not`` ...: :mod:`drag_knee_retriever.store.filters`); several items must
+    all hold.
+
     Values that look like integers or ``true``/``false`` become int / bool, except for the fields
     the loaders always store as strings (doc_id, path, source, kind, title). Repeating a key means
     "any of these values".
@@ -169,7 +173,18 @@ def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
     if not items:
         return None
     parsed: Dict[str, List[Any]] = {}
+    documents: List[Any] = []  # --filter '{"year": {"$gte": 2020}}': the Python dialect, as JSON
     for item in items:
+        if item.lstrip().startswith("{"):
+            try:
+                value = json.loads(item)
+            except json.JSONDecodeError as exc:
+                raise CliError(f"--filter {item!r} is not valid JSON ({exc.msg} at character {exc.pos}); e.g. "
+                               "--filter '{\"year\": {\"$gte\": 2020}}'", EXIT_USAGE) from None
+            if not isinstance(value, dict):
+                raise CliError(f"--filter {item!r}: a JSON filter is an object, e.g. '{{\"kind\": \"pdf\"}}'.", EXIT_USAGE)
+            documents.append(value)
+            continue
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
@@ -184,15 +199,21 @@ def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
                 except ValueError:
                     value = raw
         parsed.setdefault(key, []).append(value)
-    return {k: (v[0] if len(v) == 1 else v) for k, v in parsed.items()}
+    simple = {k: (v[0] if len(v) == 1 else v) for k, v in parsed.items()}
+    parts = ([simple] if simple else []) + documents
+    return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
 def _search_kwargs(
     method: Optional[Method], sensitivity: Optional[float], beam_width: Optional[int],
     max_roots: Optional[int], order: Optional[Order], filters: Optional[List[str]],
-    max_tokens: Optional[int] = None,
+    top_k: Optional[int] = None, score_threshold: Optional[float] = None, max_tokens: Optional[int] = None,
 ) -> Dict[str, Any]:
     kwargs: Dict[str, Any] = {}
+    if top_k is not None:
+        kwargs["max_results"] = top_k
+    if score_threshold is not None:
+        kwargs["min_score"] = score_threshold
     if max_tokens is not None:
         kwargs["max_tokens"] = max_tokens
     if method is not None:
@@ -220,11 +241,13 @@ def _ensure_not_empty(idx: Any, where: str) -> None:
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
     method: Annotated[Optional[Method], typer.Option("--method", "-m", help="knee (default), sensitive_knee, fixed or branch.", show_default=False)] = None,
-    sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
+    sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee and branch: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
     beam_width: Annotated[Optional[int], typer.Option("--beam-width", help="For fixed: nodes kept per step (default 3).", show_default=False)] = None,
     max_roots: Annotated[Optional[int], typer.Option("--max-roots", help="Documents ranked at the first step (default 20).", show_default=False)] = None,
     order: Annotated[Optional[Order], typer.Option("--order", help="Results by score (default) or by document position.", show_default=False)] = None,
-    filter_: Annotated[Optional[List[str]], typer.Option("--filter", help="KEY=VALUE on document metadata or doc_id (repeatable; a repeated key means any of).", show_default=False)] = None,
+    filter_: Annotated[Optional[List[str]], typer.Option("--filter", help="KEY=VALUE on document metadata or doc_id (repeatable; a repeated key means any of), or a JSON object in the Python dialect: '{\"year\": {\"$gte\": 2020}}', '{\"$or\": [...]}'.", show_default=False)] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", help="At most this many results (a cap: the method still decides how many up to it).", show_default=False)] = None,
+    score_threshold: Annotated[Optional[float], typer.Option("--score-threshold", help="Drop results scoring below this (scores are in [0, 1], higher is better).", show_default=False)] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Word budget for the results: the best evidence in order until N words (whole pages where passages cluster).", show_default=False)] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Draw the walk: candidates per step, kept / suppressed / cut, the knee.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchResult as JSON (with its trace) for scripts.")] = False,
@@ -245,7 +268,8 @@ def search(
         raise CliError(f"--plot {plot}: use a file name ending in .png, .svg or .pdf.", EXIT_USAGE)
     if max_tokens is not None and max_tokens < 1:
         raise CliError(f"--max-tokens {max_tokens}: give a word budget of at least 1, e.g. --max-tokens 1500.", EXIT_USAGE)
-    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_, max_tokens)
+    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_, top_k, score_threshold,
+                            max_tokens)
     with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
                    model_path=model_path, must_exist=True) as idx:
         # The per-side (dense / BM25) ranks are shown only in a trace or JSON: ask for them then.
@@ -402,17 +426,15 @@ def demo(
         f"({', '.join(d.id for d in documents)})"
     )
     quiet_native_logs(state["verbose"])
-    kwargs: Dict[str, Any] = {}
-    if engine is not Engine.auto:
-        kwargs["engine"] = engine.value
-    if model:
-        kwargs["model_name"] = model
-    if model_path is not None:
-        kwargs["model_path"] = str(model_path.expanduser())
+    from ..config import EmbeddingConfig, StoreConfig
+
+    embedding = EmbeddingConfig(**({"model_name": model} if model else {}),
+                                **({"model_path": str(model_path.expanduser())} if model_path is not None else {}))
+    store = StoreConfig(engine=engine.value) if engine is not Engine.auto else None
     started = time.perf_counter()
     status = err.status("loading the embedding model…") if err.is_terminal else nullcontext()
     with status:
-        idx = DragKneeIndex(":memory:", **kwargs)
+        idx = DragKneeIndex(":memory:", embedding=embedding, store=store)
     with idx:
         with PhaseProgress(err) as progress:
             report = idx.add_documents(documents, progress=progress)
@@ -440,17 +462,19 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     the walk keeps the whole document, the focus picks the paragraph that answers)."""
     from dataclasses import replace
 
+    from ..traversal import focuses
+
     settings = idx.search_config.with_overrides(method=result.method)
-    if not settings.focuses:
+    if not focuses(settings):
         return
-    walk_only = idx.search(text, config=replace(settings, focus_pool=None))
+    walk_only = idx.search(text, config=replace(settings, focus=None))
     if [h.node.id for h in walk_only.nodes] == [h.node.id for h in result.nodes]:
         return
     chosen = ", ".join(
         f"{h.node.doc_id} {h.node.span}" + ("" if h.node.is_leaf else " (whole span)") for h in walk_only.nodes
     )
     note = (f"the walk chose {chosen}; the focus step kept the leaves above "
-            "(SearchConfig(focus_pool=None) returns the walk's choice)")
+            "(SearchConfig(focus=None) returns the walk's choice)")
     for piece in textwrap.wrap(note, width=max(40, (out.width or 80) - 3)):
         out.print(Text("   " + piece, "dim"))
 
@@ -464,7 +488,7 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     add_help_option=False,
 )
 def eval_command(ctx: typer.Context) -> None:
-    """Evaluate retrieval quality on benchmark datasets (see `drag-knee eval --help`)."""
+    """Evaluate retrieval quality on your corpus and questions (see `drag-knee eval --help`)."""
     try:
         from ..eval import cli as eval_cli  # type: ignore[attr-defined]
     except ImportError as exc:

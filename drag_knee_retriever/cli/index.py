@@ -88,43 +88,44 @@ def open_index(
         if not must_exist:
             folder.mkdir(parents=True, exist_ok=True)
     quiet_native_logs(state["verbose"])
-    from ..config import BuildConfig
+    from ..config import BuildConfig, EmbeddingConfig, LeafConfig, StoreConfig
     from ..index import DragKneeIndex
 
-    kwargs: Dict[str, Any] = {"collection": collection}
+    store: Dict[str, Any] = {"collection": collection}
     if engine is not None and engine is not Engine.auto:
-        kwargs["engine"] = engine.value
+        store["engine"] = engine.value
     elif folder is not None and detect_engine(folder, collection) == "local":
         # A folder written by qdrant-client local mode (engine="local" in Python): open it with
         # that engine rather than starting an empty Edge collection beside it.
-        kwargs["engine"] = Engine.local.value
+        store["engine"] = Engine.local.value
     if url:
-        kwargs["url"] = url
-        kwargs["api_key"] = api_key
-    else:
-        kwargs["location"] = str(folder)
+        store["api_key"] = api_key
+    embedding: Dict[str, Any] = {}
     if model:
-        kwargs["model_name"] = model
+        embedding["model_name"] = model
     if model_path is not None:
-        kwargs["model_path"] = str(model_path.expanduser())
+        embedding["model_path"] = str(model_path.expanduser())
     if language is not None:
-        kwargs["language"] = language.value
-    build: Dict[str, Any] = {}
-    if branching is not None:
-        build["branching"] = branching
+        embedding["language"] = language.value
+    leaves: Dict[str, Any] = {}
     if passage_words is not None:
-        build["passage_words"] = passage_words or None  # 0: every page one leaf
+        leaves["passage_words"] = passage_words or None  # 0: every page one leaf
     if split_pages_over is not None:
-        build["split_pages_over"] = split_pages_over
-    if build:
-        kwargs["build"] = BuildConfig(**build)
-    where = kwargs.get("url") or kwargs.get("location")
+        leaves["split_pages_over"] = split_pages_over
+    kwargs: Dict[str, Any] = {"store": StoreConfig(**store)}
+    if embedding:
+        kwargs["embedding"] = EmbeddingConfig(**embedding)
+    if branching is not None or leaves:
+        kwargs["build"] = BuildConfig(**({"branching": branching} if branching is not None else {}),
+                                      leaves=LeafConfig(**leaves))
+    # --url is a server address: a bare host:port means http (as qdrant-client reads it).
+    where = (url if "://" in url else f"http://{url}") if url else str(folder)
     log.debug("opening index %s", where)
     # Loading the model takes a few seconds: say so on a terminal instead of sitting silent.
     status = err.status("opening the index and loading the embedding model…") if err.is_terminal else nullcontext()
     try:
         with status:
-            idx = DragKneeIndex(**kwargs)
+            idx = DragKneeIndex(where, **kwargs)
     except (DragKneeError, ImportError, KeyboardInterrupt):
         raise
     except Exception as exc:

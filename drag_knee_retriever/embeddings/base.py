@@ -8,7 +8,8 @@ from typing import Any, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
 
-_DATA = Path(__file__).parent.parent / "data"
+#: The package's data folder: the default model's tokenizer files, BM25 stopword lists.
+DATA_DIR = Path(__file__).parent.parent / "data"
 SparseVector = Tuple[np.ndarray, np.ndarray]
 # e5 models are trained with these prefixes; without them their retrieval quality drops.
 _E5_NAME = re.compile(r"(^|/)(multilingual-)?e5-", re.IGNORECASE)
@@ -34,6 +35,7 @@ class DenseEmbedder(Protocol):
     def embed_query(self, text: str) -> Any: ...
 
 
-def _default_prefixes(model_name: str) -> Tuple[str, str]:
+def default_prefixes(model_name: str) -> Tuple[str, str]:
+    """The (query, passage) prefixes a model is trained with: e5 models' :data:`E5_PREFIXES`, else none."""
     return E5_PREFIXES if _E5_NAME.search(model_name) else ("", "")
 

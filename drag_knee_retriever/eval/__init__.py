@@ -1,26 +1,22 @@
-"""Evaluation harness: datasets with gold evidence, metrics, baselines, runner and report.
+"""Evaluation harness: your corpus and questions with gold evidence, metrics, baselines, runner and report.
 
 Quick use::
 
-    from drag_knee_retriever.eval import run_eval
-    report = run_eval("covidqa", "runs/covidqa", limit_docs=20)
+    from drag_knee_retriever.eval import load_own_dataset, run_eval
+    dataset = load_own_dataset(["docs/"], "questions.jsonl")
+    report = run_eval(dataset, "runs/mine")
     print(report.headline["knee_recall_gain_at_equal_tokens"])
 
-The heavy parts (index, LlamaIndex, matplotlib) are imported only when a run starts.
+(``drag-knee eval --corpus docs/ --questions questions.jsonl --out runs/mine`` from the shell.) The
+benchmark datasets' loaders are not part of the package: they live in the repository's
+``benchmarks/datasets/`` (``python benchmarks/eval.py --dataset NAME``). The heavy parts (index,
+LlamaIndex, matplotlib) are imported only when a run starts.
 """
 
-from .datasets import (
-    DATASET_NAMES,
-    DatasetError,
-    EvalDataset,
-    Question,
-    load_covidqa,
-    load_dataset,
-    load_hotpotqa,
-    load_xquad,
-)
+from .dataset import DatasetError, EvalDataset, Question
 from .errors import EvalConsistencyError, EvalError, EvalSetupError, UnknownDocumentError
 from .metrics import METRIC_FORMULAS, METRIC_NAMES, ContextHit, QuestionMetrics, mean_metrics, question_metrics
+from .own import load_own_dataset
 
 
 def run_eval(*args, **kwargs):
@@ -31,7 +27,6 @@ def run_eval(*args, **kwargs):
 
 
 __all__ = [
-    "DATASET_NAMES",
     "METRIC_FORMULAS",
     "METRIC_NAMES",
     "ContextHit",
@@ -42,10 +37,7 @@ __all__ = [
     "EvalSetupError",
     "Question",
     "QuestionMetrics",
-    "load_covidqa",
-    "load_dataset",
-    "load_hotpotqa",
-    "load_xquad",
+    "load_own_dataset",
     "mean_metrics",
     "question_metrics",
     "UnknownDocumentError",

@@ -1,4 +1,5 @@
-"""``python -m drag_knee_retriever.eval --dataset covidqa --out DIR``: the evaluation harness."""
+"""``python -m drag_knee_retriever.eval --corpus DIR --questions FILE.jsonl --out DIR``: the evaluation harness
+(the benchmark datasets: ``python benchmarks/eval.py --dataset NAME`` in the repository)."""
 
 import sys
 

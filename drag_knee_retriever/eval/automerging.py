@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .baselines import Method, Retrieval
-from .datasets import EvalDataset
+from .dataset import EvalDataset
 from .errors import EvalConsistencyError
 from .metrics import ContextHit, count_tokens
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..config import FusionConfig
 from ..knee import knee_cut
 from ..nodes import ScoredNode
-from .datasets import EvalDataset
+from .dataset import EvalDataset
 from .errors import UnknownDocumentError
 from .metrics import ContextHit, count_tokens
 
@@ -107,7 +108,7 @@ def hits_from_scored(nodes: Sequence[ScoredNode], leaf_tokens: LeafTokens) -> Tu
         hits.append(_unit_hit(hit, counts, texts))
         # Compact: [doc_id, first_leaf, last_leaf, level, is_leaf, score] (see RETURNED_FIELDS).
         returned.append([node.doc_id, node.span.first_leaf, node.span.last_leaf, node.level,
-                         node.is_leaf, round(float(hit.score), 5)])
+                         node.is_leaf, round(float(hit.raw_score if getattr(hit, "raw_score", None) is not None else hit.score), 5)])
     return hits, returned
 
 
@@ -254,7 +255,7 @@ def flat_knee_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int = 20,
         def run(text: str, qv: Any, s=s) -> Retrieval:
             nodes, latency = shared.get(text, qv)
             if nodes:
-                nodes, _ = knee_cut(nodes, [n.score for n in nodes], sensitivity=s)
+                nodes, _ = knee_cut(nodes, [n.raw_score for n in nodes], sensitivity=s)  # the RRF values, not the public scale
             hits, returned = hits_from_scored(nodes, leaf_tokens)
             return Retrieval(hits, latency, returned)
 
@@ -307,7 +308,7 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_sensitive_0.5", {"method": "sensitive_knee", "sensitivity": 0.5}),
         ("drag_sensitive_0.85", {"method": "sensitive_knee", "sensitivity": 0.85}),
         ("drag_branch", {"method": "branch"}),
-        ("drag_knee_fusion", {"method": "knee", "fusion_weights": [tuple(p) for p in fusion_schedule]}),
+        ("drag_knee_fusion", {"method": "knee", "fusion": FusionConfig(weights=[tuple(p) for p in fusion_schedule])}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
         # The default before the magnitude focus (benchmarks/RESULTS.md "## cut"): the focus on RRF.
@@ -333,27 +334,32 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
     ]
 
 
-# SearchConfig changes named by drag_variants' {"config": name} (applied to the index's config).
-# The variants named *rrf*, walk_only, no_merge, global, pool20 keep their meaning from before the
-# magnitude default: the focus on RRF, with no global leaves unless they name some.
-_RRF = {"focus_scores": "rrf", "focus_global": None}
+# SearchConfig changes named by drag_variants' {"config": name} (dotted settings, applied in order
+# to the index's config). The variants named *rrf*, walk_only, no_merge, global, pool20 keep their
+# meaning from before the magnitude default: the focus on RRF, with no global leaves unless they
+# name some.
+_RRF = {"focus.scores": "rrf", "focus.global_leaves": None}
+_MAG = {"focus.scores": "magnitude", "focus.sibling_weight": 0.25}
 _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
     "rrf": {"method": "knee", **_RRF},
-    "rrf60": {"method": "knee", "rrf_k": 60, **_RRF},
-    "walk_only": {"method": "knee", "focus_pool": None},
-    "no_merge": {"method": "knee", "merge_ratio": None, **_RRF},
-    "global": {"method": "knee", **_RRF, "focus_global": 20},
-    "pool20": {"method": "knee", "focus_pool": 20, **_RRF},
-    "global_pool20": {"method": "knee", "focus_pool": 20, **_RRF, "focus_global": 20},
-    "mag": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
-            "sibling_weight": 0.25},
-    "mag_nosib": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": None,
-                  "sibling_weight": 0.0},
-    "mag_walk": {"method": "knee", "focus_scores": "magnitude", "focus_global": None, "merge_ratio": None,
-                 "sibling_weight": 0.25},
-    "mag_merge": {"method": "knee", "focus_scores": "magnitude", "focus_global": 50, "merge_ratio": 0.5,
-                  "sibling_weight": 0.25},
+    "rrf60": {"method": "knee", "fusion.rrf_k": 60, **_RRF},
+    "walk_only": {"method": "knee", "focus": None},
+    "no_merge": {"method": "knee", "focus.merge_ratio": None, **_RRF},
+    "global": {"method": "knee", **_RRF, "focus.global_leaves": 20},
+    "pool20": {"method": "knee", "focus.pool": 20, **_RRF},
+    "global_pool20": {"method": "knee", "focus.pool": 20, **_RRF, "focus.global_leaves": 20},
+    "mag": {"method": "knee", **_MAG, "focus.global_leaves": 50, "focus.merge_ratio": None},
+    "mag_nosib": {"method": "knee", **_MAG, "focus.global_leaves": 50, "focus.merge_ratio": None,
+                  "focus.sibling_weight": 0.0},
+    "mag_walk": {"method": "knee", **_MAG, "focus.global_leaves": None, "focus.merge_ratio": None},
+    "mag_merge": {"method": "knee", **_MAG, "focus.global_leaves": 50, "focus.merge_ratio": 0.5},
 }
+
+
+def _variant_config(base: Any, changes: Mapping[str, Any]) -> Any:
+    for path, value in changes.items():
+        base = base.with_path(path, value)
+    return base
 
 
 def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
@@ -364,9 +370,9 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
     for name, kwargs in variants if variants is not None else drag_variants():
         if isinstance(kwargs.get("config"), str):
             changes = _CONFIG_VARIANTS[kwargs["config"]]
-            kwargs = {"config": replace(index.search_config, **changes)}
-        elif name.startswith("drag_knee{"):  # a search variant (runner.parse_search_variant)
-            kwargs = {"config": replace(index.search_config, **kwargs)}
+            kwargs = {"config": _variant_config(index.search_config, changes)}
+        elif name.startswith("drag_knee{"):  # a search variant (runner.parse_search_variant): dotted settings
+            kwargs = {"config": _variant_config(index.search_config, kwargs)}
 
         def run(text: str, qv: Any, kwargs=kwargs) -> Retrieval:
             start = time.perf_counter()
@@ -377,14 +383,19 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
 
         adaptive = kwargs.get("method") != "fixed"
         family = "drag" + suffix
-        params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items() if k != "config"}
+        params = {k: (list(v) if isinstance(v, tuple) else v.to_dict() if hasattr(v, "to_dict") else v)
+                  for k, v in kwargs.items() if k != "config"}
         if "config" in kwargs:
             config = kwargs["config"]
-            params.update({"method": config.method, "rrf_k": config.rrf_k, "focus_pool": config.focus_pool,
-                           "merge_ratio": config.merge_ratio, "focus_global": config.focus_global,
-                           "focus_scores": config.focus_scores, "sibling_weight": config.sibling_weight,
+            focus = config.focus
+            params.update({"method": config.method, "rrf_k": config.fusion.rrf_k,
+                           "focus_pool": focus.pool if focus else None,
+                           "merge_ratio": focus.merge_ratio if focus else None,
+                           "focus_global": focus.global_leaves if focus else None,
+                           "focus_scores": focus.scores if focus else None,
+                           "sibling_weight": focus.sibling_weight if focus else None,
                            "identity_weight": config.identity_weight,
-                           "identity_focus_weight": config.identity_focus_weight})
+                           "identity_focus_weight": focus.identity_weight if focus else None})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
     return methods

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..config import BuildConfig
-from .datasets import DatasetError, EvalDataset, Question
+from .dataset import DatasetError, EvalDataset, Question
 
 _SPACE = re.compile(r"\s+")
 

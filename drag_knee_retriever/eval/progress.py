@@ -9,7 +9,7 @@ from typing import Optional
 progress_log = logging.getLogger("drag_knee_retriever.eval.progress")
 
 
-class _Progress:
+class ProgressBars:
     """Progress bars (rich) on an interactive stderr; otherwise one log line per 10 % of a stage
     on the ``drag_knee_retriever.eval.progress`` logger (the CLI shows it at INFO)."""
 

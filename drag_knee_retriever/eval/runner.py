@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..config import BuildConfig, SearchConfig
+from ..errors import ConfigError
 from .automerging import automerging_methods, build_automerging, llama_index_available
 from .baselines import (
     CURVE_KS,
@@ -38,12 +39,12 @@ from .baselines import (
     flat_methods,
     leaf_token_table,
 )
-from .datasets import EvalDataset, load_dataset
+from .dataset import EvalDataset
 from .encoding import CachingEncoder, encoder_fingerprint
 from .errors import EvalConsistencyError, EvalSetupError
 from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
 from .metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
-from .progress import _Progress, progress_log
+from .progress import ProgressBars, progress_log
 
 #: Extra methods for an index: ``factory(index, leaf_tokens, label)`` (label "default" or a build
 #: variant's); benchmarks/prototypes.py adds its research walks this way.
@@ -70,44 +71,69 @@ class BuildVariant:
     methods: Tuple[str, ...] = ("drag_*", "collapsed_*", "proto_*")
 
 
-def _parse_settings(spec: str, cls: Any, what: str) -> Dict[str, Any]:
-    """``"key=value,..."`` -> keyword arguments of the dataclass ``cls`` (booleans, None, numbers)."""
-    kwargs: Dict[str, Any] = {}
+def parse_build_variant(spec: str) -> BuildVariant:
+    """``"vectors.inner_dense=centroid,branching=4"`` -> a variant labelled as written.
+
+    Keys are BuildConfig's settings as dotted paths (``leaves.passage_words``, ``vectors.context``);
+    the flat names of earlier releases (``inner_vectors``) still work, with a DeprecationWarning.
+    """
+    from ..settings import iter_settings
+
+    build = BuildConfig()
+    known = [name for name, _, _ in iter_settings(BuildConfig)]
     for part in spec.split(","):
         if not part.strip():
             continue
         if "=" not in part:
-            raise EvalSetupError(f"{what} part {part!r} is not key=value (e.g. inner_vectors=centroid).")
-        key, value = (x.strip() for x in part.split("=", 1))
-        if key not in cls.__dataclass_fields__:
-            raise EvalSetupError(f"unknown {cls.__name__} field {key!r}; use one of {', '.join(cls.__dataclass_fields__)}.")
-        if value.lower() in ("true", "false"):
-            kwargs[key] = value.lower() == "true"
-        elif value.lower() == "none":
-            kwargs[key] = None
-        elif value.lstrip("-").isdigit():
-            kwargs[key] = int(value)
-        else:
-            try:
-                kwargs[key] = float(value)
-            except ValueError:
-                kwargs[key] = value
-    return kwargs
+            raise EvalSetupError(f"build variant part {part!r} is not key=value (e.g. vectors.inner_dense=centroid).")
+        key, raw = (x.strip() for x in part.split("=", 1))
+        if key not in known and key not in getattr(BuildConfig, "_moved", {}):
+            raise EvalSetupError(f"unknown BuildConfig setting {key!r}; use one of {', '.join(known)}.")
+        build = build.with_path(key, _parse_value(raw, floats=False))
+    return BuildVariant(label=spec.replace(" ", ""), build=build)
 
 
-def parse_build_variant(spec: str) -> BuildVariant:
-    """``"inner_vectors=centroid,branching=4"`` -> a variant labelled ``inner_vectors=centroid,branching=4``."""
-    return BuildVariant(label=spec.replace(" ", ""), build=BuildConfig(**_parse_settings(spec, BuildConfig, "build variant")))
+def _parse_value(raw: str, *, floats: bool = True) -> Any:
+    """A variant's value as written: true/false, none, an integer, a number (``floats``), else the text."""
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    if raw.lower() == "none":
+        return None
+    if raw.lstrip("-").isdigit():
+        return int(raw)
+    if floats:
+        try:
+            return float(raw)
+        except ValueError:
+            pass
+    return raw
 
 
 def parse_search_variant(spec: str) -> Tuple[str, Dict[str, Any]]:
-    """``"identity_weight=0.5,max_roots=30"`` -> (``"drag_knee{identity_weight=0.5,max_roots=30}"``,
-    the :class:`SearchConfig` changes): the default search with those settings, on every index."""
-    changes = _parse_settings(spec, SearchConfig, "search variant")
-    try:
-        replace(SearchConfig(), **changes)
-    except (TypeError, ValueError) as exc:
-        raise EvalSetupError(f"search variant {spec!r}: {exc}") from None
+    """``"identity_weight=0.5,focus.pool=20"`` -> (``"drag_knee{identity_weight=0.5,focus.pool=20}"``,
+    the changes as dotted settings): the default search with those settings, on every index.
+
+    Keys are SearchConfig's settings as dotted paths (``focus.near_best``, ``fusion.rrf_k``); each
+    value is checked here (on the default SearchConfig), before any index is built.
+    """
+    from ..settings import iter_settings
+
+    known = [name for name, _, _ in iter_settings(SearchConfig)]
+    changes: Dict[str, Any] = {}
+    config = SearchConfig()
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise EvalSetupError(f"search variant part {part!r} is not key=value (e.g. focus.identity_weight=1).")
+        key, raw = (x.strip() for x in part.split("=", 1))
+        if key not in known:
+            raise EvalSetupError(f"unknown SearchConfig setting {key!r}; use one of {', '.join(known)}.")
+        changes[key] = _parse_value(raw)
+        try:
+            config = config.with_path(key, changes[key])
+        except ConfigError as exc:
+            raise EvalSetupError(f"search variant {spec!r}: {exc}") from None
     return "drag_knee{" + spec.replace(" ", "") + "}", changes
 
 
@@ -160,15 +186,14 @@ def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model
                 engine: str, collection: str, folder: Optional[Path] = None) -> Any:
     from .. import DragKneeIndex
 
-    kwargs: Dict[str, Any] = {"language": dataset.language, "build": build, "engine": engine,
-                              "collection": collection}
-    if encoder is not None:
-        kwargs["encoder"] = encoder
-    elif model_path:
-        kwargs["model_path"] = model_path
+    from ..config import EmbeddingConfig, StoreConfig
+
+    if encoder is None:
+        encoder = EmbeddingConfig(language=dataset.language, **({"model_path": model_path} if model_path else {}))
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-    return DragKneeIndex(str(folder) if folder is not None else ":memory:", **kwargs)
+    return DragKneeIndex(str(folder) if folder is not None else ":memory:", embedding=encoder, build=build,
+                         store=StoreConfig(engine=engine, collection=collection))  # type: ignore[arg-type]
 
 
 def _index_folder(index_dir: Optional[os.PathLike | str], ds: EvalDataset, label: str) -> Optional[Path]:
@@ -208,7 +233,7 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
         )
 
 
-def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) -> Dict[str, Any]:
+def _build(index: Any, dataset: EvalDataset, progress: ProgressBars, label: str) -> Dict[str, Any]:
     phases: Dict[str, float] = {}
 
     def on_progress(phase: str, done: int, total: int) -> None:
@@ -231,13 +256,10 @@ def _build(index: Any, dataset: EvalDataset, progress: _Progress, label: str) ->
 
 
 def run_eval(
-    dataset: str | EvalDataset,
+    dataset: EvalDataset,
     out_dir: Optional[os.PathLike | str] = None,
     *,
-    limit_docs: Optional[int] = None,
-    limit_questions: Optional[int] = None,
     methods: Optional[Sequence[str]] = None,
-    datasets_root: Optional[os.PathLike | str] = None,
     build: Optional[BuildConfig] = None,
     build_variants: Sequence[BuildVariant | str] = (),
     flat_ks: Sequence[int] = CURVE_KS,
@@ -253,13 +275,15 @@ def run_eval(
     extra_methods: Optional[MethodFactory] = None,
     progress: bool = True,
     plot: bool = True,
-    shared_store: Optional[bool] = None,
-    max_doc_pages: Optional[int] = None,
     index_dir: Optional[os.PathLike | str] = None,
     budgets: Sequence[int] = WORD_BUDGETS,
     search_variants: Sequence[str] = (),
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
+
+    ``dataset``: your corpus and questions (:func:`~drag_knee_retriever.eval.own.load_own_dataset`)
+    or a benchmark dataset (the repository's ``benchmarks/datasets``); its ``load_options`` (how it
+    was loaded) go into the report's meta.
 
     ``methods`` keeps only method names matching any of the given glob patterns (e.g.
     ``["flat_hybrid_*", "drag_knee*"]``); the headline needs ``flat_hybrid_*`` and ``drag_knee``.
@@ -279,9 +303,11 @@ def run_eval(
     (``"identity_weight=0.5"`` -> method ``drag_knee{identity_weight=0.5}``), on every index.
     """
     started = time.perf_counter()
-    ds = dataset if isinstance(dataset, EvalDataset) else load_dataset(
-        dataset, datasets_root, limit_docs=limit_docs, limit_questions=limit_questions, shared_store=shared_store,
-        max_doc_pages=max_doc_pages)
+    if not isinstance(dataset, EvalDataset):
+        raise EvalSetupError(
+            f"run_eval takes an EvalDataset, got {type(dataset).__name__} {dataset!r:.60}: load your corpus with "
+            "drag_knee_retriever.eval.own.load_own_dataset (benchmark datasets: benchmarks/datasets in the repository).")
+    ds = dataset
     # The single-document setting: each question's searches are filtered to its own document.
     scoped = any(q.metadata.get("filters") for q in ds.questions)
     if not ds.questions:
@@ -291,11 +317,9 @@ def run_eval(
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
     searches = [parse_search_variant(v) for v in search_variants]
     leaf_tokens = leaf_token_table(ds)
-    bar = _Progress(progress)
-    meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes,
-                            "limit_docs": limit_docs, "limit_questions": limit_questions,
-                            "max_doc_pages": max_doc_pages, "shared_store": not scoped,
-                            "budgets": list(budgets),
+    bar = ProgressBars(progress)
+    meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes, **ds.load_options,
+                            "shared_store": not scoped, "budgets": list(budgets),
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
@@ -308,8 +332,8 @@ def run_eval(
     caching: Optional[CachingEncoder] = None
     try:
         base_build = build or BuildConfig()
-        if encoder is not None and getattr(getattr(encoder, "config", None), "language", ds.language) != ds.language:
-            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.language!r} but {ds.name} "
+        if encoder is not None and getattr(getattr(encoder, "config", None), "bm25_language", ds.language) != ds.language:
+            raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.bm25_language!r} but {ds.name} "
                              f"needs {ds.language!r}; pass encoder=None or an encoder for that language.")
         if encoder is None:
             from ..config import EmbeddingConfig
@@ -430,13 +454,13 @@ def run_eval(
 
 
 def _build_dict(build: BuildConfig) -> Dict[str, Any]:
-    return {k: getattr(build, k) for k in BuildConfig.__dataclass_fields__}
+    return build.to_dict()
 
 
 def _run_stage(stage: Tuple[str, List[Method]], ds: EvalDataset, vectors: Sequence[Any],
                per_question: List[Dict[str, Any]], rows: Dict[str, List[QuestionMetrics]],
                method_info: Dict[str, Dict[str, Any]], trace_rows: List[Dict[str, Any]],
-               traces: int, bar: _Progress, trace_methods: Sequence[str] = (),
+               traces: int, bar: ProgressBars, trace_methods: Sequence[str] = (),
                scope: Optional[ScopedIndex] = None) -> None:
     label, methods = stage
     if not methods:

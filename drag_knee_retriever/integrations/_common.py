@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import SearchConfig
+from ..config import FusionConfig, SearchConfig
 from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
 from ..knee import knee_cut
 from ..nodes import Document, ScoredNode, Span, TreeNode
+from ..settings import warn_deprecated
 from ..store import parse_filters
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ LAST_PAGE = META_PREFIX + "last_page"
 PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
+RAW_SCORE = META_PREFIX + "raw_score"
 RANK = META_PREFIX + "rank"
 # Keys only the LlamaIndex node parser writes: with them a parsed node converts back into the
 # exact TreeNode the builder made, so the index can ingest parsed nodes without rebuilding.
@@ -80,9 +82,11 @@ def search_overrides(
     sensitivity: Optional[float] = None,
     max_roots: Optional[int] = None,
     filters: Any = None,
-    fusion_weights: Optional[Sequence[Sequence[float]]] = None,
+    fusion: Any = None,
+    focus: Any = None,
     order: Optional[str] = None,
     score_threshold: Optional[float] = None,
+    fusion_weights: Optional[Sequence[Sequence[float]]] = None,
     max_tokens: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Validate adapter search settings and return the keyword overrides for ``index.search``.
@@ -94,34 +98,40 @@ def search_overrides(
     below it (``SearchConfig.min_score``). ``max_tokens`` is a word budget for the results, filled with
     the best evidence in order (``SearchConfig.max_tokens``). ``filters`` is the LangChain / Mongo-style dict or a
     qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Values are
-    checked here, once; settings left ``None`` fall back to the index's.
+    checked here, once; settings left ``None`` fall back to the index's. ``fusion`` and ``focus``
+    take a :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig`
+    (``focus=False`` skips the focus step), as ``index.search`` does.
     """
-    weights = None
     if fusion_weights is not None:
+        warn_deprecated("fusion_weights=", "fusion=FusionConfig(weights=...)", stacklevel=4)
+        if fusion is not None:
+            raise ConfigError("Give fusion= or fusion_weights=, not both.")
         if isinstance(fusion_weights, (str, bytes)) or not isinstance(fusion_weights, Sequence):
             raise ConfigError(
                 "fusion_weights must be a list of (dense, sparse) pairs, e.g. [(0.2, 0.8), (0.5, 0.5)]."
             )
-        weights = tuple(tuple(pair) if isinstance(pair, (list, tuple)) else pair for pair in fusion_weights)
+        fusion = FusionConfig(weights=fusion_weights)
     overrides: Dict[str, Any] = {
         "method": method,
         "beam_width": beam_width,
         "sensitivity": sensitivity,
         "max_roots": max_roots,
-        "fusion_weights": weights,
+        "fusion": fusion,
+        "focus": focus,
         "order": order,
         "max_results": k,
         "min_score": score_threshold,
         "max_tokens": max_tokens,
     }
     overrides = {key: value for key, value in overrides.items() if value is not None}
-    # Building the config runs its validation: a bad value fails now, not at the first query.
+    # Building the config runs its validation: a bad value fails now, not at the first query. The
+    # index's own method is not known here, so a method's own knob is checked under that method.
+    base = SearchConfig(method="fixed" if beam_width is not None else
+                        "sensitive_knee" if sensitivity is not None else "knee")
     try:
-        checked = SearchConfig().with_overrides(**overrides)
+        base.with_overrides(**overrides)
     except ConfigError as exc:
-        raise ConfigError(str(exc).replace("max_results (k)", k_name).replace("min_score (score_threshold)", "score_threshold")) from None
-    if "fusion_weights" in overrides:
-        overrides["fusion_weights"] = checked.fusion_weights
+        raise ConfigError(str(exc).replace("max_results", k_name).replace("min_score", "score_threshold")) from None
     if filters is not None:
         parse_filters(filters)  # raises InvalidQueryError naming the key, operator or value
         overrides["filters"] = filters
@@ -131,8 +141,9 @@ def search_overrides(
 #: Search settings both retrievers take (at construction and per call), besides their framework's
 #: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
 SEARCH_SETTINGS: Tuple[str, ...] = (
-    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion_weights", "order", "score_threshold",
+    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion", "focus", "order", "score_threshold",
     "max_tokens",
+    "fusion_weights",  # deprecated: fusion=FusionConfig(weights=...)
 )
 
 
@@ -208,12 +219,44 @@ def check_index(index: Any) -> Any:
     return index
 
 
+def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """A Qdrant vector store's constructor keywords (langchain-qdrant, llama-index-vector-stores-
+    qdrant: ``client=``, ``location=``, ``path=``, ``url=``, ``api_key=``, ``collection_name=``) in
+    :class:`DragKneeIndex`'s spelling: where the index lives is its first argument, the collection
+    and the key go in its ``StoreConfig``."""
+    from dataclasses import replace as _replace
+
+    from ..config import StoreConfig
+
+    out = dict(kwargs)
+    where = [k for k in ("client", "location", "path", "url") if out.get(k) is not None]
+    if len(where) > 1:
+        raise ConfigError(f"{where} all say where the index lives; give one of them.")
+    if where:
+        out["location"] = out.pop(where[0])
+    for key in ("client", "path", "url"):
+        out.pop(key, None)
+    store_fields = {}
+    for theirs, ours in (("collection_name", "collection"), ("collection", "collection"), ("api_key", "api_key")):
+        if theirs in out:
+            value = out.pop(theirs)
+            if value is not None:
+                if ours in store_fields:
+                    raise ConfigError(f"{theirs}= and {ours}= are the same setting; give only one of them.")
+                store_fields[ours] = value
+    if store_fields:
+        base = out.get("store") or StoreConfig()
+        out["store"] = _replace(base, **store_fields)
+    return out
+
+
 def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
     """``index`` itself, or a new :class:`DragKneeIndex` built from ``index_kwargs`` (not both)."""
     if index is None:
         from ..index import DragKneeIndex
 
-        return DragKneeIndex(**index_kwargs)
+        kwargs = dict(index_kwargs)
+        return DragKneeIndex(kwargs.pop("location", ":memory:"), **kwargs)
     if index_kwargs:
         raise TypeError(
             f"index was given, so {sorted(index_kwargs)} cannot configure a new one; drop them or drop index."
@@ -315,15 +358,31 @@ def trace_payload(result: Any) -> Dict[str, Any]:
 def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:
     """The metadata of a returned hit: the source document's metadata plus ``drag_*`` fields.
 
-    ``drag_score`` is the fused RRF score of the hit's last ranking (``w / (rrf_k + rank)`` summed
-    over dense and sparse, rank from 0: Qdrant's convention), ``drag_rank`` its 0-based rank by
-    score (the list position too, unless the search ordered results by document). The ``drag_*`` fields win over a source key of the same name.
+    ``drag_score`` is the public score (:mod:`~drag_knee_retriever.relevance`: in [0, 1], higher
+    is better, the same scale for every method), ``drag_raw_score`` what the method ranked on (an
+    RRF sum, a z-score sum), ``drag_rank`` the 0-based rank in the method's order (the list
+    position too, unless the search ordered results by document). Our bookkeeping keys stay
+    inside; the ``drag_*`` fields win over a source key of the same name.
     """
-    meta = dict(hit.node.metadata)
+    meta = user_metadata(hit.node.metadata)
     meta.update(_position_metadata(hit.node))
     meta[SCORE] = float(hit.score)
+    if getattr(hit, "raw_score", None) is not None:
+        meta[RAW_SCORE] = float(hit.raw_score)
     meta[RANK] = int(hit.rank)
     return meta
+
+
+def node_metadata(node: TreeNode) -> Dict[str, Any]:
+    """A stored node's metadata for a node fetched by id: the user's, and where it sits (no score)."""
+    meta = user_metadata(node.metadata)
+    meta.update(_position_metadata(node))
+    return meta
+
+
+def user_metadata(metadata: Mapping[str, Any]) -> Dict[str, Any]:
+    """A stored node's metadata as the user gave it: our ``drag_*`` bookkeeping keys removed."""
+    return {k: v for k, v in metadata.items() if not k.startswith(META_PREFIX)}
 
 
 def tree_node_metadata(node: TreeNode) -> Dict[str, Any]:

@@ -208,7 +208,7 @@ def _random_id(node_id: str) -> bool:
         return False
 
 
-def _entries(documents: Sequence[Any], group_pages: bool) -> List[PageEntry]:
+def page_entries(documents: Sequence[Any], group_pages: bool) -> List[PageEntry]:
     if isinstance(documents, BaseNode) or not isinstance(documents, Sequence):
         raise InvalidDocumentError(
             f"documents must be a list of LlamaIndex Documents, got {type(documents).__name__}; "
@@ -260,5 +260,5 @@ def from_llamaindex_documents(
     ``ocr`` extra and Tesseract; each leaf records ``text_source``.
     """
     config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
-    return [doc for doc, _ in group_paged_documents(_entries(documents, group_pages), ocr=config)]
+    return [doc for doc, _ in group_paged_documents(page_entries(documents, group_pages), ocr=config)]
 

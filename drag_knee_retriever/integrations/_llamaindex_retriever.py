@@ -7,6 +7,7 @@ so handlers and log filters set on it see this module's records and events.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -36,7 +37,10 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 from ..errors import InvalidQueryError
+from ..loaders import ocr_settings
 from ..store import QueryVectors
+from ._llamaindex_store import members_from_llamaindex
+from ._members import MemberStore, check_members
 
 # The public module's name (see the module docstring).
 _PUBLIC_NAME = "drag_knee_retriever.integrations.llamaindex"
@@ -114,9 +118,11 @@ class DragKneeRetriever(BaseRetriever):
     results; the method still decides how many up to the cap (a fixed width is
     ``method="fixed", beam_width=n``). ``filters``: LlamaIndex ``MetadataFilters`` (nested, AND /
     OR / NOT), a LangChain-style dict or a qdrant ``models.Filter``, applied at every level of the
-    walk. ``score_threshold`` drops results scoring below it. ``max_tokens`` is a word budget for
-    the returned nodes (the best evidence in order until it is full, whole pages where their
-    passages cluster, no text twice; words, not model tokens): what a query engine's context gets.
+    walk. ``score_threshold`` drops results scoring below it. ``fusion`` / ``focus`` take a
+    :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig` (``focus=False``
+    skips the focus step), as ``index.search`` does. ``max_tokens`` is a word budget for the returned
+    nodes (the best evidence in order until it is full, whole pages where their passages cluster, no
+    text twice; words, not model tokens): what a query engine's context gets.
 
     Every setting can also be passed per call, as in the LangChain retriever:
     ``retriever.retrieve(query, similarity_top_k=2)`` or ``retriever.retrieve(query, filters=...)``.
@@ -143,9 +149,11 @@ class DragKneeRetriever(BaseRetriever):
         sensitivity: Optional[float] = None,
         max_roots: Optional[int] = None,
         filters: Any = None,
-        fusion_weights: Optional[Sequence[Sequence[float]]] = None,
+        fusion: Any = None,
+        focus: Any = None,
         order: Optional[str] = None,
         score_threshold: Optional[float] = None,
+        fusion_weights: Optional[Sequence[Sequence[float]]] = None,
         max_tokens: Optional[int] = None,
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
@@ -154,8 +162,8 @@ class DragKneeRetriever(BaseRetriever):
         self._settings = RetrieverSettings(
             "similarity_top_k", convert_filters=metadata_filters_to_dict, method=method,
             similarity_top_k=similarity_top_k, beam_width=beam_width, sensitivity=sensitivity,
-            max_roots=max_roots, filters=filters, fusion_weights=fusion_weights, order=order,
-            score_threshold=score_threshold, max_tokens=max_tokens,
+            max_roots=max_roots, filters=filters, fusion=fusion, focus=focus, order=order,
+            score_threshold=score_threshold, fusion_weights=fusion_weights, max_tokens=max_tokens,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -294,15 +302,15 @@ class DragKneeRetriever(BaseRetriever):
         is converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
         ``ocr_cache_dir``: see :func:`from_llamaindex_documents`.
         """
-        core = from_llamaindex_documents(documents, group_pages=group_pages, ocr=ocr,
-                                         ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
+        members = check_members(members_from_llamaindex(documents, keep_ids=False, group_pages=group_pages))
+        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         if index is None:
             index_kwargs = _with_embed_model(index_kwargs, embed_model)
         elif embed_model is not None:
             raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
         index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
-        index.add_documents(core, progress=progress)
+        MemberStore(index, ocr=config).add(members, progress=progress)
         return retriever
 
     # -- managing what the index holds (BaseIndex's names) ------------------------------------------
@@ -312,17 +320,30 @@ class DragKneeRetriever(BaseRetriever):
         return self.insert_documents([document], **kwargs)
 
     def insert_documents(self, documents: Sequence[Any], *, group_pages: bool = True, progress: Any = None) -> Any:
-        """Ingest LlamaIndex documents: unchanged ones are skipped, changed ones replaced; ids as
-        :func:`from_llamaindex_documents` gives them (stable for documents without ids)."""
-        return self._index.add_documents(from_llamaindex_documents(documents, group_pages=group_pages), progress=progress)
+        """Ingest LlamaIndex documents: pages of one file join that file's tree (inserted now or
+        before), an id given again replaces that document, unchanged ones change nothing; ids as
+        :func:`~._llamaindex_store.members_from_llamaindex` gives them (stable for documents
+        without ids)."""
+        return MemberStore(self._index).add(members_from_llamaindex(list(documents), keep_ids=False,
+                                                                    group_pages=group_pages), progress=progress)
+
+    async def ainsert(self, document: Any, **kwargs: Any) -> Any:
+        """:meth:`insert` in a worker thread (encoding is CPU-bound): the event loop runs on."""
+        return await asyncio.to_thread(self.insert, document, **kwargs)
+
+    async def ainsert_documents(self, documents: Sequence[Any], **kwargs: Any) -> Any:
+        return await asyncio.to_thread(self.insert_documents, documents, **kwargs)
 
     def refresh_ref_docs(self, documents: Sequence[Any], **kwargs: Any) -> List[bool]:
         """Ingest documents and say, per document, whether it was added or changed (True) or was
         already indexed as is (False), like ``BaseIndex.refresh_ref_docs``."""
-        core = from_llamaindex_documents(documents, **kwargs)
-        report = self._index.add_documents(core)
-        changed = set(report.added) | set(report.replaced)
-        return [doc.id in changed for doc in core]
+        members = check_members(members_from_llamaindex(list(documents), keep_ids=False, **kwargs))
+        store = MemberStore(self._index)
+        before = {m.id: (m.text, m.metadata) for m in store.get([m.id for m in members])}
+        changed = [before.get(m.id) != (m.text, m.metadata) for m in members]
+        if any(changed):
+            store.add([m for m, c in zip(members, changed) if c])
+        return changed
 
     def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = False, *,
                        raise_if_missing: bool = False, **kwargs: Any) -> None:
@@ -330,7 +351,8 @@ class DragKneeRetriever(BaseRetriever):
         the index is the only store). A missing id is ignored unless ``raise_if_missing``."""
         if kwargs:
             raise TypeError(f"delete_ref_doc takes no options {sorted(kwargs)}.")
-        if not self._index.delete_document(ref_doc_id) and raise_if_missing:
+        store = MemberStore(self._index)
+        if not (store.delete_refs([ref_doc_id]) or store.delete([ref_doc_id])) and raise_if_missing:
             raise KeyError(f"No document {ref_doc_id!r} is indexed; list them with index.list_documents().")
 
     @classmethod

@@ -76,7 +76,7 @@ def _common_metadata(entries: Sequence[PageEntry], drop: Iterable[str]) -> Dict[
     return common
 
 
-def _ocr_group(key: str, pages: List[str], metadata: Dict[str, Any], ocr: Any, where: str) -> List[str]:
+def ocr_group(key: str, pages: List[str], metadata: Dict[str, Any], ocr: Any, where: str) -> List[str]:
     """Pages of a file with OCR text where its text is empty or thin, when ``key`` is a PDF on disk.
 
     Framework loaders (PyPDFLoader, PDFReader) give an image-only page as an empty text; the
@@ -84,7 +84,8 @@ def _ocr_group(key: str, pages: List[str], metadata: Dict[str, Any], ocr: Any, w
     """
     from pathlib import Path
 
-    from ..ocr import OCR_PAGES_KEY, fill_pages
+    from ..ocr import fill_pages
+    from ..point_schema import OCR_PAGES_KEY
 
     path = Path(key)
     if ocr is None or ocr.mode == "never" or path.suffix.lower() != ".pdf" or not path.is_file():
@@ -181,7 +182,7 @@ def group_paged_documents(
         metadata = _common_metadata(members, drop)
         if numbered and len(pages) == max(int(m.page) for m in members) + 1:  # type: ignore[arg-type]
             # Page i is page i of the file (not the input-order fallback): OCR can render it.
-            pages = _ocr_group(str(key), pages, metadata, ocr, where)
+            pages = ocr_group(str(key), pages, metadata, ocr, where)
         doc_id = _unique(str(key), taken)
         try:
             doc = Document(id=doc_id, pages=pages, metadata=metadata)

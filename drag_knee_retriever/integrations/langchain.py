@@ -19,11 +19,13 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 from ._common import (
     INSTALL_HINT,
+    RAW_SCORE,
     SCORE,
     SEARCH_SETTINGS,
     RetrieverSettings,
@@ -35,6 +37,7 @@ from ._common import (
     make_index,
 )
 from ..loaders import ocr_settings
+from ._members import MEMBER_IDS, MemberStore, check_members
 from ._pages import PageEntry, group_paged_documents
 
 try:
@@ -55,11 +58,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
+from ._langchain_store import DragKneeVectorStore, member_document, members_from_langchain
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "DragKneeRetriever",
+    "DragKneeVectorStore",
     "KneeDocumentCompressor",
     "from_langchain_documents",
     "to_langchain_document",
@@ -79,10 +84,14 @@ def to_langchain_document(hit: ScoredNode) -> LCDocument:
     """One search hit as a LangChain ``Document``.
 
     ``page_content`` is the full text of the node's span (every leaf beneath it, in document
-    order); ``metadata`` is the source document's metadata plus the ``drag_*`` fields (node id,
-    doc id, level, span label and leaf/page bounds, parent id, score, rank); ``id`` is the node id.
+    order); ``metadata`` is the metadata the user gave (a page's own, ``page`` included, for a
+    node within one page) plus the ``drag_*`` fields (node id, doc id, level, span label and
+    leaf/page bounds, parent id, score, raw score, rank); ``id`` is the id of the document the user
+    added when the node lies within one of them, else the node id.
     """
-    return LCDocument(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node.id)
+    members = hit.node.metadata.get(MEMBER_IDS) or ()
+    doc_id = members[0] if len(members) == 1 else hit.node.id
+    return LCDocument(page_content=hit.text, metadata=hit_metadata(hit), id=doc_id)
 
 
 def from_langchain_documents(
@@ -105,7 +114,7 @@ def from_langchain_documents(
 
     - Pages of a PDF file that is on disk (``source``) whose text is empty or too thin (a scanned
       or image-only page) are OCR'd like the core loader's (``ocr="auto"|"always"|"never"`` or an
-      :class:`~drag_knee_retriever.ocr.OcrConfig`, ``ocr_languages="eng+rus"``, ``ocr_cache_dir``;
+      :class:`~drag_knee_retriever.ocr.OcrConfig`, ``ocr_languages="english+russian"``, ``ocr_cache_dir``;
       needs the ``ocr`` extra and Tesseract); each leaf records ``text_source``.
 
     The ids are stable, so ingesting the same files again replaces nothing that did not change.
@@ -165,8 +174,10 @@ class DragKneeRetriever(DocumentIndex):
       :class:`~drag_knee_retriever.SearchConfig`. Words, not model tokens (~1.3 tokens a word).
     - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
       ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
-    - ``beam_width``, ``sensitivity``, ``max_roots``, ``fusion_weights``, ``order``: as in
-      :class:`SearchConfig`.
+    - ``beam_width``, ``sensitivity``, ``max_roots``, ``order``, ``fusion`` (a
+      :class:`~drag_knee_retriever.FusionConfig`), ``focus`` (a :class:`~drag_knee_retriever.FocusConfig`,
+      ``False`` to skip the focus step): as in :class:`SearchConfig` (``fusion_weights`` is the deprecated
+      spelling of ``fusion=FusionConfig(weights=...)``).
 
     Every setting can also be passed per call: ``retriever.invoke(query, k=2, filter={...})``.
     Settings are validated when the retriever is built (and per call for per-call values); an
@@ -196,7 +207,9 @@ class DragKneeRetriever(DocumentIndex):
     filter: Any = Field(default=None, description="LangChain filter dict or qdrant models.Filter.")
     filters: Any = None
     score_threshold: Optional[float] = None
-    fusion_weights: Optional[List[Tuple[float, float]]] = None
+    fusion: Any = Field(default=None, description="FusionConfig: how dense and BM25 rankings are fused.")
+    focus: Any = Field(default=None, description="FocusConfig of the knee methods' focus step (False: skip it).")
+    fusion_weights: Optional[List[Tuple[float, float]]] = Field(default=None, description="Deprecated: fusion=FusionConfig(weights=...).")
     order: Optional[Literal["score", "document"]] = None
     max_tokens: Optional[int] = Field(default=None, description="Word budget for the returned documents.")
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
@@ -256,43 +269,60 @@ class DragKneeRetriever(DocumentIndex):
     # -- DocumentIndex ---------------------------------------------------------------------------
 
     def upsert(self, items: Sequence[LCDocument], /, **kwargs: Any) -> UpsertResponse:
-        """Add or replace documents by id: each LangChain document is one tree named by its ``id``
-        (a document without one gets a content-derived id). Returns the ids written."""
+        """Add or replace documents by id (``index()`` calls this per batch). A document keeps its
+        ``id`` (one without gets a content-derived id); documents sharing ``metadata["source"]``
+        are one tree whichever batch or call brought them. Returns the ids written."""
         if kwargs:
             raise TypeError(f"upsert takes no options, got {sorted(kwargs)}.")
-        core = from_langchain_documents(items, group_pages=False)
-        self.index.add_documents(core)
-        return UpsertResponse(succeeded=[doc.id for doc in core], failed=[])
+        members = members_from_langchain(list(items))
+        MemberStore(self.index).add(members)
+        return UpsertResponse(succeeded=[m.id for m in members], failed=[])
 
     def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
-        """Remove whole documents (their trees) by id; ids not indexed are reported as not found."""
+        """Remove documents by id: an added document's id removes it from its source's tree (the
+        last one the tree); a source's or tree's id removes the whole tree. Ids not stored are
+        reported as not found."""
         if kwargs:
             raise TypeError(f"delete takes only ids, got {sorted(kwargs)}.")
         if ids is None:
             raise ValueError("delete needs ids (the document ids to remove); there is no delete-all.")
         if isinstance(ids, str):
             raise ValueError("delete takes a list of ids; wrap a single id in a list.")
-        removed = [doc_id for doc_id in ids if self.index.delete_document(doc_id)]
+        removed = MemberStore(self.index).delete(list(ids))
         return DeleteResponse(num_deleted=len(removed), succeeded=removed, failed=[], num_failed=0)
 
     def get(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
-        """The documents with these ids (whole text, source metadata), in the order given; ids not
-        indexed are skipped."""
+        """The documents with these ids as they were added (text and metadata), in the order
+        given; ids not stored are skipped."""
         if kwargs:
             raise TypeError(f"get takes only ids, got {sorted(kwargs)}.")
-        found = {doc.doc_id: doc for doc in self.index.get_documents(list(ids))}
-        return [LCDocument(id=i, page_content=found[i].text, metadata=dict(found[i].metadata)) for i in ids if i in found]
+        return [member_document(m) for m in MemberStore(self.index).get(list(ids))]
 
     def add_documents(self, documents: Sequence[LCDocument], *, progress: Optional[Callable[..., Any]] = None,
                       ocr: Any = "auto", ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None) -> Any:
-        """Ingest more LangChain documents into the index (see :func:`from_langchain_documents`,
-        also for the ``ocr`` options).
+        """Ingest more LangChain documents into the index: pages of one source join that source's
+        tree (added in this call or an earlier one); an id given again replaces that document.
+        ``ocr`` options: see :func:`from_langchain_documents`.
 
         Every document is converted and validated before the index is touched. Returns the
         index's ingest report.
         """
-        core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
-        return self.index.add_documents(core, progress=progress)
+        members = members_from_langchain(list(documents))
+        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+        return MemberStore(self.index, ocr=config).add(members, progress=progress)
+
+    async def aadd_documents(self, documents: Sequence[LCDocument], **kwargs: Any) -> Any:
+        """:meth:`add_documents` in a worker thread (encoding is CPU-bound), same guarantees."""
+        return await asyncio.to_thread(self.add_documents, documents, **kwargs)
+
+    async def aupsert(self, items: Sequence[LCDocument], /, **kwargs: Any) -> UpsertResponse:
+        return await asyncio.to_thread(self.upsert, items, **kwargs)
+
+    async def adelete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
+        return await asyncio.to_thread(self.delete, ids, **kwargs)
+
+    async def aget(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
+        return await asyncio.to_thread(self.get, ids, **kwargs)
 
     @classmethod
     def from_documents(
@@ -309,8 +339,10 @@ class DragKneeRetriever(DocumentIndex):
         filters: Any = None,
         filter: Any = None,
         score_threshold: Optional[float] = None,
-        fusion_weights: Optional[List[Tuple[float, float]]] = None,
+        fusion: Any = None,
+        focus: Any = None,
         order: Optional[str] = None,
+        fusion_weights: Optional[List[Tuple[float, float]]] = None,
         max_tokens: Optional[int] = None,
         ocr: Any = "auto",
         ocr_languages: Optional[str] = None,
@@ -320,22 +352,27 @@ class DragKneeRetriever(DocumentIndex):
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
 
-        ``index_kwargs`` go to :class:`DragKneeIndex` (``location``, ``model_path``, ``build``...)
-        when no ``index`` is given. The search settings are validated and every document is
+        ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given: ``location`` (a folder,
+        ``":memory:"`` (the default), a URL or a QdrantClient), ``embedding``, ``build``, ``search``,
+        ``summarizer``, ``store``. The search settings are validated and every document is
         converted before anything is built or written, so a bad document ingests nothing.
         ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
         """
         settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity, max_roots=max_roots,
                         filters=filters, filter=filter, score_threshold=score_threshold,
-                        fusion_weights=fusion_weights, order=order, max_tokens=max_tokens)
+                        fusion=fusion, focus=focus, fusion_weights=fusion_weights, order=order, max_tokens=max_tokens)
         RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
                           **{**{k_: v for k_, v in settings.items() if v is not None}, **_search_kwargs(search_kwargs)})
         if search_kwargs is not None:
             settings["search_kwargs"] = search_kwargs
-        core = from_langchain_documents(documents, ocr=ocr, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir)
+        members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
+        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         index = make_index(index, index_kwargs)
-        index.add_documents(core, progress=progress)
+        MemberStore(index, ocr=config).add(members, progress=progress)
         return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
+
+
+DragKneeVectorStore.retriever_class = DragKneeRetriever
 
 
 def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -358,7 +395,9 @@ def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(search_kwargs)
 
 
-DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)
+# Our own results carry drag_raw_score, what the method ranked on (best first by construction);
+# drag_score, the public [0, 1] scale, need not be monotone along that order (relevance.py).
+DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", RAW_SCORE)
 
 
 class KneeDocumentCompressor(BaseDocumentCompressor):
@@ -373,6 +412,12 @@ class KneeDocumentCompressor(BaseDocumentCompressor):
       ``relevance_score`` (rerankers), ``score``, ``drag_score`` that every document has.
     - ``higher_is_better``: ``False`` for distances (lower is better); scores are then negated.
     - ``sensitivity``: in (0, 1]; 1.0 is the plain knee, smaller keeps more.
+    - ``vector_store``: the store the documents came from, for documents without a score in
+      their metadata (a ``VectorStore.as_retriever()`` puts none there, langchain-qdrant's
+      included): the store is asked for their scores (langchain-qdrant: exactly these points by
+      id, one request), so ``ContextualCompressionRetriever(base_compressor=
+      KneeDocumentCompressor(vector_store=store), base_retriever=store.as_retriever(search_kwargs=
+      {"k": 20}))`` works as it is.
 
     Documents must arrive best first; the knee needs at least three to cut (fewer are kept).
     """
@@ -380,27 +425,70 @@ class KneeDocumentCompressor(BaseDocumentCompressor):
     score_key: Optional[str] = None
     higher_is_better: bool = True
     sensitivity: float = Field(default=1.0, gt=0.0, le=1.0)
+    vector_store: Any = Field(default=None, description="The store the documents came from, asked for their scores.")
 
-    def _score_key(self, documents: Sequence[LCDocument]) -> str:
+    def _score_key(self, documents: Sequence[LCDocument]) -> Optional[str]:
         if self.score_key is not None:
             return self.score_key
         keys = [k for k in DEFAULT_SCORE_KEYS if all(k in (d.metadata or {}) for d in documents)]
         if not keys:
+            if self.vector_store is not None:
+                return None
             raise InvalidScoresError(
                 f"No score found: not every document has one of the metadata keys "
-                f"{list(DEFAULT_SCORE_KEYS)}. Put each document's score in its metadata, or "
-                "name the key with KneeDocumentCompressor(score_key=...)."
+                f"{list(DEFAULT_SCORE_KEYS)}. A vector store's as_retriever() puts none there: pass the "
+                "store, KneeDocumentCompressor(vector_store=store), and it is asked for the scores; or put "
+                "each document's score in its metadata, or name the key with score_key=..."
             )
         return keys[0]
+
+    def _scores_from_store(self, documents: List[LCDocument], query: str) -> List[Tuple[LCDocument, float]]:
+        """The documents with the scores their vector store gives them for ``query``, best first.
+
+        langchain-qdrant's store (documents carry their point id) is asked for exactly these
+        points (a ``HasIdCondition`` filter, one request); any other store for its top documents,
+        matched by id, then by text.
+        """
+        store = self.vector_store
+        ids = [d.id or (d.metadata or {}).get("_id") for d in documents]
+        if type(store).__module__.startswith("langchain_qdrant") and all(ids):
+            from qdrant_client import models
+
+            only = models.Filter(must=[models.HasIdCondition(has_id=list(ids))])
+            scored = store.similarity_search_with_score(query, k=len(ids), filter=only)
+        else:
+            scored = store.similarity_search_with_score(query, k=max(20, 4 * len(documents)))
+        by_id = {(d.id or (d.metadata or {}).get("_id")): s for d, s in scored}
+        by_text = {d.page_content: s for d, s in scored}
+        out = []
+        for doc, doc_id in zip(documents, ids):
+            score = by_id.get(doc_id) if doc_id is not None and doc_id in by_id else by_text.get(doc.page_content)
+            if score is None:
+                raise InvalidScoresError(
+                    f"the vector store gave no score to the document {doc_id or doc.page_content[:40]!r}; pass "
+                    "documents of that store, or put their scores in metadata (score_key=...)."
+                )
+            out.append((doc, float(score)))
+        out.sort(key=lambda pair: -pair[1] if self.higher_is_better else pair[1])
+        return out
 
     def compress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks = None
     ) -> Sequence[LCDocument]:
-        """Keep the documents up to the knee of their scores (order preserved)."""
+        """Keep the documents up to the knee of their scores (order preserved; documents scored
+        by ``vector_store`` come best first by those scores)."""
         documents = list(documents)
         if not documents:
             return []
         key = self._score_key(documents)
+        if key is None:
+            pairs = self._scores_from_store(documents, query)
+            return knee_keep(
+                [d for d, _ in pairs], [s for _, s in pairs], sensitivity=self.sensitivity,
+                higher_is_better=self.higher_is_better, what="documents",
+                bad_score=lambda position, value: f"the vector store scored documents[{position}] {value!r}.",
+                expects="KneeDocumentCompressor expects the store's scores best first.",
+            )
         direction = "descending" if self.higher_is_better else "ascending (distances)"
         return knee_keep(
             documents,

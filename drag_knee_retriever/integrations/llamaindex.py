@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # First: _llamaindex_convert raises the ImportError naming the extra when LlamaIndex is missing.
 from ._llamaindex_convert import (
-    _entries,
+    page_entries,
     from_llamaindex_documents,
     index_parsed_nodes,
     metadata_filters_to_dict,
@@ -38,6 +38,7 @@ from ._llamaindex_convert import (
     to_tree_node,
 )
 from ._llamaindex_retriever import DragKneeRetriever, DragKneeTraceEvent
+from ._llamaindex_store import DragKneeVectorStore, members_from_llamaindex
 from ._common import knee_keep
 from ._pages import group_paged_documents
 
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DragKneeRetriever",
+    "DragKneeVectorStore",
     "DragKneeTraceEvent",
     "metadata_filters_to_dict",
     "DragTreeNodeParser",
@@ -113,7 +115,7 @@ class DragTreeNodeParser(NodeParser):
     # The ingestion cache keys on str(to_dict()); give it the settings, not object addresses.
     @field_serializer("build")
     def _dump_build(self, value: BuildConfig) -> str:
-        return repr(value)
+        return value.fingerprint()  # the same string as before the settings were grouped: caches stay valid
 
     @field_serializer("summarizer")
     def _dump_summarizer(self, value: Any) -> Optional[str]:
@@ -128,7 +130,7 @@ class DragTreeNodeParser(NodeParser):
         from ..summarize import ExtractiveSummarizer
 
         nodes = list(nodes)
-        entries = _entries(nodes, self.group_pages)
+        entries = page_entries(nodes, self.group_pages)
         pairs = group_paged_documents(entries)
         summarizer = self.summarizer if self.summarizer is not None else ExtractiveSummarizer(self.build)
         tree_nodes = build_trees([doc for doc, _ in pairs], self.build, summarizer)

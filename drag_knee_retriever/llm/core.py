@@ -140,7 +140,7 @@ class LLMSummarizer:
                 SCHEMA_VERSION,
                 self.settings.min_keywords,
                 self.settings.max_keywords,
-                self.settings.language,
+                self.settings.prompt_language,
                 self.settings.max_input_chars,
                 self.settings.min_description_chars,
                 self.settings.max_description_chars,
@@ -197,8 +197,8 @@ class LLMSummarizer:
         return [("system", fill(self.settings.prompts.system, common)), ("user", user)]
 
     def _language_of(self, text: str) -> str:
-        if self.settings.language.lower() != "auto":
-            return self.settings.language
+        if self.settings.language != "auto":
+            return self.settings.prompt_language
         return detect_language(text)
 
     # -- describing -----------------------------------------------------------------------------
@@ -396,7 +396,7 @@ class LLMSummarizer:
                 getattr(self.fallback, "identity", type(self.fallback).__name__),
             )
             summaries = [
-                Summary(text=None if r.is_leaf else _clip(" ".join(r.child_texts or r.leaf_texts), self.config.summary_max_chars))
+                Summary(text=None if r.is_leaf else _clip(" ".join(r.child_texts or r.leaf_texts), self.config.summary.max_chars))
                 for r in requests
             ]
         for i in indices:

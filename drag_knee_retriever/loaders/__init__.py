@@ -37,7 +37,7 @@ outline) and :mod:`.load` (``load_file`` / ``load_paths``). Everything is re-exp
 
 from __future__ import annotations
 
-from .discover import (  # noqa: F401 - private names re-exported for code that imported them from here
+from .discover import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
     MARKDOWN_SUFFIXES,
@@ -49,27 +49,12 @@ from .discover import (  # noqa: F401 - private names re-exported for code that 
     PathLike,
     ProgressCallback,
     SkippedFile,
-    _has_suffix,
-    _inside,
-    _kind_of_entry,
-    _matches,
-    _resolve_link,
-    _wanted,
     discover,
     kind_of,
 )
-from .load import LoadReport, _reason, load_file, load_paths  # noqa: F401
-from .pdf import _clean_page, _import_pypdf, _ocr_pages, _pdf_failure, _read_pdf, ocr_settings, pdf_outline  # noqa: F401
-from .text import (  # noqa: F401
-    _BINARY_CONTROL,
-    _SNIFF_BYTES,
-    _check_file,
-    _check_limit,
-    _check_text_size,
-    _decode,
-    _mb,
-    _read_bytes,
-    _read_text,
+from .load import LoadReport, load_file, load_paths
+from .pdf import ocr_settings, pdf_outline
+from .text import (
     load_stream,
     load_text,
     markdown_title,

@@ -90,7 +90,7 @@ def _wanted(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bo
     return relative.lower().endswith(SUPPORTED_SUFFIXES)
 
 
-def _kind_of_entry(mode: int) -> Optional[str]:
+def kind_of_entry(mode: int) -> Optional[str]:
     """What a non-regular, non-folder file is, in words (None for a regular file or a folder)."""
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
@@ -215,7 +215,7 @@ def discover(
                     if not _wanted(relative, include, exclude):
                         ignored += 1
                         continue
-                    what = _kind_of_entry(mode)
+                    what = kind_of_entry(mode)
                     if what is not None:
                         skip(file, f"is {what}, not a regular file; only regular files are read "
                                    "(exclude it with --exclude).")
@@ -249,7 +249,7 @@ def discover(
             except OSError as exc:
                 skip(path, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
                 continue
-            what = _kind_of_entry(mode)
+            what = kind_of_entry(mode)
             if what is not None:
                 skip(path, f"is {what}, not a regular file; only regular files are read.")
                 continue

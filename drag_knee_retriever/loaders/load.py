@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 from ..errors import InvalidDocumentError, OcrUnavailableError
 from ..nodes import Document
-from ..ocr import OCR_PAGES_KEY, OcrConfig
+from ..ocr import OcrConfig
+from ..point_schema import OCR_PAGES_KEY
 from .discover import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
@@ -22,8 +23,8 @@ from .discover import (
     discover,
     kind_of,
 )
-from .pdf import _pdf_failure, _read_pdf, ocr_settings, pdf_outline
-from .text import _check_file, _check_limit, _check_text_size, _read_text, load_stream, markdown_title, text_title
+from .pdf import pdf_failure, read_pdf, ocr_settings, pdf_outline
+from .text import check_file, check_byte_limit, check_text_size, read_text, load_stream, markdown_title, text_title
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ocr import OcrMode
@@ -87,8 +88,8 @@ def load_paths(
     ``max_text_bytes`` bound what one file may cost (see the module docs).
     """
     ocr_config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
-    _check_limit("max_file_bytes", max_file_bytes)
-    _check_limit("max_text_bytes", max_text_bytes)
+    check_byte_limit("max_file_bytes", max_file_bytes)
+    check_byte_limit("max_text_bytes", max_text_bytes)
     paths = list(paths)
     read_stdin = any(str(p) == STDIN for p in paths)
     found_skips: List[SkippedFile] = []
@@ -172,7 +173,7 @@ def load_file(
 
     PDF pages are OCR'd under ``ocr``: ``"auto"`` (pages whose text layer is empty or thinner
     than :attr:`OcrConfig.min_chars`), ``"always"``, ``"never"``, or an :class:`OcrConfig`;
-    ``ocr_languages`` are Tesseract codes (``"eng+rus"``); ``ocr_cache_dir`` keeps the OCR text
+    ``ocr_languages`` are language names (``"english+russian"`` or a tuple; Tesseract codes still read, deprecated); ``ocr_cache_dir`` keeps the OCR text
     (pass a folder next to the index; default: the user cache folder).
 
     Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded
@@ -187,8 +188,8 @@ def load_file(
         raise InvalidDocumentError(f"{where}: does not exist; check the path.")
     if path.is_dir():
         raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
-    _check_limit("max_file_bytes", max_file_bytes)
-    _check_limit("max_text_bytes", max_text_bytes)
+    check_byte_limit("max_file_bytes", max_file_bytes)
+    check_byte_limit("max_text_bytes", max_text_bytes)
     if doc_id is None:
         doc_id = FoundFile(path, Path(root) if root is not None else path.parent).doc_id
     kind = kind or kind_of(path) or "text"
@@ -203,24 +204,24 @@ def load_file(
         }
     )
     if kind == "pdf":
-        _check_file(path, where, max_file_bytes)
+        check_file(path, where, max_file_bytes)
         try:
-            pages, title, ocr_pages = _read_pdf(
+            pages, title, ocr_pages = read_pdf(
                 path, where, ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress
             )
         except (InvalidDocumentError, ImportError, OcrUnavailableError):
             raise
         except Exception as exc:
-            raise InvalidDocumentError(_pdf_failure(where, exc)) from None
-        _check_text_size(where, sum(len(p.encode("utf-8", "surrogatepass")) for p in pages), max_text_bytes)
+            raise InvalidDocumentError(pdf_failure(where, exc)) from None
+        check_text_size(where, sum(len(p.encode("utf-8", "surrogatepass")) for p in pages), max_text_bytes)
         base["pages"] = len(pages)
         # Always present on PDFs (empty: every page from the text layer), so each leaf gets a text_source.
         base[OCR_PAGES_KEY] = ocr_pages
         if title:
             base["title"] = title
         return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(path, len(pages)))
-    text = _read_text(path, where, min(max_file_bytes, max_text_bytes))
-    _check_text_size(where, len(text.encode("utf-8", "surrogatepass")), max_text_bytes)
+    text = read_text(path, where, min(max_file_bytes, max_text_bytes))
+    check_text_size(where, len(text.encode("utf-8", "surrogatepass")), max_text_bytes)
     title = markdown_title(text) if kind == "markdown" else text_title(text)
     if title:
         base["title"] = title

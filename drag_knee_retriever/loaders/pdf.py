@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 from ..errors import InvalidDocumentError
 from ..ocr import OcrConfig
 from .discover import PathLike, ProgressCallback
-from .text import _read_bytes
+from .text import read_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ocr import OcrMode
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("drag_knee_retriever.loaders")  # one logger for the package: the CLI quiets it by this name
 
 
-def _pdf_failure(where: str, exc: Exception) -> str:
+def pdf_failure(where: str, exc: Exception) -> str:
     """The reason and the fix for a PDF pypdf gave up on (its limits, a missing package, a bug)."""
     from pypdf.errors import DependencyError, LimitReachedError
 
@@ -70,14 +70,16 @@ def ocr_settings(
     return replace(config, **changes) if changes else config
 
 
-def _read_pdf(
+def read_pdf(
     path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None
 ) -> Tuple[List[str], Optional[str], List[int]]:
+    """A PDF's page texts (OCR'd where ``ocr`` says), its title if it has one, and the 1-based
+    numbers of the pages OCR'd."""
     ocr = ocr or OcrConfig()
     pypdf = _import_pypdf()
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
-    raw = _read_bytes(path, where)
+    raw = read_bytes(path, where)
     if not raw.lstrip()[:5] == b"%PDF-":
         raise InvalidDocumentError(f"{where}: is not a PDF (no %PDF header); check the file or its suffix.")
     try:

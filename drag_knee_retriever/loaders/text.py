@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional, TextIO, Union
 
 from ..errors import InvalidDocumentError
 from ..nodes import Document
-from .discover import DEFAULT_MAX_TEXT_BYTES, _kind_of_entry, kind_of
+from .discover import DEFAULT_MAX_TEXT_BYTES, kind_of_entry, kind_of
 
 # Enough bytes to tell text from binary without reading a whole large file twice.
 _SNIFF_BYTES = 8192
@@ -18,7 +18,8 @@ _SNIFF_BYTES = 8192
 _BINARY_CONTROL = bytes(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B})
 
 
-def _check_limit(name: str, value: Any) -> None:
+def check_byte_limit(name: str, value: Any) -> None:
+    """Refuse a size limit setting (``max_file_bytes``, ``max_text_bytes``) that is not an integer >= 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidDocumentError(f"{name} must be an integer number of bytes >= 1, got {value!r}.")
 
@@ -62,7 +63,7 @@ def load_stream(
     At most ``max_text_bytes`` (plus one) are read: an endless stream is refused, not buffered.
     """
     where = f"Input {doc_id!r}"
-    _check_limit("max_text_bytes", max_text_bytes)
+    check_byte_limit("max_text_bytes", max_text_bytes)
     raw = stream.buffer.read(max_text_bytes + 1) if hasattr(stream, "buffer") else stream.read(max_text_bytes + 1)
     if len(raw) > max_text_bytes:
         raise InvalidDocumentError(
@@ -108,7 +109,8 @@ def text_title(text: str) -> Optional[str]:
         return first
     return None
 
-def _check_text_size(where: str, size: int, limit: int) -> None:
+def check_text_size(where: str, size: int, limit: int) -> None:
+    """Refuse a document whose text is larger than ``limit`` bytes, saying how to split or allow it."""
     if size > limit:
         raise InvalidDocumentError(
             f"{where}: its text is {_mb(size)}, above the {_mb(limit)} limit per document (embedding that "
@@ -116,13 +118,13 @@ def _check_text_size(where: str, size: int, limit: int) -> None:
         )
 
 
-def _check_file(path: Path, where: str, limit: int) -> int:
+def check_file(path: Path, where: str, limit: int) -> int:
     """Raise unless ``path`` is a regular file of at most ``limit`` bytes; its size (read nothing)."""
     try:
         info = path.stat()
     except OSError as exc:
         raise InvalidDocumentError(f"{where}: cannot be examined ({exc.strerror or exc}).") from None
-    what = _kind_of_entry(info.st_mode)
+    what = kind_of_entry(info.st_mode)
     if what is not None:
         raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
     if info.st_size > limit:
@@ -133,7 +135,7 @@ def _check_file(path: Path, where: str, limit: int) -> int:
     return info.st_size
 
 
-def _read_bytes(path: Path, where: str, limit: Optional[int] = None) -> bytes:
+def read_bytes(path: Path, where: str, limit: Optional[int] = None) -> bytes:
     """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
 
     The file is opened without blocking (a FIFO swapped in after discovery cannot hang the
@@ -149,7 +151,7 @@ def _read_bytes(path: Path, where: str, limit: Optional[int] = None) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         try:
             info = os.fstat(fd)
-            what = _kind_of_entry(info.st_mode)
+            what = kind_of_entry(info.st_mode)
             if what is not None:
                 raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
             if limit is not None and info.st_size > limit:
@@ -192,8 +194,9 @@ def _decode(raw: bytes, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_text(path: Path, where: str, limit: Optional[int] = None) -> str:
-    raw = _read_bytes(path, where, limit)
+def read_text(path: Path, where: str, limit: Optional[int] = None) -> str:
+    """A text file's content (see :func:`read_bytes`), refused when empty, a PDF or not UTF-8 text."""
+    raw = read_bytes(path, where, limit)
     if not raw.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
     if raw.startswith(b"%PDF-"):

@@ -4,22 +4,22 @@
 - :mod:`.edge`: Qdrant Edge in process (the embedded default);
 - :mod:`.memory`: a small pure-Python reference engine for tests.
 
-Engines share :mod:`.filters` (one filter parser and condition builder) and :mod:`.payload` (the
-stored point's shape) and never import each other. This module re-exports what the rest of the
-package imports, so ``from drag_knee_retriever.store import RankRequest`` keeps working.
+Engines share :mod:`.base` (the interface, request planning, hit order), :mod:`.filters` (one
+filter parser and one translator into Qdrant's filter types) and the stored point's schema
+(:mod:`drag_knee_retriever.point_schema`, ids in :mod:`drag_knee_retriever.ids`), and never import
+each other. This module re-exports the interface (``from drag_knee_retriever.store import
+RankRequest``) and the engines; the search path imports :mod:`.base` itself, so that ranking
+does not load an engine it does not use.
 """
 
+from ..nodes import QueryVectors
 from .base import (
-    DENSE,
     EDGE_MARKER,
     MIN_SIDE_LIMIT,
-    SCHEMA_VERSION,
-    SPARSE,
     TIE_MARGIN,
     FilterSpec,
     NodeRecord,
     NodeStore,
-    QueryVectors,
     RankedHit,
     RankRequest,
     detect_engine,
@@ -27,7 +27,6 @@ from .base import (
     side_limit,
 )
 from .filters import TOP_LEVEL_FIELDS, node_matches, parse_filters
-from .payload import META_ID, WALK_FIELDS, light_node, stable_order
 from .qdrant import QdrantClientStore
 
 
@@ -46,8 +45,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "DENSE", "EDGE_MARKER", "MIN_SIDE_LIMIT", "META_ID", "SCHEMA_VERSION", "SPARSE", "TIE_MARGIN",
-    "TOP_LEVEL_FIELDS", "WALK_FIELDS", "EdgeStore", "FilterSpec", "MemoryStore", "NodeRecord", "NodeStore",
-    "QdrantClientStore", "QueryVectors", "RankedHit", "RankRequest", "detect_engine", "fetch_limit",
-    "light_node", "node_matches", "parse_filters", "side_limit", "stable_order",
+    "EDGE_MARKER", "MIN_SIDE_LIMIT", "TIE_MARGIN", "TOP_LEVEL_FIELDS", "EdgeStore", "FilterSpec", "MemoryStore",
+    "NodeRecord", "NodeStore", "QdrantClientStore", "QueryVectors", "RankedHit", "RankRequest", "detect_engine",
+    "fetch_limit", "node_matches", "parse_filters", "side_limit",
 ]

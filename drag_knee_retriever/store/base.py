@@ -1,8 +1,9 @@
 """The store interface every engine implements, its request and hit types, and what engines share.
 
-Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module, ``filters`` and
-``payload`` of the store package, never each other: what two engines would otherwise repeat
-(request planning, side limits, the bookkeeping point, folder layouts) lives here or there.
+Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module and ``filters`` of the
+store package (and the stored point's schema, :mod:`drag_knee_retriever.point_schema`), never each
+other: what two engines would otherwise repeat (request planning, side limits, hit order, folder
+layouts) lives here or there.
 
 Every method that talks to the engine counts one request in ``self.requests``: a search makes one
 round trip per tree level, so the count is what tests and benchmarks check.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import operator
 import os
 import re
 import threading
@@ -20,28 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+# The two engine constants that shape a search are declared and documented with the settings.
+from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 from ..errors import ModelMismatchError
-from ..nodes import TreeNode
+from ..nodes import QueryVectors, TreeNode
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 
-DENSE = "dense"
-SPARSE = "bm25"
-SCHEMA_VERSION = 1
 # A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
 FilterSpec = Tuple[Any, ...]
 
-# Fused rankings read at least this many hits per side (a candidate set reads its own size):
-# RRF over a short side list would score a node found only on the other side too high.
-MIN_SIDE_LIMIT = 100
-
-
-@dataclass(frozen=True)
-class QueryVectors:
-    """A query encoded once: dense vector and BM25 sparse vector (indices, values)."""
-
-    dense: Tuple[float, ...]
-    sparse_indices: Tuple[int, ...]
-    sparse_values: Tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -89,18 +78,12 @@ class RankedHit:
     sparse_score: Optional[float] = None
 
 
-# A light ranking asks the engine for this many hits beyond its limit and cuts here, by
-# (score, id): engines order equal scores arbitrarily (Edge's differs from one shard instance to
-# the next), so a limit cutting through a tie would make the walk itself nondeterministic.
-TIE_MARGIN = 16
-
-
 def fetch_limit(request: RankRequest, light: bool) -> int:
     """How many hits to ask the engine for: the limit plus :data:`TIE_MARGIN`, cut again by the store.
 
     The engines return equal scores in an internal order (Qdrant Edge's changes from process to
     process), so a list cut at exactly ``limit`` kept an arbitrary part of a tie group at the
-    cut: over-fetching and cutting after ordering ties by id (``payload.stable_order``) gives the
+    cut: over-fetching and cutting after ordering ties by id (:func:`stable_order`) gives the
     same list every run, unless a tie group at the cut is longer than the margin. A full ranking
     (flat search) reads the extra hits' payloads too: a few microseconds each.
     """
@@ -108,6 +91,19 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
     if request.candidate_ids is not None:
         more = min(more, len(request.candidate_ids))
     return max(request.limit, more)
+
+
+def stable_order(hits: List[RankedHit]) -> List[RankedHit]:
+    """Order by score, ties broken by node id, so every engine agrees on tied candidates."""
+    # By id, then a stable sort by score (reverse=True keeps equal scores in id order): the same
+    # order as the key (-score, id), with C-level keys instead of a Python lambda per hit.
+    ordered = sorted(hits, key=_NODE_ID)
+    ordered.sort(key=_HIT_SCORE, reverse=True)
+    return ordered
+
+
+_NODE_ID = operator.attrgetter("node.id")
+_HIT_SCORE = operator.attrgetter("score")
 
 
 def side_limit(request: RankRequest) -> int:
@@ -256,7 +252,7 @@ class NodeStore(abc.ABC):
         """Run several hybrid rankings in one round trip; one hit list per request, best first.
 
         ``explain``: fill each hit's dense and sparse rank. ``light``: the hits' nodes carry only
-        :data:`~drag_knee_retriever.store.payload.WALK_FIELDS`; rankings and scores are the same either way.
+        :data:`~drag_knee_retriever.point_schema.WALK_FIELDS`; rankings and scores are the same either way.
         """
 
     @abc.abstractmethod

@@ -3,8 +3,9 @@
 :func:`parse_filters` turns a user's filter into engine-neutral :class:`Condition` values (a tuple
 that must all hold); :func:`node_matches` is the rule the engines apply (used by in-memory rankers
 and tests). The ``*_conditions`` functions say which conditions a request, a listing, a count or a
-delete needs; each engine turns them into its own filter types, so the engines cannot drift apart
-on what a request means (the bookkeeping point kept out, the root deleted first...).
+delete needs, and :class:`QdrantFilters` turns them into Qdrant's filter types for both Qdrant
+engines (qdrant-client's ``models`` and Qdrant Edge's classes, passed in), so the engines cannot
+drift apart on what a request means (the bookkeeping point kept out, the root deleted first...).
 
 The filter language is LangChain's (Mongo-style), which the LlamaIndex adapter also translates
 into:
@@ -26,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import InvalidQueryError
 from ..nodes import TreeNode, check_unicode
@@ -436,3 +437,62 @@ def delete_plan(doc_id: str, except_hash: Optional[str]) -> Tuple[List[List[Cond
     must_not = [match("doc_hash", except_hash)] if except_hash else []
     of_doc = match("doc_id", doc_id)
     return [[of_doc, match("level", 0)], [of_doc]], must_not
+
+
+# -- into Qdrant's filter types ----------------------------------------------------------------------
+
+
+class QdrantFilters:
+    """Engine-neutral conditions as one Qdrant API's filter types: the translator both Qdrant engines use.
+
+    The constructors are passed in, so this module imports no engine library: qdrant-client's
+    ``models.Filter`` / ``FieldCondition`` / ... (``store/qdrant.py``) and Qdrant Edge's classes of
+    the same names (``store/edge/engine.py``) differ only in how a few take their arguments, which
+    the engine's small adapters say. ``filter(must=, should=, must_not=)`` and ``field(key=,
+    match= | range=)`` take keywords; ``range`` takes ``gt= gte= lt= lte=``; ``has_id``,
+    ``match_value`` and ``match_any`` take the ids, the value, the list of values. ``on_range`` is
+    called with the field of every range condition built (a server creates a payload index there).
+    """
+
+    def __init__(self, *, filter: Callable[..., Any], field: Callable[..., Any], has_id: Callable[[Sequence[Any]], Any],
+                 match_value: Callable[[Any], Any], match_any: Callable[[List[Any]], Any], range: Callable[..., Any],
+                 on_range: Optional[Callable[[str], None]] = None) -> None:
+        self.filter, self.field, self.has_id = filter, field, has_id
+        self.match_value, self.match_any, self.range, self.on_range = match_value, match_any, range, on_range
+
+    def conditions(self, conditions: Sequence[Condition]) -> List[Any]:
+        """The engine's conditions for a ``must`` (or ``must_not``) list."""
+        return [self.condition(c) for c in conditions]
+
+    def request_filter(self, request: RankRequest) -> Any:
+        """The filter of one ranking request (see :func:`request_conditions`), None if it has none."""
+        must = self.conditions(request_conditions(request))
+        return self.filter(must=must) if must else None
+
+    def condition(self, c: Condition) -> Any:
+        """One condition in the engine's types."""
+        if c.kind == IDS:
+            return self.has_id(c.values)
+        if c.kind == NODES:  # every node has level >= 0; the bookkeeping point has no level
+            return self.field(key="level", range=self.range(gte=0))
+        if c.kind == MATCH:
+            return self._match(c)
+        if c.kind == EXCEPT:  # must_not of the match: a missing field passes, as in node_matches
+            return self.filter(must_not=[self._match(c)])
+        if c.kind == RANGE:
+            gt, gte, lt, lte = c.values
+            if self.on_range is not None:
+                self.on_range(c.field)
+            return self.field(key=c.field, range=self.range(gt=gt, gte=gte, lt=lt, lte=lte))
+        parts = [self.condition(sub) for sub in c.values]
+        if c.kind == ALL:
+            return self.filter(must=parts)
+        if c.kind == ANY:
+            return self.filter(should=parts)
+        return self.filter(must_not=parts)  # NONE
+
+    def _match(self, c: Condition) -> Any:
+        if len(c.values) == 1:
+            return self.field(key=c.field, match=self.match_value(c.values[0]))
+        # parse_filters allows lists of str or int only (a single bool otherwise)
+        return self.field(key=c.field, match=self.match_any(list(c.values)))

@@ -12,7 +12,7 @@ unit test can run the index or the walk without Qdrant. It computes what the Qdr
   is not on that side;
 - fusion: RRF ``sum_i w_i-term(position_i)`` with ``1 / ((position + 1) / w + k - 1)`` (0 for
   ``w <= 0``) over each side's top :func:`~.base.side_limit` hits, as qdrant-client local mode;
-- order: score, then node id (:func:`~.payload.stable_order`), as the engines' hits are cut.
+- order: score, then node id (:func:`~.base.stable_order`), as the engines' hits are cut.
 
 Where it can differ from the engines: scores agree to float32 precision (Edge sums in float32,
 local mode and this engine in float64), and the engines order equal side scores arbitrarily
@@ -33,21 +33,12 @@ import numpy as np
 
 from ..bm25_idf import IDF_SCALE, quantize_document
 from ..errors import ConfigError, InvalidQueryError, StoreError
+from ..ids import META_ID
 from ..nodes import TreeNode
+from ..point_schema import collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
-from .base import score_limit, side_scores
-from .payload import (
-    META_ID,
-    collection_info,
-    full_node,
-    is_node,
-    light_node,
-    meta_payload,
-    meta_vector,
-    node_payload,
-    stable_order,
-)
+from .base import score_limit, side_scores, stable_order
 
 
 def _canonical(point_id: Any) -> str:

@@ -15,11 +15,13 @@ from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ..disk import io_error
 from ..redact import protect, redact_text, redact_url
 from ..errors import DragKneeError, StoreError, StoreLockedError
+from ..ids import META_ID
 from ..nodes import TreeNode
+from ..point_schema import (DENSE, SPARSE, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload,
+                            meta_vector, node_payload)
 from . import filters as F
-from .base import DENSE, EDGE_MARKER, SPARSE, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores
-from .payload import META_ID, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload, stable_order
+from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
+from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores, stable_order
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,11 @@ class QdrantClientStore(NodeStore):
         from qdrant_client import QdrantClient, models
 
         self._m = models
+        self._filters = F.QdrantFilters(
+            filter=models.Filter, field=models.FieldCondition, range=models.Range,
+            has_id=lambda ids: models.HasIdCondition(has_id=list(ids)),
+            match_value=lambda value: models.MatchValue(value=value), match_any=lambda values: models.MatchAny(any=values),
+            on_range=self._ensure_range_index)
         self.collection = collection
         self.upsert_batch_size = upsert_batch_size
         self.engine = "server" if url else "local"
@@ -65,6 +72,8 @@ class QdrantClientStore(NodeStore):
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
         # Servers also get qdrant-client's async client, so that asearch never blocks the event loop.
         self.async_client: Any = async_client
+        # A client handed in stays the caller's: close() leaves it (and its async twin) open.
+        self._owns_clients = client is None
         if client is not None:
             self.client = client
         elif url:
@@ -236,7 +245,7 @@ class QdrantClientStore(NodeStore):
         if self._idf.enabled and self._idf.stale:
             m = self._m
             with self._engine_lock:
-                self._idf.rebuild(self._sparse_terms(flt=m.Filter(must=[m.FieldCondition(key="level", range=m.Range(gte=0))])))
+                self._idf.rebuild(self._sparse_terms(flt=m.Filter(must=self._filters.conditions(F.count_conditions()))))
 
     @contextlib.contextmanager
     def _disk_errors(self, what: str) -> Iterator[None]:
@@ -254,9 +263,9 @@ class QdrantClientStore(NodeStore):
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         m = self._m
         steps, excluded = F.delete_plan(doc_id, except_hash)
-        must_not = self._conditions(excluded) or None
+        must_not = self._filters.conditions(excluded) or None
         with self._engine_lock:
-            gone = self._sparse_terms(flt=m.Filter(must=self._conditions(steps[-1]), must_not=must_not)) \
+            gone = self._sparse_terms(flt=m.Filter(must=self._filters.conditions(steps[-1]), must_not=must_not)) \
                 if self._idf.enabled else []
         if self.pending is not None:
             self.pending.begin([doc_id])
@@ -265,7 +274,7 @@ class QdrantClientStore(NodeStore):
             self._count()
             with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"), self._idf_in_step():
                 self.client.delete(self.collection, points_selector=m.FilterSelector(
-                    filter=m.Filter(must=self._conditions(step), must_not=must_not)), wait=True)
+                    filter=m.Filter(must=self._filters.conditions(step), must_not=must_not)), wait=True)
         if self._idf.enabled:
             self._idf.frequencies.remove(gone)
         if self.pending is not None:
@@ -288,41 +297,6 @@ class QdrantClientStore(NodeStore):
             return []
         self._count()
         return _nodes(await self.async_client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False))
-
-    def _filter(self, request: RankRequest) -> Any:
-        must = self._conditions(F.request_conditions(request))
-        return self._m.Filter(must=must) if must else None
-
-    def _conditions(self, conditions: Sequence[F.Condition]) -> List[Any]:
-        """qdrant-client's filter conditions for engine-neutral ones (see filters.Condition)."""
-        return [self._condition(c) for c in conditions]
-
-    def _condition(self, c: F.Condition) -> Any:
-        m = self._m
-        if c.kind == F.IDS:
-            return m.HasIdCondition(has_id=list(c.values))
-        if c.kind == F.NODES:
-            return m.FieldCondition(key="level", range=m.Range(gte=0))
-        if c.kind == F.MATCH:
-            return self._match(c)
-        if c.kind == F.EXCEPT:  # must_not of the match: a missing field passes, as in node_matches
-            return m.Filter(must_not=[self._match(c)])
-        if c.kind == F.RANGE:
-            gt, gte, lt, lte = c.values
-            self._ensure_range_index(c.field)
-            return m.FieldCondition(key=c.field, range=m.Range(gt=gt, gte=gte, lt=lt, lte=lte))
-        parts = [self._condition(sub) for sub in c.values]
-        if c.kind == F.ALL:
-            return m.Filter(must=parts)
-        if c.kind == F.ANY:
-            return m.Filter(should=parts)
-        return m.Filter(must_not=parts)  # F.NONE
-
-    def _match(self, c: F.Condition) -> Any:
-        m = self._m
-        if len(c.values) == 1:
-            return m.FieldCondition(key=c.field, match=m.MatchValue(value=c.values[0]))
-        return m.FieldCondition(key=c.field, match=m.MatchAny(any=list(c.values)))
 
     def _ensure_range_index(self, field: str) -> None:
         """A server filters a numeric range through a float payload index (in strict mode it
@@ -367,7 +341,7 @@ class QdrantClientStore(NodeStore):
         batch: List[Any] = []
         layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
         for request in requests:
-            flt = self._filter(request)
+            flt = self._filters.request_filter(request)
             side = side_limit(request)
             limit = fetch_limit(request, light)
             main_index = len(batch)
@@ -400,7 +374,7 @@ class QdrantClientStore(NodeStore):
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         m = self._m
-        must = self._conditions(F.scroll_conditions(filters, level))
+        must = self._filters.conditions(F.scroll_conditions(filters, level))
         nodes: List[TreeNode] = []
         offset = None
         while True:
@@ -417,9 +391,11 @@ class QdrantClientStore(NodeStore):
         self._count()
         with self._engine_lock:
             return self.client.count(self.collection, count_filter=m.Filter(
-                must=self._conditions(F.count_conditions())), exact=True).count
+                must=self._filters.conditions(F.count_conditions())), exact=True).count
 
     def close(self) -> None:
+        if not self._owns_clients:
+            return
         try:
             self.client.close()
         except Exception:  # closing twice or at interpreter exit is harmless

@@ -49,14 +49,14 @@ class Dense:
 def main() -> None:
     engine, mode, vectors_path, limit, out_path, root = sys.argv[1:7]
     from drag_knee_retriever import DragKneeIndex
-    from drag_knee_retriever.config import EmbeddingConfig
+    from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
     from drag_knee_retriever.embeddings import Encoder
-    from drag_knee_retriever.eval.datasets import load_hotpotqa
+    from benchmarks.datasets.hotpotqa import load_hotpotqa
 
     recorded = None if mode == "record" else np.load(vectors_path, allow_pickle=False)
     encoder = Dense(Encoder(EmbeddingConfig()), recorded)
     dataset = load_hotpotqa(root, limit_docs=int(limit))
-    index = DragKneeIndex(":memory:", engine=engine, encoder=encoder)
+    index = DragKneeIndex(":memory:", embedding=encoder, store=StoreConfig(engine=engine))
     index.add_documents(dataset.documents)
     out = {}
     for question in dataset.questions:

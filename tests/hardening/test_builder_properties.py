@@ -15,8 +15,9 @@ from typing import Dict, List
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from drag_knee_retriever import BuildConfig, Document
-from drag_knee_retriever.builder import build_document_trees, leaf_id, node_id
+from drag_knee_retriever import BuildConfig, Document, LeafConfig, SectionConfig
+from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.ids import leaf_id, node_id
 
 COUNTS = {"documents": 0, "nodes": 0}
 
@@ -63,8 +64,10 @@ def page_lists(draw):
     return pages
 
 
-configs = st.builds(BuildConfig, branching=st.integers(2, 6), max_leaf_chars=st.sampled_from([300, 800, 2000]),
-                    min_leaf_chars=st.sampled_from([0, 50, 200]), use_markdown_sections=st.booleans())
+configs = st.builds(BuildConfig, branching=st.integers(2, 6),
+                    leaves=st.builds(LeafConfig, max_chars=st.sampled_from([300, 800, 2000]),
+                                     min_chars=st.sampled_from([0, 50, 200])),
+                    sections=st.builds(SectionConfig, markdown=st.booleans()))
 
 
 def check_tree(document: Document, config: BuildConfig) -> List:
@@ -105,8 +108,8 @@ def check_tree(document: Document, config: BuildConfig) -> List:
         assert [l.span.first_page for l in leaves] == kept, "one leaf per non-empty page, numbered as given"
         assert [l.text for l in leaves] == [document.pages[i - 1].strip() for i in kept]
     else:
-        assert all(len(l.text) <= config.max_leaf_chars for l in leaves), "a leaf above max_leaf_chars"
-        if not config.use_markdown_sections:
+        assert all(len(l.text) <= config.leaves.max_chars for l in leaves), "a leaf above leaves.max_chars"
+        if not config.sections.markdown:
             # Only whitespace may change: every other character survives, in order.
             assert "".join(document.text.split()) == "".join("".join(l.text for l in leaves).split())
     # Stable: the same input gives the same ids (and the same hash).

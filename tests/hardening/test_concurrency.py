@@ -25,7 +25,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex, StoreLockedError
+from drag_knee_retriever import Document, DragKneeIndex, StoreLockedError, StoreConfig
 from drag_knee_retriever.builder import build_document_trees
 from hardening_support import METHODS, WritePlan, install_write_hook, make_store
 
@@ -115,7 +115,7 @@ def _problems(versions, hits, *, strict: bool) -> List[str]:
 
 
 def _index(engine, caching_encoder):
-    return DragKneeIndex(store=make_store(engine, "concurrency"), encoder=caching_encoder, collection="concurrency")
+    return DragKneeIndex(make_store(engine, "concurrency"), embedding=caching_encoder, store=StoreConfig(collection="concurrency"))
 
 
 SEARCHERS = 8
@@ -319,13 +319,13 @@ async def test_fifty_concurrent_asearch_equal_sequential_search(async_index):
 
 def test_a_second_index_on_an_open_folder_is_refused_until_the_first_closes(engine, caching_encoder, tmp_path):
     folder = str(tmp_path / "shared")
-    first = DragKneeIndex(location=folder, engine=engine, encoder=caching_encoder)
+    first = DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine))
     try:
         first.add_documents([MEMO])
         with pytest.raises(StoreLockedError) as info:
-            DragKneeIndex(location=folder, engine=engine, encoder=caching_encoder)
+            DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine))
         assert folder in str(info.value) and "url=" in str(info.value)  # says where, and what to use instead
     finally:
         first.close()
-    with DragKneeIndex(location=folder, engine=engine, encoder=caching_encoder) as second:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as second:
         assert [d.doc_id for d in second.list_documents()] == ["memo"]

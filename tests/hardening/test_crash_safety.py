@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex, StoreLockedError
+from drag_knee_retriever import Document, DragKneeIndex, StoreLockedError, StoreConfig
 from hardening_support import (
     InjectedFault,
     WritePlan,
@@ -76,7 +76,7 @@ SWEEP_QUERIES = ["volcano ash or glacier ice", "lighthouse lamp memo at the harb
 
 def _index(engine, caching_encoder, location=":memory:", batch=2):
     store = make_store(engine, "crash", location=location, batch=batch)
-    return DragKneeIndex(store=store, encoder=caching_encoder, collection="crash")
+    return DragKneeIndex(store, embedding=caching_encoder, store=StoreConfig(collection="crash"))
 
 
 SCENARIOS = {
@@ -197,7 +197,7 @@ def test_a_local_folder_delete_cut_short_between_two_points_exposes_no_partial_t
     problems = []
     for k in range(1, 8):  # REPORT_V1 has 8 nodes
         folder = tmp_path / f"k{k}"
-        index = DragKneeIndex(location=str(folder), engine="local", encoder=caching_encoder, collection="crash")
+        index = DragKneeIndex(str(folder), embedding=caching_encoder, store=StoreConfig(collection="crash", engine="local"))
         try:
             index.add_documents([BYSTANDER, REPORT_V1])
             done = [0]
@@ -284,16 +284,16 @@ def _wait_paused(child):
 def _assert_locked(engine, folder, caching_encoder):
     """The rule for two processes: while one holds an embedded folder, another gets StoreLockedError."""
     with pytest.raises(StoreLockedError, match="another process"):
-        DragKneeIndex(location=str(folder), engine=engine, encoder=caching_encoder, collection="crash")
+        DragKneeIndex(str(folder), embedding=caching_encoder, store=StoreConfig(collection="crash", engine=engine))
 
 
 def _seed(engine, folder, caching_encoder, documents):
-    with DragKneeIndex(location=str(folder), engine=engine, encoder=caching_encoder, collection="crash") as index:
+    with DragKneeIndex(str(folder), embedding=caching_encoder, store=StoreConfig(collection="crash", engine=engine)) as index:
         index.add_documents(documents)
 
 
 def _reopen_check_and_heal(engine, folder, caching_encoder):
-    with DragKneeIndex(location=str(folder), engine=engine, encoder=caching_encoder, collection="crash") as index:
+    with DragKneeIndex(str(folder), embedding=caching_encoder, store=StoreConfig(collection="crash", engine=engine)) as index:
         snap = snapshot(index)
         assert snap.problems == []
         assert search_problems(index, QUERIES, snap) == []

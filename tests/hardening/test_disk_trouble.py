@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.disk import free_bytes, io_error, os_errno
 from drag_knee_retriever.errors import StoreError, StoreIOError
 from hardening_support import bounded
@@ -96,7 +96,7 @@ def tmpfs(tmp_path):
 def built_index(tmp_path_factory, caching_encoder):
     """A real 49-node Edge index in a folder, closed (to be copied onto a small disk)."""
     folder = tmp_path_factory.mktemp("built") / "index"
-    with DragKneeIndex(folder, engine="edge", encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
         index.add_documents(_docs(12))
         count = index.store.count()
     return folder, count
@@ -133,7 +133,7 @@ def test_full_disk_at_open_is_refused_clearly_and_the_index_survives(tmpfs, buil
     _copy(source, copy)
     fs.fill(40)
     with pytest.raises(StoreIOError, match=r"Not enough free disk space to open the index.*MB needed, .*MB free.*intact"):
-        DragKneeIndex(copy, engine="edge", encoder=caching_encoder)
+        DragKneeIndex(copy, embedding=caching_encoder, store=StoreConfig(engine="edge"))
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "new.txt").write_text("A new note about lighthouses.\n")
@@ -141,7 +141,7 @@ def test_full_disk_at_open_is_refused_clearly_and_the_index_survives(tmpfs, buil
     ingest = _one_clear_line(_cli(tmp_path, "ingest", str(docs), "--index", str(copy)))
     assert str(copy) in stats and "free" in ingest
     fs.unfill()  # space back: the same folder opens with every node it had
-    with DragKneeIndex(copy, engine="edge", encoder=caching_encoder) as index:
+    with DragKneeIndex(copy, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
         assert index.store.count() == count
         assert index.search("lighthouses keepers").nodes
 
@@ -151,7 +151,7 @@ def test_disk_filling_during_an_ingest_stops_with_a_clear_error_and_a_rerun_heal
     """A disk filling during writes printed ~35 lines of traceback (or died by SIGBUS)."""
     fs = tmpfs(150)
     folder = fs.path / "index"
-    index = DragKneeIndex(folder, engine="edge", encoder=caching_encoder)
+    index = DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="edge"))
     index.add_documents(_docs(3, "first"))
     fs.fill(50)  # enough to stay open, not enough for a batch's estimate (log segment + 2x the nodes)
     batch = _docs(100, "big")
@@ -161,7 +161,7 @@ def test_disk_filling_during_an_ingest_stops_with_a_clear_error_and_a_rerun_heal
     assert {d.doc_id for d in index.list_documents()} >= {f"first{i}.txt" for i in range(3)}
     index.close()
     fs.unfill()
-    with DragKneeIndex(folder, engine="edge", encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
         report = index.add_documents(batch[:50] + _docs(3, "first"))
         assert len(report.unchanged) == 3 and len(report.added) + len(report.replaced) == 50
         assert index.search("lighthouses keepers").nodes
@@ -176,18 +176,18 @@ def test_read_only_disk_says_so_and_not_damaged(tmpfs, built_index, caching_enco
     _copy(source, copy)
     fs.read_only()
     with pytest.raises(StoreIOError, match="read-only.*intact.*copy"):
-        DragKneeIndex(copy, engine="edge", encoder=caching_encoder)
+        DragKneeIndex(copy, embedding=caching_encoder, store=StoreConfig(engine="edge"))
     stats = _one_clear_line(_cli(tmp_path, "stats", "--index", str(copy)))
     assert "read-only" in stats
     fs.read_only(False)
-    with DragKneeIndex(copy, engine="edge", encoder=caching_encoder) as index:
+    with DragKneeIndex(copy, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
         assert index.store.count() == count
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_injected_enospc_becomes_store_io_error_saying_intact(engine, tmp_path, caching_encoder, monkeypatch):
     """The unit variant: the engine's write call raises ENOSPC (as an OSError, or as Edge's text)."""
-    index = DragKneeIndex(tmp_path / "index", engine=engine, encoder=caching_encoder)
+    index = DragKneeIndex(tmp_path / "index", embedding=caching_encoder, store=StoreConfig(engine=engine))
     index.add_documents(_docs(2, "kept"))
     store = index.store
     if engine == "edge":

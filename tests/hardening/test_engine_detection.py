@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.errors import StoreError
 
 
 @pytest.mark.parametrize("built, other", [("edge", "local"), ("local", "edge")])
 def test_an_engine_contradicting_the_folder_is_an_error(built, other, tmp_path, caching_encoder):
     folder = tmp_path / "index"
-    with DragKneeIndex(folder, engine=built, encoder=caching_encoder) as index:
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=built)) as index:
         index.add_documents([Document(id="a.txt", text="A note about lighthouses.")])
     with pytest.raises(StoreError, match=f"holds a .*index of collection 'drag_knee'.*engine="):
-        DragKneeIndex(folder, engine=other, encoder=caching_encoder)
-    with DragKneeIndex(folder, engine=built, encoder=caching_encoder) as index:  # nothing was created beside it
+        DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=other))
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=built)) as index:  # nothing was created beside it
         assert [d.doc_id for d in index.list_documents()] == ["a.txt"]
 
 
@@ -25,7 +25,7 @@ def test_close_waits_for_searches_in_flight(tmp_path, caching_encoder, engine):
     import logging
     import threading
 
-    index = DragKneeIndex(":memory:", engine=engine, encoder=caching_encoder)
+    index = DragKneeIndex(":memory:", embedding=caching_encoder, store=StoreConfig(engine=engine))
     index.add_documents([Document(id=f"d{i}.txt", text=f"Note {i} about lighthouses and tides.") for i in range(20)])
     errors, stop = [], threading.Event()
 

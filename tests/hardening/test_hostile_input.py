@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Type
 import numpy as np
 import pytest
 
-from drag_knee_retriever import BuildConfig, Document, DragKneeIndex
+from drag_knee_retriever import BuildConfig, Document, DragKneeIndex, FusionConfig, StoreConfig
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidQueryError
 from hardening_support import bounded, make_store
@@ -41,8 +41,7 @@ def _deep(depth: int) -> dict:
 
 @pytest.fixture(scope="module")
 def index(engine, caching_encoder):
-    index = DragKneeIndex(store=make_store(engine, "hostile", batch=256), encoder=caching_encoder,
-                          collection="hostile")
+    index = DragKneeIndex(make_store(engine, "hostile", batch=256), embedding=caching_encoder, store=StoreConfig(collection="hostile"))
     index.add_documents([Document(id="plain", text="A plain paragraph about lighthouses and harbours.",
                                   metadata={"year": 2020, "lang": "en"})])
     yield index
@@ -78,6 +77,11 @@ def _ingest(doc_id, **kwargs):
 
 def _search(query, **kwargs):
     return lambda index: index.search(query, **kwargs)
+
+
+def _fusion(weights):
+    """A search whose FusionConfig is built (and refused) when the case runs."""
+    return lambda index: index.search("x", fusion=FusionConfig(weights=weights))
 
 
 def _some_result(index, result):
@@ -196,10 +200,10 @@ FILTER_CASES = [
 KNOB_CASES = [
     Case("beam-width-string", _search("x", method="fixed", beam_width="3"), ConfigError, "beam_width"),
     Case("beam-width-bool", _search("x", method="fixed", beam_width=True), ConfigError, "beam_width"),
-    Case("sensitivity-nan", _search("x", sensitivity=float("nan")), ConfigError, "sensitivity"),
-    Case("fusion-weights-infinite", _search("x", fusion_weights=[(float("inf"), 1.0)]), ConfigError, "non-finite"),
-    Case("fusion-weights-shape", _search("x", fusion_weights=[(1.0,)]), ConfigError, "pair"),
-    Case("method-unknown", _search("x", method="drop table"), ConfigError, "Unknown search method"),
+    Case("sensitivity-nan", _search("x", method="sensitive_knee", sensitivity=float("nan")), ConfigError, "sensitivity"),
+    Case("fusion-weights-infinite", _fusion([(float("inf"), 1.0)]), ConfigError, "non-finite"),
+    Case("fusion-weights-shape", _fusion([(1.0,)]), ConfigError, "pair"),
+    Case("method-unknown", _search("x", method="drop table"), ConfigError, "method must be one of"),
     Case("order-unknown", _search("x", order="random"), ConfigError, "order"),
     Case("max-roots-negative", _search("x", max_roots=-1), ConfigError, "max_roots"),
     Case("max-roots-a-billion", _search("lighthouse", max_roots=10 ** 9), check=_some_result),
@@ -258,7 +262,7 @@ def test_a_single_huge_line_is_split_by_the_builder_in_bounded_time(size, kind, 
     TRIED["inputs"] += 1
     print(f"\n[hardening] builder {size / 1e6:.0f} MB single line ({kind}): {len(leaves)} leaves, "
           f"{len(tree.nodes)} nodes in {outcome.seconds:.1f}s wall, {time.process_time() - started:.1f}s CPU")
-    assert all(len(leaf.text) <= config.max_leaf_chars for leaf in leaves)
+    assert all(len(leaf.text) <= config.leaves.max_chars for leaf in leaves)
     assert sum(len(leaf.text) for leaf in leaves) >= size * 0.95  # only spaces may go
 
 

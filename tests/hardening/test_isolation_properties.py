@@ -18,7 +18,7 @@ from typing import Any, Dict, List
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.store import node_matches, parse_filters
 from hardening_support import METHODS, make_store
@@ -56,8 +56,7 @@ QUERIES = ["harbour tide and ships", "volcano ash", "glacier ice crevasse", "bee
 
 @pytest.fixture(scope="module")
 def corpus_index(engine, caching_encoder):
-    index = DragKneeIndex(store=make_store(engine, "isolation", batch=256), encoder=caching_encoder,
-                          collection="isolation")
+    index = DragKneeIndex(make_store(engine, "isolation", batch=256), embedding=caching_encoder, store=StoreConfig(collection="isolation"))
     index.add_documents(CORPUS)
     truth = {n.id: n for tree in build_document_trees(CORPUS, index.build_config, index.summarizer) for n in tree.nodes}
     yield index, truth
@@ -98,7 +97,9 @@ def test_no_method_returns_or_ranks_a_node_outside_the_filter(corpus_index, flt,
     EXAMPLES["run"] += 1
     problems = []
     for m in {method, "branch"}:  # branch ranks per parent: a different request shape, always checked
-        result = index.search(query, method=m, filters=flt, beam_width=beam_width, sensitivity=sensitivity)
+        knobs = {"beam_width": beam_width} if m == "fixed" else {"sensitivity": sensitivity} if m in (
+            "sensitive_knee", "branch") else {}  # a method's own knobs only: elsewhere they are refused
+        result = index.search(query, method=m, filters=flt, **knobs)
         for hit in result.nodes:
             problems += _outside(truth, spec, hit.node.id, hit.node.doc_id)
         for step in result.trace.steps:

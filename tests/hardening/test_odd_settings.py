@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drag_knee_retriever import Document, DragKneeIndex, SearchConfig
+from drag_knee_retriever import Document, DragKneeIndex, FocusConfig, FusionConfig, SearchConfig, StoreConfig
 from drag_knee_retriever.config import MAX_SETTING
 from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidQueryError
 from support import ENGINES, make_store
@@ -26,7 +26,7 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 def indexes(caching_encoder):
     made = {}
     for engine in ENGINES:
-        index = DragKneeIndex(store=make_store(engine, "odd", batch=256), encoder=caching_encoder, collection="odd")
+        index = DragKneeIndex(make_store(engine, "odd", batch=256), embedding=caching_encoder, store=StoreConfig(collection="odd"))
         index.add_documents([
             Document(id="a", text="Lighthouses guard harbours.\n\nKeepers lived in them.", metadata={"lang": "en", "year": 2020}),
             Document(id="b", text="Маяки стоят у гаваней.", metadata={"lang": "ru", "year": 2021}),
@@ -73,11 +73,13 @@ def test_numeric_settings_are_validated_before_the_engine(indexes, name, value):
     assert len(verdicts) == 1  # both engines agree
 
 
-@pytest.mark.parametrize("field", ["beam_width", "max_roots", "rrf_k", "focus_pool", "max_depth"])
-def test_configs_refuse_huge_numbers_when_built(field):
+@pytest.mark.parametrize("cls, field, extra", [(SearchConfig, "beam_width", {"method": "fixed"}),
+                                               (SearchConfig, "max_roots", {}), (FusionConfig, "rrf_k", {}),
+                                               (FocusConfig, "pool", {}), (SearchConfig, "max_depth", {})])
+def test_configs_refuse_huge_numbers_when_built(cls, field, extra):
     with pytest.raises(ConfigError, match=rf"{field} must be an integer >= 1 \(at most 2,147,483,647\)"):
-        SearchConfig(**{field: 2**70})
-    SearchConfig(**{field: MAX_SETTING})  # the bound itself is accepted
+        cls(**{field: 2**70}, **extra)
+    cls(**{field: MAX_SETTING}, **extra)  # the bound itself is accepted
 
 
 # ------------------------------------------------------------------ filter keys --------------

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.store.filters import parse_filters
 from hardening_support import WritePlan, fail_at, install_write_hook, raises_injected
 from support.engines import make_store
@@ -60,8 +60,8 @@ def orphan(index: DragKneeIndex, doc_id: str, how: str) -> int:
 
 def _engine_index(engine: str, encoder, folder: Path) -> DragKneeIndex:
     if engine == "memory":
-        return DragKneeIndex(store=make_store("memory", "orphans"), encoder=encoder, collection="orphans")
-    return DragKneeIndex(location=str(folder), engine=engine, encoder=encoder, collection="orphans")
+        return DragKneeIndex(make_store("memory", "orphans"), embedding=encoder, store=StoreConfig(collection="orphans"))
+    return DragKneeIndex(str(folder), embedding=encoder, store=StoreConfig(collection="orphans", engine=engine))
 
 
 @pytest.fixture(params=["killed_ingest", "root_deleted_first"])
@@ -125,7 +125,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_docs_gc_removes_orphans(engine, caching_encoder, tmp_path):
     folder = tmp_path / "idx"
-    with DragKneeIndex(location=str(folder), engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(str(folder), embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         index.add_documents([LIVE, VICTIM])
         left = orphan(index, "victim", "killed_ingest")
     common = ("--index", str(folder), "--engine", engine)
@@ -141,7 +141,7 @@ def test_cli_docs_gc_removes_orphans(engine, caching_encoder, tmp_path):
     again = _cli("docs", "gc", *common)
     assert again.returncode == 0 and "nothing to remove" in again.stdout
 
-    with DragKneeIndex(location=str(folder), engine=engine, encoder=caching_encoder) as index:
+    with DragKneeIndex(str(folder), embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         assert [d.doc_id for d in index.list_documents()] == ["live"]
         assert index.stats()["orphan_documents"] == 0
         assert len(_nodes_of(index, "live")) > 1

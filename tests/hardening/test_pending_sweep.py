@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.store.filters import parse_filters
 from hardening_support import InjectedFault
 
@@ -29,7 +29,7 @@ def _nodes_of(index: DragKneeIndex, doc_id: str):
 
 
 def _open(engine: str, encoder, folder: Path) -> DragKneeIndex:
-    return DragKneeIndex(location=str(folder), engine=engine, encoder=encoder, collection="pending")
+    return DragKneeIndex(str(folder), embedding=encoder, store=StoreConfig(collection="pending", engine=engine))
 
 
 def _full_listings(index: DragKneeIndex) -> list:

@@ -84,7 +84,7 @@ def _open_failing(url, caplog, **kwargs):
     caplog.set_level(logging.DEBUG)  # every logger, at the most talkative level
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outcome = bounded(30, DragKneeIndex, url=url, **kwargs)
+        outcome = bounded(30, DragKneeIndex, url, **kwargs)
     assert outcome.error is not None, "no server there, yet the index opened"
     assert outcome.seconds < 15, f"failing to connect took {outcome.seconds:.1f}s"
     return outcome, caught
@@ -92,9 +92,9 @@ def _open_failing(url, caplog, **kwargs):
 
 @pytest.mark.parametrize("via", ["argument", "environment"])
 def test_the_key_is_not_in_the_error_or_the_logs_when_nothing_listens(via, caching_encoder, caplog, monkeypatch):
-    kwargs = {"encoder": caching_encoder}
+    kwargs = {"embedding": caching_encoder}
     if via == "argument":
-        kwargs["api_key"] = SECRET
+        kwargs["store"] = StoreConfig(api_key=SECRET)
     else:
         monkeypatch.setenv("QDRANT_API_KEY", SECRET)
     outcome, caught = _open_failing(f"http://127.0.0.1:{_free_port()}", caplog, **kwargs)
@@ -103,9 +103,9 @@ def test_the_key_is_not_in_the_error_or_the_logs_when_nothing_listens(via, cachi
 
 @pytest.mark.parametrize("via", ["argument", "environment"])
 def test_the_key_is_sent_but_not_said_when_a_server_rejects_it(via, rejecting_url, caching_encoder, caplog, monkeypatch):
-    kwargs = {"encoder": caching_encoder}
+    kwargs = {"embedding": caching_encoder}
     if via == "argument":
-        kwargs["api_key"] = SECRET
+        kwargs["store"] = StoreConfig(api_key=SECRET)
     else:
         monkeypatch.setenv("QDRANT_API_KEY", SECRET)
     outcome, caught = _open_failing(rejecting_url, caplog, **kwargs)
@@ -118,20 +118,19 @@ def test_an_unreachable_server_is_a_clear_store_error(caching_encoder, caplog):
     from drag_knee_retriever.errors import StoreError
 
     url = f"http://127.0.0.1:{_free_port()}"
-    outcome, _ = _open_failing(url, caplog, api_key=SECRET, encoder=caching_encoder)
+    outcome, _ = _open_failing(url, caplog, store=StoreConfig(api_key=SECRET), embedding=caching_encoder)
     assert isinstance(outcome.error, StoreError) and url in str(outcome.error)
 
 
 def test_the_key_is_not_in_reprs_stats_results_or_traces(caching_encoder, caplog, monkeypatch):
     """An index configured for a server (its store replaced by a local one, so it can run)."""
     caplog.set_level(logging.DEBUG)
-    config = StoreConfig(url="http://127.0.0.1:1", api_key=SECRET)
+    config = StoreConfig(api_key=SECRET)
     remote_store = QdrantClientStore("secrets", url="http://127.0.0.1:1", api_key=SECRET)  # never contacted
     said = [repr(config), str(config), repr(remote_store), remote_store.describe()]
     remote_store.close()
     monkeypatch.setenv("QDRANT_API_KEY", SECRET)
-    with DragKneeIndex(url="http://127.0.0.1:1", api_key=SECRET, store=make_store("local", "secrets"),
-                       encoder=caching_encoder, collection="secrets") as index:
+    with DragKneeIndex(make_store("local", "secrets"), embedding=caching_encoder, store=StoreConfig(collection="secrets", api_key=SECRET)) as index:
         assert index.store_config.api_key == SECRET  # the key is held where the store would use it...
         index.add_documents([Document(id="doc", text="Lighthouses guide ships into the harbour at night.")])
         result = index.search("lighthouse harbour")

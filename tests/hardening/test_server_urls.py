@@ -58,10 +58,10 @@ def test_credentials_in_the_url_are_never_echoed(template, caching_encoder, capt
     _warm_client_imports()
     started = time.perf_counter()
     with pytest.raises(StoreError) as info:
-        DragKneeIndex(url=url, encoder=caching_encoder, timeout=3)
+        DragKneeIndex(url, embedding=caching_encoder, store=StoreConfig(timeout=3))
     seconds = time.perf_counter() - started
     message = str(info.value)
-    everything = "".join(traceback.format_exception(info.value)) + captured_logs.getvalue() + repr(StoreConfig(url=url))
+    everything = "".join(traceback.format_exception(info.value)) + captured_logs.getvalue()
     assert KEY not in everything, everything[-3000:]
     assert "***" in message and "connection refused" in message, message
     assert seconds < 5, f"a closed port took {seconds:.1f} s"
@@ -75,7 +75,7 @@ def test_a_server_that_never_answers_fails_within_the_timeout(caching_encoder):
         url = f"http://127.0.0.1:{silent.getsockname()[1]}?api_key={KEY}"
         started = time.perf_counter()
         with pytest.raises(StoreError, match="no answer within the 2 s timeout") as info:
-            DragKneeIndex(url=url, encoder=caching_encoder, timeout=2)
+            DragKneeIndex(url, embedding=caching_encoder, store=StoreConfig(timeout=2))
         seconds = time.perf_counter() - started
     assert KEY not in str(info.value)
     assert seconds < 2 * 2 + 3, f"took {seconds:.1f} s with a 2 s timeout"
@@ -86,4 +86,4 @@ def test_redaction_rules():
     assert secrets_in_url("https://u:p4ss@h:6333/?key=k3y") == ["p4ss", "k3y"] or set(secrets_in_url("https://u:p4ss@h:6333/?key=k3y")) >= {"p4ss", "k3y"}
     assert redact_url("http://localhost:6333") == "http://localhost:6333"
     with pytest.raises(Exception, match="timeout"):
-        StoreConfig(url="http://h", engine="server", timeout=0)
+        StoreConfig(engine="server", timeout=0)

@@ -24,8 +24,9 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from drag_knee_retriever import knee_cut, knee_index
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.ids import leaf_id
 from drag_knee_retriever.config import SearchConfig
+from drag_knee_retriever.traversal import focuses
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import node_matches, parse_filters
@@ -114,8 +115,16 @@ filters = st.one_of(
     st.fixed_dictionaries({"level": st.integers(0, 2)}),
     st.fixed_dictionaries({"is_leaf": st.booleans()}),
 )
+def _config(method, beam_width, max_roots, sensitivity, max_depth):
+    """A SearchConfig with the knobs of ``method`` only (the others are refused under it)."""
+    return SearchConfig(method=method, max_depth=max_depth,
+                        beam_width=beam_width if method == "fixed" else None,
+                        max_roots=max_roots if method != "fixed" else None,
+                        sensitivity=sensitivity if method in ("sensitive_knee", "branch") else None)
+
+
 configs = st.builds(
-    SearchConfig, method=st.sampled_from(METHODS), beam_width=st.integers(1, 4), max_roots=st.integers(1, 6),
+    _config, method=st.sampled_from(METHODS), beam_width=st.integers(1, 4), max_roots=st.integers(1, 6),
     sensitivity=st.floats(0.05, 1.0), max_depth=st.sampled_from([2, 3, 64]))
 
 
@@ -145,7 +154,7 @@ def test_every_method_terminates_and_returns_an_antichain_inside_the_filter(fore
     inner = sum(1 for n in forest.values() if not n.is_leaf)
     # Beam: every step after the roots expands at least one new inner node; branch: one per level;
     # the knee methods' focus step is one more.
-    assert ranker.calls <= 1 + min(inner, config.max_depth) + (1 if config.focuses else 0)
+    assert ranker.calls <= 1 + min(inner, config.max_depth) + (1 if focuses(config) else 0)
     ids = [h.node.id for h in hits]
     assert len(ids) == len(set(ids)), "a node returned twice"
     for hit in hits:
@@ -167,7 +176,7 @@ def test_every_method_terminates_and_returns_an_antichain_inside_the_filter(fore
             else:
                 merged = [c for c in focus[0].candidates if c.suppressed_by == hit.node.id]
                 span = hit.node.span.last_leaf - hit.node.span.first_leaf + 1
-                assert merged and len(merged) / span > config.merge_ratio
+                assert merged and len(merged) / span > config.focus.merge_ratio
     if any(n.level == 0 and node_matches(n, spec) for n in forest.values()):
         assert hits, "some root matches the filter, yet nothing was returned"
     else:
@@ -180,7 +189,7 @@ def test_malformed_trees_still_terminate_with_existing_matching_nodes(forest, co
     forest = malform(forest, data)
     hits, trace, ranker, spec = _walk(forest, config, flt, None, seed)
     COUNTS["malformed_walks"] += 1
-    assert ranker.calls <= 1 + config.max_depth + (1 if config.focuses else 0)  # the depth guard (+ focus)
+    assert ranker.calls <= 1 + config.max_depth + (1 if focuses(config) else 0)  # the depth guard (+ focus)
     ids = [h.node.id for h in hits]
     assert len(ids) == len(set(ids))
     for hit in hits:
@@ -199,7 +208,7 @@ def test_a_cycle_back_to_the_root_is_not_walked_again():
     for method in METHODS:
         config = SearchConfig(method=method)
         hits, _, ranker, _ = _walk(forest, config, None, scores, 0)
-        assert [h.node.id for h in hits] == ["l"] and ranker.calls <= 3 + (1 if config.focuses else 0)
+        assert [h.node.id for h in hits] == ["l"] and ranker.calls <= 3 + (1 if focuses(config) else 0)
 
 
 def test_a_leaf_root_that_another_document_also_lists_as_a_child_is_returned_once():
@@ -256,7 +265,7 @@ def test_the_depth_guard_stops_a_chain_deeper_than_max_depth_and_says_so(caplog)
         caplog.clear()
         config = SearchConfig(method=method, max_depth=3)
         hits, _, ranker, _ = _walk(forest, config, None, scores, 0)
-        assert ranker.calls <= 4 + (1 if config.focuses else 0) and len(hits) == 1
+        assert ranker.calls <= 4 + (1 if focuses(config) else 0) and len(hits) == 1
         assert "max_depth=3" in caplog.text
 
 

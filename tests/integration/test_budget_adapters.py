@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drag_knee_retriever import BuildConfig
+from drag_knee_retriever import BuildConfig, LeafConfig
 from drag_knee_retriever.budget import count_words
 from drag_knee_retriever.sample import sample_documents
 
@@ -18,7 +18,7 @@ QUESTION = "how do tidal stream turbines turn the tide into electricity?"
 
 @pytest.fixture(scope="module")
 def sample_index(make_index) -> Any:
-    index = make_index(collection="budget_adapters", build=BuildConfig(passage_words=40, split_pages_over=None))
+    index = make_index(collection="budget_adapters", build=BuildConfig(leaves=LeafConfig(passage_words=40, split_pages_over=None)))
     index.add_documents(sample_documents())
     return index
 

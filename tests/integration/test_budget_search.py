@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from drag_knee_retriever import BuildConfig, SearchConfig
+from drag_knee_retriever import BuildConfig, LeafConfig, SearchConfig
 from drag_knee_retriever.budget import count_words
 from drag_knee_retriever.errors import InvalidSettingError
 from support import CountingRank
@@ -26,7 +26,7 @@ def budget_index(make_index, covid_corpus, engine, passage_vectors):
     """The session's three COVID-QA papers, lines past 40 words split into passages under a page node."""
     docs, _ = covid_corpus
     index = make_index(collection=f"covid_budget_{engine}", engine=engine, encoder=passage_vectors,
-                       build=BuildConfig(passage_words=40, split_pages_over=None))
+                       build=BuildConfig(leaves=LeafConfig(passage_words=40, split_pages_over=None)))
     index.add_documents(docs)
     return index
 
@@ -149,7 +149,7 @@ def test_a_budget_costs_a_few_reads_more_and_one_query_encoding(budget_index, co
 def test_the_index_wide_budget_and_a_per_call_one(make_index, covid_corpus, passage_vectors):
     docs, questions = covid_corpus
     index = make_index(collection="covid_budget_config", search=SearchConfig(max_tokens=80), encoder=passage_vectors,
-                       build=BuildConfig(passage_words=40, split_pages_over=None))
+                       build=BuildConfig(leaves=LeafConfig(passage_words=40, split_pages_over=None)))
     index.add_documents(docs[:1])
     question = questions[0][0]
     assert sum(count_words(h.text) for h in index.search(question).nodes) <= 80

@@ -182,6 +182,31 @@ def test_search_max_tokens_keeps_the_results_within_the_word_budget(workdir, ind
         assert refused.returncode == 2 and "--max-tokens" in error_line(refused)
 
 
+def test_search_top_k_and_a_json_filter_in_the_python_dialect(workdir, index_dir):
+    """Issue 27 item 7: -k/--top-k caps the results; --filter takes a JSON object with ranges and
+    $or, the same dialect as Python; --score-threshold is on the [0, 1] scale."""
+    wide = json.loads(run(workdir, "search", "trees kayak telescope bread", "--index", index_dir, "--json",
+                          "--method", "fixed", "--beam-width", "4").stdout)
+    assert len(wide["nodes"]) > 1 and all(0.0 <= n["score"] <= 1.0 for n in wide["nodes"])
+    capped = run(workdir, "search", "trees kayak telescope bread", "--index", index_dir, "--json",
+                 "--method", "fixed", "--beam-width", "4", "-k", "1")
+    assert capped.returncode == 0, capped.stderr
+    assert [n["node_id"] for n in json.loads(capped.stdout)["nodes"]] == [wide["nodes"][0]["node_id"]]
+    either = run(workdir, "search", "trees kayak telescope bread", "--index", index_dir, "--json",
+                 "--filter", '{"$or": [{"kind": "text"}, {"doc_id": {"$in": ["telescope.pdf"]}}]}')
+    assert either.returncode == 0, either.stderr
+    docs = {n["doc_id"] for n in json.loads(either.stdout)["nodes"]}
+    assert docs and docs <= {"orchard.txt", "telescope.pdf"}
+    both = run(workdir, "search", "telescope", "--index", index_dir, "--json", "--filter", "kind=pdf",
+               "--filter", '{"pages": {"$gte": 2}}')
+    assert both.returncode == 0 and all(n["doc_id"] == "telescope.pdf" for n in json.loads(both.stdout)["nodes"])
+    high = json.loads(run(workdir, "search", "telescope eyepiece magnification", "--index", index_dir, "--json",
+                          "--score-threshold", "0.99").stdout)
+    assert high["nodes"] == []
+    bad = run(workdir, "search", "x", "--index", index_dir, "--filter", '{"kind": ')
+    assert bad.returncode == 2 and "not valid JSON" in error_line(bad)
+
+
 def test_docs_list_delete_and_stats(workdir, index_dir):
     listed = run(workdir, "docs", "list", "--index", index_dir, "--json")
     assert listed.returncode == 0, listed.stderr

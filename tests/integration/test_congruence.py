@@ -15,7 +15,7 @@ from typing import List, Set, Tuple
 
 import pytest
 
-from drag_knee_retriever.config import SEARCH_METHODS
+from drag_knee_retriever.config import SEARCH_METHODS, FocusConfig, FusionConfig
 from drag_knee_retriever.store import EdgeStore, QdrantClientStore, RankedHit, RankRequest, parse_filters
 from support import CachingEncoder
 
@@ -27,7 +27,7 @@ REL = 1e-5
 # are compared as sets at the end of this file (test_the_default_magnitude_focus_agrees_...).
 from drag_knee_retriever.config import SearchConfig  # noqa: E402
 
-RRF_FOCUS = SearchConfig(focus_scores="rrf", focus_global=None)
+RRF_FOCUS = SearchConfig(focus=FocusConfig(scores="rrf", global_leaves=None))
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +219,9 @@ def assert_same_search(edge, local, query: str, options: dict, method: str) -> b
     BM25 ranking of that step's candidates (checked against both stores). If the tie changed a
     decision, the walks may part there; otherwise the comparison goes on.
     """
+    # A method's own knobs go with that method only (elsewhere they are refused).
+    options = {k: v for k, v in options.items() if (k != "beam_width" or method == "fixed")
+               and (k != "sensitivity" or method in ("sensitive_knee", "branch"))}
     where = f"{method} {options} {query!r}"
     vectors = edge.encoder.encode_query(query)
     e = edge.search(query, method=method, query_vectors=vectors, **options)
@@ -271,7 +274,7 @@ def test_search_results_agree_for_every_method(pair, queries, method):
     forked = 0
     runs = 0
     for query in queries:
-        for options in ({}, {"fusion_weights": SCHEDULE}, {"beam_width": 2, "sensitivity": 0.5}):
+        for options in ({}, {"fusion": FusionConfig(weights=SCHEDULE)}, {"beam_width": 2, "sensitivity": 0.5}):
             runs += 1
             forked += not assert_same_search(edge, local, query, options, method)
     # Every fork was checked above to start at a tie. A limit never cuts a tie where an engine
@@ -346,7 +349,7 @@ def test_memory_engine_search_results_agree_with_local_mode(pair, memory, querie
     _, local = pair
     forked = runs = 0
     for query in queries:
-        for options in ({}, {"fusion_weights": SCHEDULE}):
+        for options in ({}, {"fusion": FusionConfig(weights=SCHEDULE)}):
             runs += 1
             forked += not assert_same_search(memory, local, query, options, method)
     print(f"memory vs local, {method}: {runs - forked} of {runs} searches identical, {forked} forked on ties")

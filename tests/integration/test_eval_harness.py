@@ -1,22 +1,26 @@
 """The evaluation harness end to end on a tiny real subset: 3 COVID-QA papers, 10 questions.
 
 Real model (offline MiniLM), real Qdrant, real LlamaIndex AutoMergingRetriever, real matplotlib.
-One run through the `drag-knee eval` typer app, shared by the tests of this module.
+One run through ``python benchmarks/eval.py`` (the benchmark loader, then the `drag-knee eval`
+typer app of the wheel), shared by the tests of this module.
 """
 
 import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("typer")
 
 
 # The embedded default engine (the engine fixture in tests/support covers both engines elsewhere).
 TEST_ENGINE = "edge"
-from drag_knee_retriever.eval.datasets import DatasetError, datasets_root  # noqa: E402
+from benchmarks.datasets import DatasetError, datasets_root  # noqa: E402
 
 try:
     datasets_root()
@@ -26,19 +30,18 @@ except DatasetError:  # pragma: no cover
 REQUIRED_METRICS = {"recall", "token_precision", "tokens", "latency_ms"}
 
 
+def benchmark_eval(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "benchmarks/eval.py", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, model_path):
-    from typer.testing import CliRunner
-
-    from drag_knee_retriever.eval.cli import app
-
     out = tmp_path_factory.mktemp("eval") / "covid3"
-    result = CliRunner().invoke(app, [
-        "--dataset", "covidqa", "--out", str(out), "--limit-docs", "3", "--limit-questions", "10",
-        "--json", "--quiet", "--traces", "2", "--engine", TEST_ENGINE, "--model-path", model_path,
-    ])
-    assert result.exit_code == 0, (result.output, result.exception)
-    return out, json.loads(result.stdout)
+    done = benchmark_eval("--dataset", "covidqa", "--out", str(out), "--limit-docs", "3", "--limit-questions", "10",
+                          "--json", "--quiet", "--traces", "2", "--engine", TEST_ENGINE, "--model-path", model_path)
+    assert done.returncode == 0, done.stderr
+    return out, json.loads(done.stdout)
 
 
 def test_json_has_summary_and_headline(run):
@@ -82,6 +85,9 @@ def test_every_question_encoded_once_for_all_methods(run):
     _, payload = run
     assert payload["meta"]["dataset"]["questions"] == 10
     assert payload["meta"]["query_encodings"] == 10
+    # the benchmark loader's options reach the report's meta, as when the wheel loaded datasets
+    assert (payload["meta"]["limit_docs"], payload["meta"]["limit_questions"]) == (3, 10)
+    assert (payload["meta"]["max_doc_pages"], payload["meta"]["shared_store"]) == (None, False)
 
 
 def test_files_written(run):
@@ -100,18 +106,39 @@ def test_files_written(run):
     assert saved["headline"]["knee_recall_gain_at_equal_tokens"] == payload["headline"]["knee_recall_gain_at_equal_tokens"]
 
 
-def test_python_dash_m_entry_point_answers_help():
+def test_python_dash_m_entry_point_answers_help_with_the_own_data_options_only():
     done = subprocess.run([sys.executable, "-m", "drag_knee_retriever.eval", "--help"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "--dataset" in done.stdout and "--limit-docs" in done.stdout
+    assert "--corpus" in done.stdout and "--questions" in done.stdout
+    assert "--dataset" not in done.stdout and "--shared-store" not in done.stdout
+
+
+def test_the_benchmark_entry_point_lists_its_dataset_options_and_the_eval_options():
+    done = benchmark_eval("--help")
+    assert done.returncode == 0, done.stderr
+    for option in ("--dataset", "--limit-docs", "--max-doc-pages", "--shared-store", "--build-variant", "--json"):
+        assert option in done.stdout, option
+    assert "hotpotqa" in done.stdout and "qmsum" in done.stdout
 
 
 def test_bad_dataset_name_is_a_clear_usage_error():
+    done = benchmark_eval("--dataset", "squad", "--out", "x")
+    assert done.returncode == 2
+    assert "squad" in done.stderr
+
+
+def test_an_option_the_dataset_does_not_take_is_refused_naming_those_that_do():
+    done = benchmark_eval("--dataset", "covidqa", "--max-doc-pages", "20", "--out", "x")
+    assert done.returncode == 1
+    assert "covidqa takes no max_doc_pages" in done.stderr and "mmlongbench" in done.stderr
+
+
+def test_the_wheel_eval_without_a_corpus_points_at_the_benchmark_script():
     from typer.testing import CliRunner
 
     from drag_knee_retriever.eval.cli import app
 
-    result = CliRunner().invoke(app, ["--dataset", "squad", "--out", "x"])
+    result = CliRunner().invoke(app, ["--out", "x"])
     assert result.exit_code == 2
-    assert "squad" in result.output
+    assert "--corpus" in result.output and "benchmarks/eval.py" in result.output

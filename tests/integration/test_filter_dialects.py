@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from drag_knee_retriever import Document, DragKneeIndex, InvalidQueryError
+from drag_knee_retriever import Document, DragKneeIndex, InvalidQueryError, StoreConfig
 from drag_knee_retriever.store import parse_filters
 
 qm = pytest.importorskip("qdrant_client.models")
@@ -145,7 +145,7 @@ def to_llamaindex(node: tuple) -> Any:
 
 @pytest.fixture(scope="module", params=["edge", "local"])
 def index(request, encoder):
-    idx = DragKneeIndex(engine=request.param, encoder=encoder, collection=f"filters_{request.param}")
+    idx = DragKneeIndex(embedding=encoder, store=StoreConfig(collection=f"filters_{request.param}", engine=request.param))
     idx.add_documents(DOCS)
     yield idx
     idx.close()
@@ -221,3 +221,29 @@ def test_a_key_no_document_has_is_a_clear_error_in_search_and_flat_search(index)
                 lambda: index.search("anything", filters={"$or": [{"year": 2020}, {"yeer": 2021}]})):
         with pytest.raises(InvalidQueryError, match=r"in no indexed document's metadata"):
             run()
+
+
+def test_the_shared_translator_builds_qdrant_client_filters_and_reports_range_fields():
+    """store.filters.QdrantFilters, as the qdrant-client engine wires it: nested groups, a missing-field
+    exception and a range, each the qdrant-client object written by hand; the range field is reported
+    (a server creates its payload index there)."""
+    from drag_knee_retriever.store import QdrantClientStore
+    from drag_knee_retriever.store.filters import QdrantFilters
+
+    store = QdrantClientStore("t", location=":memory:")
+    try:
+        seen: List[str] = []
+        translate = QdrantFilters(filter=qm.Filter, field=qm.FieldCondition, range=qm.Range,
+                                  has_id=lambda ids: qm.HasIdCondition(has_id=list(ids)),
+                                  match_value=lambda v: qm.MatchValue(value=v), match_any=lambda vs: qm.MatchAny(any=vs),
+                                  on_range=seen.append)
+        spec = parse_filters({"lang": {"$ne": "en"}, "$or": [{"year": {"$gte": 2020}}, {"tags": ["bio", "geo"]}]})
+        expected = [
+            qm.Filter(must_not=[qm.FieldCondition(key="metadata.lang", match=qm.MatchValue(value="en"))]),
+            qm.Filter(should=[qm.FieldCondition(key="metadata.year", range=qm.Range(gte=2020)),
+                              qm.FieldCondition(key="metadata.tags", match=qm.MatchAny(any=["bio", "geo"]))]),
+        ]
+        assert translate.conditions(spec) == expected and seen == ["metadata.year"]
+        assert store._filters.conditions(spec) == expected  # the engine's own wiring builds the same
+    finally:
+        store.close()

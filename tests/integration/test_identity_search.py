@@ -14,7 +14,7 @@ from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from drag_knee_retriever import Document, SearchConfig
+from drag_knee_retriever import Document, FocusConfig, SearchConfig
 from drag_knee_retriever.llm import LangChainSelfQuery, LlamaIndexSelfQuery
 
 # Five filings whose statements read alike: only the file name and metadata say whose and which year.
@@ -25,7 +25,7 @@ INCOME = ("CONSOLIDATED STATEMENTS OF INCOME\nNet operating revenues {a}\nCost o
 RISKS = "Item 1A. Risk Factors\nOur business depends on consumer demand, weather and the prices of commodities."
 FILINGS = [("ACME_2022_10K", "Acme", 2022), ("ACME_2023_10K", "Acme", 2023), ("GLOBEX_2023_10K", "Globex", 2023),
            ("INITECH_2023_10K", "Initech", 2023), ("GLOBEX_2022_10K", "Globex", 2022)]
-IDENTITY = SearchConfig(identity_weight=1.0, identity_focus_weight=1.0)
+IDENTITY = SearchConfig(identity_weight=1.0, focus=FocusConfig(identity_weight=1.0))
 QUESTION = "What were Acme's purchases of property, plant and equipment in FY2023?"
 
 

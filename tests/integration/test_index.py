@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from drag_knee_retriever import Document, DragKneeIndex
+from drag_knee_retriever import Document, DragKneeIndex, EmbeddingConfig, StoreConfig
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.errors import InvalidDocumentError, ModelLoadError, ModelMismatchError
 from drag_knee_retriever.store import QdrantClientStore
@@ -78,7 +78,7 @@ def test_non_ascii_and_russian_documents(make_index):
 
 def test_a_collection_built_with_another_model_is_refused(tmp_path, encoder):
     folder = tmp_path / "idx"
-    index = DragKneeIndex(path=folder, engine="local", encoder=encoder)
+    index = DragKneeIndex(folder, embedding=encoder, store=StoreConfig(engine="local"))
     index.add_documents([Document(id="a", text="some text")])
     index.close()
     store = QdrantClientStore("drag_knee", location=str(folder))
@@ -88,20 +88,20 @@ def test_a_collection_built_with_another_model_is_refused(tmp_path, encoder):
     finally:
         store.close()
     # and the data is intact
-    reopened = DragKneeIndex(path=folder, engine="local", encoder=encoder)
+    reopened = DragKneeIndex(folder, embedding=encoder, store=StoreConfig(engine="local"))
     assert [d.doc_id for d in reopened.list_documents()] == ["a"]
     reopened.close()
 
 
 def test_missing_model_folder_says_how_to_fix(tmp_path):
     with pytest.raises(ModelLoadError, match="no .onnx model file"):
-        DragKneeIndex(model_path=str(tmp_path / "nowhere"), engine="local")
+        DragKneeIndex(embedding=EmbeddingConfig(model_path=str(tmp_path / "nowhere")), store=StoreConfig(engine="local"))
 
 
 def test_model_env_variable_pointing_nowhere(monkeypatch, tmp_path):
     monkeypatch.setenv("DRAG_KNEE_MODEL_PATH", str(tmp_path / "missing"))
     with pytest.raises(ModelLoadError, match="DRAG_KNEE_MODEL_PATH"):
-        DragKneeIndex(engine="local")
+        DragKneeIndex(store=StoreConfig(engine="local"))
 
 
 def test_no_model_anywhere_lists_the_four_ways(monkeypatch):
@@ -132,7 +132,7 @@ def test_locked_local_folder_gives_a_clear_error(tmp_path, encoder):
     from drag_knee_retriever.errors import StoreLockedError
 
     folder = tmp_path / "locked"
-    holder = DragKneeIndex(path=folder, engine="local", encoder=encoder)
+    holder = DragKneeIndex(folder, embedding=encoder, store=StoreConfig(engine="local"))
     try:
         code = (
             "from drag_knee_retriever.store import QdrantClientStore\n"
@@ -175,10 +175,10 @@ def test_russian_bm25_stems(model_path):
 
 def test_an_existing_collection_keeps_its_bm25_language(tmp_path, model_path):
     folder = tmp_path / "ru"
-    with DragKneeIndex(path=folder, engine="local", language="russian") as index:
+    with DragKneeIndex(folder, embedding=EmbeddingConfig(language="russian"), store=StoreConfig(engine="local")) as index:
         index.add_documents([Document(id="ru", text="Вакцины защищают от вирусов.")])
-    with DragKneeIndex(path=folder, engine="local") as reopened:  # no language given
+    with DragKneeIndex(folder, store=StoreConfig(engine="local")) as reopened:  # no language given
         assert reopened.encoder.sparse_model == "Qdrant/bm25:russian"
         assert reopened.search("вирус").nodes
     with pytest.raises(ModelMismatchError, match="BM25"):
-        DragKneeIndex(path=folder, engine="local", language="english")
+        DragKneeIndex(folder, embedding=EmbeddingConfig(language="english"), store=StoreConfig(engine="local"))

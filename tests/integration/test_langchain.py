@@ -22,7 +22,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tools import create_retriever_tool
 
-from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError, LeafConfig
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.integrations.langchain import (
     DragKneeRetriever,
@@ -81,7 +81,7 @@ def corpus() -> List[LCDocument]:
 @pytest.fixture(scope="module")
 def built_retriever(make_index: Any) -> Any:
     # Named apart from `retriever`, which langchain-tests' suite below defines for itself.
-    index = make_index(collection="langchain_adapter", build=BuildConfig(min_leaf_chars=50))
+    index = make_index(collection="langchain_adapter", build=BuildConfig(leaves=LeafConfig(min_chars=50)))
     return DragKneeRetriever.from_documents(corpus(), index=index)
 
 
@@ -200,7 +200,8 @@ def test_knee_compressor_errors_are_clear() -> None:
 
 def test_from_documents_ingests_pages_as_one_tree(index: Any) -> None:
     docs = {d.doc_id: d for d in index.list_documents()}
-    assert set(docs) == {"reports/bees.pdf", "notes/volcanoes.txt", "notes/sourdough.txt", "rust-notes"}
+    # One tree per source; a document's own id ("rust-notes") names it inside its source's tree.
+    assert set(docs) == {"reports/bees.pdf", "notes/volcanoes.txt", "notes/sourdough.txt", "notes/rust.md"}
     bees = docs["reports/bees.pdf"]
     assert bees.leaves == 3 and (bees.first_page, bees.last_page) == (1, 3)
 
@@ -254,7 +255,7 @@ async def test_ainvoke_is_native_async_and_matches_invoke(retriever: DragKneeRet
     sync_docs = retriever.invoke(query)
     async_docs = await retriever.ainvoke(query)
     assert [d.id for d in async_docs] == [d.id for d in sync_docs]
-    assert async_docs[0].metadata["drag_doc_id"] == "rust-notes"
+    assert async_docs[0].metadata["drag_doc_id"] == "notes/rust.md" and async_docs[0].id == "rust-notes"
 
 
 async def test_batch_and_abatch(retriever: DragKneeRetriever) -> None:
@@ -336,9 +337,9 @@ def test_agent_tool_call_with_generic_fake_chat_model(retriever: DragKneeRetriev
 async def test_as_tool(retriever: DragKneeRetriever) -> None:
     tool = retriever.as_tool(name="search_notes", description="Search the notes.")
     docs = tool.invoke("lifetimes and references")
-    assert docs[0].metadata["drag_doc_id"] == "rust-notes"
+    assert docs[0].metadata["drag_doc_id"] == "notes/rust.md" and docs[0].id == "rust-notes"
     docs = await tool.ainvoke("lifetimes and references")
-    assert docs[0].metadata["drag_doc_id"] == "rust-notes"
+    assert docs[0].metadata["drag_doc_id"] == "notes/rust.md" and docs[0].id == "rust-notes"
 
 
 def test_compressor_on_our_fixed_beam(index: Any) -> None:
@@ -371,7 +372,7 @@ def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeR
         DragKneeRetriever(index=index, k=0)
     with pytest.raises(ValueError, match="beam_width must be an integer >= 1"):
         DragKneeRetriever(index=index, beam_width=0)
-    with pytest.raises(ValueError, match="sensitivity must be in"):
+    with pytest.raises(ValueError, match="sensitivity must be a number in"):
         DragKneeRetriever(index=index, sensitivity=1.5)
     with pytest.raises(ValueError, match="filter 'lang'"):
         DragKneeRetriever(index=index, filters={"lang": 1.5})

@@ -17,7 +17,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.indexing import InMemoryRecordManager, index
 
-from drag_knee_retriever import ConfigError, DragKneeIndex, InvalidQueryError
+from drag_knee_retriever import ConfigError, DragKneeIndex, InvalidQueryError, StoreConfig
 from drag_knee_retriever.integrations.langchain import DragKneeRetriever
 
 TEXTS = {
@@ -41,11 +41,15 @@ def lc_docs(**changes: str) -> List[LCDocument]:
 
 @pytest.fixture()
 def retriever(encoder) -> DragKneeRetriever:
-    return DragKneeRetriever(index=DragKneeIndex(engine="local", encoder=encoder))
+    return DragKneeRetriever(index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
 
 
 def _stored(retriever: DragKneeRetriever) -> set:
-    return {d.doc_id for d in retriever.index.list_documents()}
+    """The ids of the LangChain documents stored (each a member of its source's tree)."""
+    from drag_knee_retriever.integrations._members import MemberStore
+
+    trees = MemberStore(retriever.index).load(d.doc_id for d in retriever.index.list_documents())
+    return {m.id for members in trees.values() for m in members}
 
 
 def test_index_with_record_manager_adds_skips_updates_and_deletes(retriever):
@@ -78,14 +82,14 @@ def test_upsert_get_and_delete_by_id(retriever):
     deleted = retriever.delete(["doc-1", "missing"])
     assert deleted["succeeded"] == ["doc-1"] and deleted["num_deleted"] == 1
     assert _stored(retriever) == {"doc-0", "doc-2", "doc-3"}
-    assert all(d.metadata["drag_doc_id"] != "doc-1" for d in retriever.invoke("shield volcanoes of basaltic lava"))
+    assert all(d.id != "doc-1" for d in retriever.invoke("shield volcanoes of basaltic lava"))
     with pytest.raises(ValueError, match="ids"):
         retriever.delete()
     assert asyncio.run(retriever.adelete(["doc-0"]))["succeeded"] == ["doc-0"]
 
 
 def test_langchain_filter_dialect_and_search_kwargs(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     recent = retriever.invoke("bees volcanoes bread tides", filter={"year": {"$gte": 2020}})
     assert recent and {d.metadata["year"] for d in recent} <= {2021, 2023}
     either = retriever.invoke("bees volcanoes bread tides",
@@ -104,7 +108,7 @@ def test_langchain_filter_dialect_and_search_kwargs(encoder):
 
 
 def test_k_caps_the_results_and_keeps_the_method(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     question = "what spreads deformed wing virus in honeybee colonies?"
     full = retriever.index.search(question)
     capped = retriever.invoke(question, k=1)
@@ -130,7 +134,7 @@ class TraceCollector(BaseCallbackHandler):
 
 
 def test_trace_reaches_a_callback_handler(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     handler = TraceCollector()
     retriever.invoke("what spreads deformed wing virus?", config={"callbacks": [handler]})
     assert [e["name"] for e in handler.events] == ["drag_knee_trace"]
@@ -147,7 +151,7 @@ def test_trace_reaches_a_callback_handler(encoder):
 
 
 def test_trace_in_astream_events(encoder):
-    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
 
     async def collect() -> List[Any]:
         return [e async for e in retriever.astream_events("tidal turbines", version="v2")]
@@ -158,6 +162,7 @@ def test_trace_in_astream_events(encoder):
 
 
 def test_own_embeddings_through_from_documents():
-    retriever = DragKneeRetriever.from_documents(lc_docs(), engine="local", embedding=DeterministicFakeEmbedding(size=32))
+    retriever = DragKneeRetriever.from_documents(lc_docs(), embedding=DeterministicFakeEmbedding(size=32),
+                                                 store=StoreConfig(engine="local"))
     assert retriever.index.stats()["embedding_model"] == "langchain:DeterministicFakeEmbedding:size=32"
     assert retriever.invoke("Spring tides follow the new and the full moon.")

@@ -1,7 +1,7 @@
 """Context in every leaf on a real index (real MiniLM + BM25, Qdrant Edge): words found only in a
 leaf's context path (its filing, its section) find it; the text returned is the page alone."""
 
-from drag_knee_retriever import BuildConfig, Document
+from drag_knee_retriever import BuildConfig, Document, SectionConfig, VectorConfig
 
 PAGES = [
     "PART II\nItem 7. Management's Discussion and Analysis\nRevenue grew because more units shipped to retailers.",
@@ -11,8 +11,9 @@ PAGES = [
 ]
 
 
-def build(make_index, collection, **build):
-    index = make_index(collection=collection, build=BuildConfig(**build))
+def build(make_index, collection, sections=None, vectors=None):
+    index = make_index(collection=collection, build=BuildConfig(sections=sections or SectionConfig(),
+                                                                vectors=vectors or VectorConfig()))
     index.add_documents([
         Document(id="quokka-10k", pages=PAGES, metadata={"title": "Quokka Dynamics annual report", "year": 2023}),
         Document(id="other", pages=["Revenue grew for another firm too, as units shipped.", "Assets were flat."],
@@ -24,7 +25,7 @@ def build(make_index, collection, **build):
 def test_the_document_title_and_metadata_in_context_find_its_leaves_by_bm25(make_index):
     plain = build(make_index, "ctx_plain")
     assert plain.flat_search("Quokka", k=3, mode="sparse") == []  # no page says it
-    index = build(make_index, "ctx_title", leaf_context=("title", "path", "page"), context_metadata=("year",))
+    index = build(make_index, "ctx_title", vectors=VectorConfig(context=("title", "path", "page"), context_metadata=("year",)))
     hits = index.flat_search("Quokka 2023", k=10, mode="sparse")
     assert hits and {h.node.doc_id for h in hits} == {"quokka-10k"}
     by_page = {h.node.span.first_page: h for h in hits}
@@ -34,7 +35,7 @@ def test_the_document_title_and_metadata_in_context_find_its_leaves_by_bm25(make
 
 
 def test_detected_section_in_context_ranks_the_pages_it_heads(make_index):
-    index = build(make_index, "ctx_sections", detect_headings=True, leaf_context=("title", "path"))
+    index = build(make_index, "ctx_sections", sections=SectionConfig(headings=True), vectors=VectorConfig(context=("title", "path")))
     # Page 4 names no statement; its section heading (found on page 3) does.
     top = index.flat_search("Financial Statements receipts from customers", k=1)[0]
     assert (top.node.doc_id, top.node.span.first_page) == ("quokka-10k", 4)

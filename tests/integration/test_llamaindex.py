@@ -24,7 +24,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import QueryEngineTool, RetrieverTool
 
-from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError, LeafConfig
 from drag_knee_retriever.builder import build_trees
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.integrations.llamaindex import (
@@ -37,7 +37,7 @@ from drag_knee_retriever.integrations.llamaindex import (
     to_tree_node,
 )
 
-BUILD = BuildConfig(min_leaf_chars=50)
+BUILD = BuildConfig(leaves=LeafConfig(min_chars=50))
 
 
 def corpus() -> List[LIDocument]:

@@ -20,7 +20,7 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
-from drag_knee_retriever import DragKneeIndex, InvalidQueryError
+from drag_knee_retriever import DragKneeIndex, InvalidQueryError, StoreConfig
 from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever, DragKneeTraceEvent
 
 TEXTS = [
@@ -43,7 +43,7 @@ def li_docs(with_ids: bool = True) -> List[LIDocument]:
 
 @pytest.fixture()
 def retriever(encoder) -> DragKneeRetriever:
-    return DragKneeRetriever.from_documents(li_docs(), index=DragKneeIndex(engine="local", encoder=encoder))
+    return DragKneeRetriever.from_documents(li_docs(), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
 
 
 def _stored(retriever: DragKneeRetriever) -> set:
@@ -51,13 +51,13 @@ def _stored(retriever: DragKneeRetriever) -> set:
 
 
 def test_mock_embedding_as_embed_model_and_from_settings():
-    retriever = DragKneeRetriever.from_documents(li_docs(), engine="local", embed_model=MockEmbedding(embed_dim=16))
+    retriever = DragKneeRetriever.from_documents(li_docs(), store=StoreConfig(engine="local"), embed_model=MockEmbedding(embed_dim=16))
     assert retriever.index.stats()["embedding_model"] == "llamaindex:MockEmbedding:size=16"
     assert retriever.retrieve("stratovolcanoes erupt explosively")[0].node.metadata["drag_doc_id"] == "lava"
     previous = Settings._embed_model
     Settings.embed_model = MockEmbedding(embed_dim=24)
     try:
-        from_settings = DragKneeRetriever.from_documents(li_docs(), engine="local")
+        from_settings = DragKneeRetriever.from_documents(li_docs(), store=StoreConfig(engine="local"))
         assert from_settings.index.stats()["embedding_model"] == "llamaindex:MockEmbedding:size=24"
     finally:
         Settings._embed_model = previous
@@ -96,7 +96,7 @@ def test_delete_ref_doc_insert_and_refresh(retriever):
 
 
 def test_documents_without_ids_are_idempotent(encoder):
-    retriever = DragKneeRetriever.from_documents(li_docs(with_ids=False), index=DragKneeIndex(engine="local", encoder=encoder))
+    retriever = DragKneeRetriever.from_documents(li_docs(with_ids=False), index=DragKneeIndex(embedding=encoder, store=StoreConfig(engine="local")))
     assert len(_stored(retriever)) == 3
     retriever.insert_documents(li_docs(with_ids=False))  # new Document objects, new random ids
     assert len(_stored(retriever)) == 3

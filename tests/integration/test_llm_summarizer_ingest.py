@@ -16,7 +16,7 @@ from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from drag_knee_retriever import BuildConfig, Document
+from drag_knee_retriever import BuildConfig, Document, VectorConfig
 from drag_knee_retriever.llm import LangChainSummarizer, LlamaIndexSummarizer
 from drag_knee_retriever.store import QueryVectors
 
@@ -106,7 +106,7 @@ def leaves_by_page(index):
 @pytest.mark.parametrize("framework", ["langchain", "llamaindex"])
 def test_ingest_uses_model_descriptions_and_reingest_makes_no_calls(framework: str, make_index) -> None:
     summarizer, fake = make(framework, max_concurrency=4)
-    config = BuildConfig(leaf_text="description", sparse_text="keywords")
+    config = BuildConfig(vectors=VectorConfig(leaf_dense="description", sparse="keywords"))
     index = make_index(collection=f"llm_{framework}", summarizer=summarizer, build=config)
 
     with summarizer.track() as cost:
@@ -204,7 +204,7 @@ def test_readme_example_llm_summarizer(monkeypatch, tmp_path, model_path) -> Non
         "./reef-index",
         summarizer=summarizer,
         # The original method: leaves are embedded by their description, BM25 reads it + keywords.
-        build=BuildConfig(leaf_text="description", sparse_text="text+keywords"),
+        build=BuildConfig(vectors=VectorConfig(leaf_dense="description", sparse="text+keywords")),
     )
     pages = [
         "Coral reefs cover less than one percent of the ocean floor but shelter a quarter of all marine species.",

@@ -129,7 +129,7 @@ def test_reingest_reads_the_cache_and_never_calls_the_engine(ocr_run):
     assert counter.calls == 0
     assert list(again.pages) == list(ocr_run["document"].pages)
     # Another language is another engine setting: not the same cache entry.
-    assert OcrConfig(languages="eng+rus").engine_key() != OcrConfig().engine_key()
+    assert OcrConfig(languages=("english", "russian")).engine_key() != OcrConfig().engine_key()
 
 
 @needs_engine
@@ -191,8 +191,8 @@ def test_a_missing_engine_is_one_clear_error_naming_the_install_command(tmp_path
 
 def test_a_missing_language_or_renderer_names_what_to_install(monkeypatch):
     if shutil.which("tesseract"):
-        with pytest.raises(OcrUnavailableError, match="tesseract-ocr-xyz"):
-            ocr_module.check_engine(OcrConfig(languages="eng+xyz"))
+        with pytest.raises(OcrUnavailableError, match="tesseract-ocr-yid"):
+            ocr_module.check_engine(OcrConfig(languages=("english", "yiddish")))
     monkeypatch.setitem(__import__("sys").modules, "pypdfium2", None)
     with pytest.raises(OcrUnavailableError, match=r"drag-knee-retriever\[ocr\]"):
         ocr_module.check_engine(OcrConfig())

@@ -2,8 +2,8 @@
 
 import pytest
 
-from drag_knee_retriever import BuildConfig
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever import BuildConfig, FocusConfig, LeafConfig
+from drag_knee_retriever.ids import leaf_id
 from support import CountingRank, ancestors
 
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
@@ -18,7 +18,7 @@ def passage_corpus(covid_corpus):
 @pytest.fixture(scope="module")
 def passage_index(make_index, passage_corpus):
     docs, _ = passage_corpus
-    index = make_index(collection="covid_passages", build=BuildConfig(passage_words=40, split_pages_over=None))
+    index = make_index(collection="covid_passages", build=BuildConfig(leaves=LeafConfig(passage_words=40, split_pages_over=None)))
     index.add_documents(docs)
     return index
 
@@ -39,7 +39,7 @@ def test_invariants_with_passages(passage_index, passage_corpus, method):
 
     docs, questions = passage_corpus
     pages = {d.id: d.pages for d in docs}
-    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    kwargs = {"config": SearchConfig(focus=FocusConfig(global_leaves=20))} if method == "knee+global" else {"method": method}
     for question, _doc in questions[:4]:
         result = passage_index.search(question, **kwargs)
         assert result.nodes
@@ -65,12 +65,15 @@ def test_one_encoding_per_search_with_passages(passage_index, passage_corpus, me
     counter = CountingRank(passage_index.store)
     monkeypatch.setattr(passage_index.store, "rank", counter)
     before = passage_index.encoder.query_encodings
-    kwargs = {"config": SearchConfig(focus_global=20)} if method == "knee+global" else {"method": method}
+    kwargs = {"config": SearchConfig(focus=FocusConfig(global_leaves=20))} if method == "knee+global" else {"method": method}
     result = passage_index.search(question, **kwargs)
     assert passage_index.encoder.query_encodings == before + 1
     # the global leaf list rides in the focus step's round trip: not a level of its own
     levels = len({(s.kind, s.level) for s in result.trace.steps if s.kind not in ("roots", "global")})
-    assert counter.calls == 1 + levels
+    # fixed and branch read no cosine in their walk: one dense-only ranking of the results scores
+    # them on the public scale (relevance.py); the focus step reads its leaves' cosines itself
+    scoring = 1 if method in ("fixed", "branch") and result.nodes else 0
+    assert counter.calls == 1 + levels + scoring
 
 
 def test_flat_search_finds_passages_with_page_citations(passage_index, passage_corpus):
@@ -100,10 +103,12 @@ def test_flat_search_by_page_returns_distinct_whole_pages_ranked_by_their_best_p
     assert cited == first_seen[:5]
     best = {}
     for h in leaves:
-        best.setdefault((h.doc_id, h.span.first_page), h.score)
+        best.setdefault((h.doc_id, h.span.first_page), h.raw_score)
     for hit in by_page:
         assert hit.span.first_part is None, "a passage comes back as its whole page"
-        assert hit.score == pytest.approx(best[(hit.doc_id, hit.span.first_page)])
+        # ranked by its best passage's raw RRF value; its public score is the page's own cosine
+        assert hit.raw_score == pytest.approx(best[(hit.doc_id, hit.span.first_page)])
+        assert 0.0 <= hit.score <= 1.0
         page = pages[hit.doc_id][hit.span.first_page - 1]
         assert " ".join(hit.text.split()) == " ".join(page.split())
     assert any(not h.node.is_leaf for h in by_page), "some winning pages were split into passages"
@@ -111,7 +116,7 @@ def test_flat_search_by_page_returns_distinct_whole_pages_ranked_by_their_best_p
 
 def test_flat_search_by_page_on_an_index_without_passages_is_the_leaf_ranking(make_index, passage_corpus):
     docs, questions = passage_corpus
-    pages = make_index(collection="covid_whole_pages", build=BuildConfig(passage_words=None))
+    pages = make_index(collection="covid_whole_pages", build=BuildConfig(leaves=LeafConfig(passage_words=None)))
     pages.add_documents(docs[:1])
     question = questions[0][0]
     leaves = pages.flat_search(question, k=8)

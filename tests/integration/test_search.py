@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from drag_knee_retriever import ConfigError, Document, InvalidQueryError, SearchConfig
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever import ConfigError, Document, FocusConfig, FusionConfig, InvalidQueryError, SearchConfig
+from drag_knee_retriever.ids import leaf_id
 from drag_knee_retriever.render import trace_text
 from support import CountingRank, ancestors
 
@@ -47,7 +47,12 @@ def test_one_encoding_and_one_round_trip_per_level(covid_index, covid_corpus, me
     assert covid_index.encoder.query_encodings == encodings + 1
     # The global leaves ride in the focus step's round trip.
     levels_visited = len({(s.kind, s.level) for s in result.trace.steps if s.kind not in ("roots", "global")})
-    assert counter.calls == 1 + levels_visited
+    # Plus one dense-only ranking of the results the walk read no cosine for (their public score,
+    # relevance.py): fixed and branch always, the focus only for a region returned whole.
+    focus = [s for s in result.trace.steps if s.kind == "focus"]
+    scored_by_walk = {c.node_id for s in focus for c in s.candidates if c.dense_score is not None}
+    scoring = 0 if all(h.node.id in scored_by_walk for h in result.nodes) or not result.nodes else 1
+    assert counter.calls == 1 + levels_visited + scoring
     context_fetch = 1 if result.nodes else 0  # span leaves and the documents' roots, in one request
     assert covid_index.store.requests - requests_before == counter.calls + context_fetch
     assert result.trace.requests == counter.calls + context_fetch
@@ -59,15 +64,15 @@ def test_knee_focus_ranks_the_leaves_under_the_walk_regions(covid_index, covid_c
     from dataclasses import replace
 
     _, questions = covid_corpus
-    # The focus on RRF over the regions' leaves alone (the default before focus_scores="magnitude").
-    rrf = replace(covid_index.search_config, focus_scores="rrf", focus_global=None)
-    walk_only = replace(rrf, focus_pool=None, method="sensitive_knee", sensitivity=0.85)
+    # The focus on RRF over the regions' leaves alone (the default before focus.scores="magnitude").
+    rrf = replace(covid_index.search_config, focus=FocusConfig(scores="rrf", global_leaves=None))
+    walk_only = replace(rrf, focus=None, method="sensitive_knee", sensitivity=0.85)
     focused_tokens = walk_tokens = 0
     for question, _doc in questions[:8]:
         result = covid_index.search(question, method="knee", config=rrf)
         focus = result.trace.steps[-1]
         assert focus.kind == "focus" and focus.candidates and all(c.is_leaf for c in focus.candidates)
-        assert len(focus.candidates) <= covid_index.search_config.focus_pool
+        assert len(focus.candidates) <= covid_index.search_config.focus.pool
         regions = covid_index.search(question, config=walk_only).nodes  # the walk at the region sensitivity
         covered = {leaf_id(r.doc_id, i) for r in regions for i in range(r.span.first_leaf, r.span.last_leaf + 1)}
         assert {c.node_id for c in focus.candidates} <= covered
@@ -122,7 +127,7 @@ def test_filters_apply_at_every_level(covid_index, covid_corpus):
 
 def test_fusion_schedule_and_document_order(covid_index, covid_corpus):
     schedule = [(0.2, 0.8), (0.5, 0.5), (0.8, 0.2), (1.0, 0.0)]
-    result = covid_index.search(covid_corpus[1][3][0], fusion_weights=schedule, method="sensitive_knee",
+    result = covid_index.search(covid_corpus[1][3][0], fusion=FusionConfig(weights=schedule), method="sensitive_knee",
                                 order="document", sensitivity=0.5)
     assert result.trace.steps[0].weights == (0.2, 0.8)
     assert all(s.weights == tuple(schedule[min(s.level, 3)]) for s in result.trace.steps)
@@ -156,7 +161,7 @@ def test_trace_records_ranks_and_suppression(covid_index, covid_corpus):
         ("", {}, InvalidQueryError, "empty"),
         ("   ", {}, InvalidQueryError, "empty"),
         (42, {}, InvalidQueryError, "must be a string"),
-        ("q", {"method": "magic"}, ConfigError, "Unknown search method"),
+        ("q", {"method": "magic"}, ConfigError, "method must be one of"),
         ("q", {"beam_width": 0}, ConfigError, "beam_width"),
         ("q", {"sensitivity": 1.5}, ConfigError, "sensitivity"),
         ("q", {"filters": {"doc_id": 3.5}}, InvalidQueryError, "type float"),
@@ -227,17 +232,18 @@ async def test_asearch_uses_the_store_async_client(make_index, covid_corpus):
     assert isinstance(index.store, QdrantClientStore)
     index.store.async_client = AwaitableClient(index.store.client)
     for method in METHODS:
-        expected = index.search(questions[0][0], method=method, sensitivity=0.5)
-        got = await index.asearch(questions[0][0], method=method, sensitivity=0.5)
+        knobs = {"sensitivity": 0.5} if method in ("sensitive_knee", "branch") else {}
+        expected = index.search(questions[0][0], method=method, **knobs)
+        got = await index.asearch(questions[0][0], method=method, **knobs)
         assert [(h.node.id, h.score) for h in got.nodes] == [(h.node.id, h.score) for h in expected.nodes]
         assert got.trace.requests == expected.trace.requests
     assert index.store.async_client.calls.count("query_batch_points") >= 4
     index.store.async_client = None
 
 
-MAGNITUDE = [SearchConfig(focus_scores="magnitude", focus_global=50, merge_ratio=None),
-             SearchConfig(focus_scores="magnitude", focus_global=50, merge_ratio=0.5),
-             SearchConfig(method="sensitive_knee", focus_scores="magnitude", sibling_weight=0.0)]
+MAGNITUDE = [SearchConfig(focus=FocusConfig(scores="magnitude", global_leaves=50, merge_ratio=None)),
+             SearchConfig(focus=FocusConfig(scores="magnitude", global_leaves=50, merge_ratio=0.5)),
+             SearchConfig(method="sensitive_knee", focus=FocusConfig(scores="magnitude", sibling_weight=0.0))]
 
 
 @pytest.mark.parametrize("config", MAGNITUDE, ids=["magnitude", "magnitude+merge", "sensitive, walk only"])
@@ -266,5 +272,5 @@ def test_magnitude_focus_invariants_on_the_real_index(covid_index, covid_corpus,
         assert all(c.sparse_score >= 0.0 for c in focus.candidates if c.sparse_score is not None)
         scores = [c.fused_score for c in focus.candidates]
         assert scores == sorted(scores, reverse=True)
-        assert (config.focus_global is not None) == any(s.kind == "global" for s in steps)
+        assert (config.focus.global_leaves is not None) == any(s.kind == "global" for s in steps)
         json.loads(result.to_json())

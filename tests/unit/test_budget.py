@@ -104,7 +104,7 @@ def test_a_bad_budget_is_refused_with_what_to_give(bad):
     from drag_knee_retriever import SearchConfig
     from drag_knee_retriever.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"max_tokens \(the results' word budget"):
+    with pytest.raises(ConfigError, match=r"SearchConfig.max_tokens must be an integer >= 1 .*the results' word budget"):
         SearchConfig(max_tokens=bad)
 
 

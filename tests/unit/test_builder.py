@@ -2,8 +2,9 @@
 
 import pytest
 
-from drag_knee_retriever import BuildConfig, Document
-from drag_knee_retriever.builder import build_document_trees, leaf_id, node_id
+from drag_knee_retriever import BuildConfig, Document, LeafConfig, VectorConfig
+from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.ids import leaf_id, node_id
 from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
 
 MARKDOWN = """# Install
@@ -66,7 +67,7 @@ def test_pages_become_one_leaf_each_with_page_numbers():
 
 
 def test_markdown_headings_become_parents():
-    (tree,) = build_document_trees([Document(id="notes", text=MARKDOWN)], BuildConfig(min_leaf_chars=20))
+    (tree,) = build_document_trees([Document(id="notes", text=MARKDOWN)], BuildConfig(leaves=LeafConfig(min_chars=20)))
     check_invariants(tree)
     titles = {n.title for n in tree.nodes if not n.is_leaf}
     assert {"Install", "Usage"} <= titles
@@ -77,7 +78,7 @@ def test_markdown_headings_become_parents():
 def test_paragraphs_are_merged_when_short_and_split_when_long():
     long_para = " ".join(f"Sentence number {i} is here." for i in range(200))
     text = "Tiny one.\n\nTiny two.\n\n" + long_para
-    (tree,) = build_document_trees([Document(id="p", text=text)], BuildConfig(max_leaf_chars=500, min_leaf_chars=100))
+    (tree,) = build_document_trees([Document(id="p", text=text)], BuildConfig(leaves=LeafConfig(max_chars=500, min_chars=100)))
     check_invariants(tree)
     assert tree.leaves[0].text.startswith("Tiny one.\n\nTiny two.")
     assert all(len(l.text) <= 500 for l in tree.leaves)
@@ -103,7 +104,7 @@ def test_ids_are_stable_across_runs_and_inner_summaries_exist():
 
 def test_russian_text_works():
     text = "Первый абзац о вирусах и вакцинах.\n\nВторой абзац о лечении и больницах.\n\nТретий абзац о профилактике."
-    (tree,) = build_document_trees([Document(id="ru", text=text)], BuildConfig(min_leaf_chars=10))
+    (tree,) = build_document_trees([Document(id="ru", text=text)], BuildConfig(leaves=LeafConfig(min_chars=10)))
     check_invariants(tree)
     assert any("вирус" in k for n in tree.nodes for k in n.keywords)
 
@@ -134,8 +135,23 @@ def test_bad_documents_name_the_problem(kwargs, message):
         Document(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [dict(branching=1), dict(max_leaf_chars=10), dict(inner_vectors="x"),
-                                    dict(min_leaf_chars=5000)])
+@pytest.mark.parametrize("kwargs", [dict(branching=1), dict(leaves=lambda: LeafConfig(max_chars=10)),
+                                    dict(vectors=lambda: VectorConfig(inner_dense="x")),
+                                    dict(leaves=lambda: LeafConfig(min_chars=5000))])
 def test_bad_build_config(kwargs):
     with pytest.raises(ConfigError):
-        BuildConfig(**kwargs)
+        BuildConfig(**{k: v() if callable(v) else v for k, v in kwargs.items()})
+
+
+def test_setext_headings_make_sections():
+    """Issue 27 item 10: 'Title\\n=====' and 'Part\\n-----' are headings (CommonMark), as '#' ones are."""
+    from drag_knee_retriever import Document
+    from drag_knee_retriever.builder import build_trees
+
+    text = ("Beekeeping\n==========\n\nA colony is one organism.\n\nSpring\n------\n\nThe colony grows.\n\n"
+            "```\ncode\n=====\n```\n\nWinter\n------\n\nThe colony clusters.")
+    nodes = build_trees([Document(id="b", text=text)])
+    titles = {n.title for n in nodes if n.title}
+    assert {"Beekeeping", "Spring", "Winter"} <= titles and "code" not in titles
+    leaves = [n.text for n in nodes if n.is_leaf]
+    assert not any(t.strip() in ("==========", "------") for t in leaves)

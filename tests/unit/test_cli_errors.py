@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from drag_knee_retriever import CliError, DragKneeError
+from drag_knee_retriever import DragKneeError
+from drag_knee_retriever.cli import CliError
 from drag_knee_retriever.cli import EXIT_USAGE, main, run
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from drag_knee_retriever import SearchConfig, StoreConfig
+from drag_knee_retriever import FusionConfig, SearchConfig, StoreConfig
+from drag_knee_retriever.traversal import knee_sensitivity, level_weights
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError
 from drag_knee_retriever.store import parse_filters
 
@@ -10,38 +11,44 @@ from drag_knee_retriever.store import parse_filters
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(method="magic"), "Unknown search method"),
-        (dict(beam_width=0), "beam_width"),
-        (dict(beam_width=True), "beam_width"),
-        (dict(sensitivity=0.0), r"sensitivity must be in \(0, 1\]"),
-        (dict(sensitivity=1.2), "sensitivity"),
+        (dict(method="magic"), "SearchConfig.method must be one of 'fixed', 'knee'"),
+        (dict(method="fixed", beam_width=0), "beam_width"),
+        (dict(method="fixed", beam_width=True), "beam_width"),
+        (dict(method="sensitive_knee", sensitivity=0.0), r"sensitivity must be a number in \(0, 1\]"),
+        (dict(method="sensitive_knee", sensitivity=1.2), "sensitivity"),
         (dict(max_roots=0), "max_roots"),
-        (dict(fusion_weights=[(0.0, 0.0)]), "switches both rankings off"),
-        (dict(fusion_weights=[(1.0,)]), "dense, sparse"),
-        (dict(fusion_weights=[(-1.0, 1.0)]), "negative"),
+        (dict(fusion=lambda: FusionConfig(weights=[(0.0, 0.0)])), "switches both rankings off"),
         (dict(order="random"), "order"),
     ],
 )
 def test_bad_search_settings(kwargs, message):
     with pytest.raises(ConfigError, match=message):
-        SearchConfig(**kwargs)
+        SearchConfig(**{k: v() if callable(v) else v for k, v in kwargs.items()})
+
+
+@pytest.mark.parametrize("weights, message", [([(1.0,)], "dense, sparse"), ([(-1.0, 1.0)], "negative"),
+                                              ([(0.0, 0.0)], "switches both rankings off"), ("0.5,0.5", "list")])
+def test_bad_fusion_weights(weights, message):
+    with pytest.raises(ConfigError, match=message):
+        FusionConfig(weights=weights)
 
 
 def test_fusion_schedule_reuses_the_last_pair():
-    config = SearchConfig(fusion_weights=[(0.2, 0.8), (0.5, 0.5), (1.0, 0.0)])
-    assert config.weights_for_level(0) == (0.2, 0.8)
-    assert config.weights_for_level(2) == (1.0, 0.0)
-    assert config.weights_for_level(7) == (1.0, 0.0)
-    assert SearchConfig().weights_for_level(3) == (1.0, 1.0)
+    config = SearchConfig(fusion=FusionConfig(weights=[(0.2, 0.8), (0.5, 0.5), (1.0, 0.0)]))
+    assert level_weights(config.fusion.weights, 0) == (0.2, 0.8)
+    assert level_weights(config.fusion.weights, 2) == (1.0, 0.0)
+    assert level_weights(config.fusion.weights, 7) == (1.0, 0.0)
+    assert level_weights(SearchConfig().fusion.weights, 3) == (1.0, 1.0)
 
 
 def test_knee_sensitivity_is_one_and_sensitive_knee_uses_setting():
-    assert SearchConfig(method="knee", sensitivity=0.5).effective_sensitivity == 1.0
-    assert SearchConfig(method="sensitive_knee", sensitivity=0.5).effective_sensitivity == 0.5
+    assert knee_sensitivity(SearchConfig(method="knee")) == 1.0
+    assert knee_sensitivity(SearchConfig(method="sensitive_knee", sensitivity=0.5)) == 0.5
+    assert knee_sensitivity(SearchConfig(method="branch")) == 0.85  # the method's default
 
 
 def test_api_key_is_not_in_repr():
-    config = StoreConfig(url="http://localhost:6333", api_key="s3cret-key")
+    config = StoreConfig(api_key="s3cret-key")
     assert "s3cret" not in repr(config)
 
 

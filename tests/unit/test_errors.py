@@ -32,7 +32,9 @@ def test_every_exception_is_a_drag_knee_error_and_exported() -> None:
     assert "drag_knee_retriever.errors.InvalidScoresError" in found
     for qualified, cls in found.items():
         assert issubclass(cls, DragKneeError), f"{qualified} does not derive from DragKneeError"
-        home = importlib.import_module(EVAL) if qualified.startswith(EVAL + ".") else drag_knee_retriever
+        # eval's errors live in eval; the command's own error is exported by the CLI, not the library.
+        home = (importlib.import_module(EVAL) if qualified.startswith(EVAL + ".") else
+                importlib.import_module("drag_knee_retriever.cli") if cls.__name__ == "CliError" else drag_knee_retriever)
         assert cls.__name__ in home.__all__, f"{qualified} is not in {home.__name__}.__all__"
         assert getattr(home, cls.__name__) is cls
 
@@ -46,7 +48,9 @@ def test_retriever_settings_merge_per_call_options() -> None:
     assert settings.for_call({}) is settings.overrides
     top = RetrieverSettings("similarity_top_k", similarity_top_k=3)
     assert top.overrides == {"max_results": 3}
-    assert top.for_call({"beam_width": 5}) == {"max_results": 3, "beam_width": 5}
+    assert top.for_call({"method": "fixed", "beam_width": 5}) == {"max_results": 3, "method": "fixed", "beam_width": 5}
+    with pytest.raises(drag_knee_retriever.ConfigError, match="beam_width=5 does nothing with method='knee'"):
+        top.for_call({"method": "knee", "beam_width": 5})
     with pytest.raises(drag_knee_retriever.InvalidQueryError, match="similarity_top_k"):
         top.for_call({"k": 1})
     with pytest.raises(drag_knee_retriever.ConfigError):

@@ -1,17 +1,12 @@
-"""Dataset loaders: counts and gold mappings as the dataset READMEs describe them."""
+"""The benchmark dataset loaders (benchmarks/datasets, outside the wheel): counts and gold mappings as the
+dataset READMEs describe them."""
 
 import pytest
 
-from drag_knee_retriever.eval.datasets import (
-    DatasetError,
-    covidqa_lines,
-    datasets_root,
-    load_covidqa,
-    load_dataset,
-    load_hotpotqa,
-    load_xquad,
-    resolve_answer_span,
-)
+from benchmarks.datasets import DatasetError, datasets_root, load_dataset
+from benchmarks.datasets.covidqa import covidqa_lines, load_covidqa, resolve_answer_span
+from benchmarks.datasets.hotpotqa import load_hotpotqa
+from benchmarks.datasets.xquad import load_xquad
 from drag_knee_retriever.nodes import Document
 
 try:
@@ -177,3 +172,34 @@ def test_answer_spans_point_at_the_evidence_inside_each_gold_leaf(name):
                 assert (a, b) == (0, len(unit))
             elif len(q.gold) == 1:
                 assert unit[a:b] == q.answer.strip()
+
+
+# -- the registry (benchmarks/datasets/__init__.py) ------------------------------------------------
+
+
+def test_a_registered_loader_is_found_gets_only_the_options_it_declares_and_records_them(tmp_path):
+    from benchmarks.datasets import LOADERS, dataset, dataset_names
+    from benchmarks.datasets.common import make_dataset
+    from drag_knee_retriever.eval.dataset import Question
+
+    calls = []
+
+    def load_tiny(root=None, *, limit_docs=None, limit_questions=None, shared_store=False):
+        calls.append((root, limit_docs, limit_questions, shared_store))
+        docs = [("a", ["one unit", "two units"], {}), ("b", ["three"], {})]
+        questions = [Question(id="q", text="which?", gold=frozenset({("a", 1)}))]
+        return make_dataset("tiny", "english", docs, questions, limit_docs, limit_questions, "here", [])
+
+    dataset_names()  # the real loaders first
+    dataset("tiny")(load_tiny)
+    try:
+        assert "tiny" in dataset_names() and "hotpotqa" in dataset_names()
+        ds = load_dataset("tiny", tmp_path, limit_docs=1, shared_store=True, max_doc_pages=None)
+        assert calls == [(tmp_path, 1, None, True)] and [d.id for d in ds.documents] == ["a"]
+        assert ds.load_options == {"limit_docs": 1, "limit_questions": None, "max_doc_pages": None, "shared_store": True}
+        with pytest.raises(DatasetError, match="tiny takes no max_doc_pages: max_doc_pages applies to mmlongbench."):
+            load_dataset("tiny", tmp_path, max_doc_pages=20)
+        with pytest.raises(ValueError, match="registered twice"):
+            dataset("tiny")(lambda root=None, **kw: None)
+    finally:
+        LOADERS.pop("tiny", None)

@@ -8,7 +8,7 @@ import pytest
 
 from drag_knee_retriever.eval.baselines import fill_budget
 from drag_knee_retriever.eval.budget_metrics import word_budget_figures
-from drag_knee_retriever.eval.datasets import DatasetError, datasets_root, load_dataset
+from benchmarks.datasets import DatasetError, datasets_root, load_dataset
 from drag_knee_retriever.eval.metrics import ContextHit, QuestionMetrics, question_metrics
 
 try:
@@ -88,10 +88,10 @@ def test_search_variants_name_a_default_search_with_other_settings():
     from drag_knee_retriever.eval.errors import EvalSetupError
     from drag_knee_retriever.eval.runner import parse_search_variant
 
-    name, changes = parse_search_variant("identity_weight=0.5, focus_global=none,identity_keys=company")
-    assert name == "drag_knee{identity_weight=0.5,focus_global=none,identity_keys=company}"
-    assert changes == {"identity_weight": 0.5, "focus_global": None, "identity_keys": "company"}
-    with pytest.raises(EvalSetupError, match="unknown SearchConfig field"):
+    name, changes = parse_search_variant("identity_weight=0.5, focus.global_leaves=none,identity_keys=company")
+    assert name == "drag_knee{identity_weight=0.5,focus.global_leaves=none,identity_keys=company}"
+    assert changes == {"identity_weight": 0.5, "focus.global_leaves": None, "identity_keys": "company"}
+    with pytest.raises(EvalSetupError, match="unknown SearchConfig setting"):
         parse_search_variant("identity_wieght=1")
     with pytest.raises(EvalSetupError, match="identity_weight"):
         parse_search_variant("identity_weight=-1")

@@ -11,7 +11,8 @@ from drag_knee_retriever.eval.budget_metrics import (
     cut_size_correlation,
     matched_budget_recall,
 )
-from drag_knee_retriever.eval.datasets import DatasetError, EvalDataset, datasets_root, load_dataset
+from benchmarks.datasets import DatasetError, datasets_root, load_dataset
+from drag_knee_retriever.eval.dataset import EvalDataset
 from drag_knee_retriever.eval.metrics import QuestionMetrics, question_metrics
 from drag_knee_retriever.nodes import Document, ScoredNode, Span, TreeNode
 
@@ -165,9 +166,11 @@ def test_cut_size_correlation_uses_tied_ranks():
 def test_build_variant_parses_booleans_and_none():
     from drag_knee_retriever.eval.runner import parse_build_variant
 
-    variant = parse_build_variant("use_outline=false,passage_words=120")
-    assert variant.build.use_outline is False and variant.build.passage_words == 120
-    assert parse_build_variant("passage_words=none").build.passage_words is None
+    variant = parse_build_variant("sections.outline=false,leaves.passage_words=120")
+    assert variant.build.sections.outline is False and variant.build.leaves.passage_words == 120
+    assert parse_build_variant("leaves.passage_words=none").build.leaves.passage_words is None
+    with pytest.warns(DeprecationWarning, match=r"BuildConfig\(leaves=LeafConfig\(passage_words=...\)\)"):
+        assert parse_build_variant("passage_words=none").build.leaves.passage_words is None  # the old flat key
 
 
 @needs_data

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from drag_knee_retriever.eval.datasets import DatasetError
+from drag_knee_retriever.eval.dataset import DatasetError
 from drag_knee_retriever.eval.own import load_own_dataset
 
 BEES = ("# Bees\n\n" + "Varroa mites spread deformed wing virus through honeybee colonies, and untreated colonies "

@@ -9,7 +9,7 @@ import pytest
 
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.compat import check_collection_compatible, stored_language
-from drag_knee_retriever.config import BuildConfig
+from drag_knee_retriever.config import BuildConfig, LeafConfig
 from drag_knee_retriever.context import context_ids, live_with_text
 from drag_knee_retriever.errors import ModelMismatchError
 from drag_knee_retriever.ingest import IngestReport, Ingestor
@@ -37,7 +37,7 @@ class KeywordSummarizer:
 
 
 def _nodes(summarizer, config=None):
-    config = config or BuildConfig(branching=2, min_leaf_chars=10)
+    config = config or BuildConfig(branching=2, leaves=LeafConfig(min_chars=10))
     tree = build_document_trees([Document(id="d1", pages=TEXT)], config, summarizer)[0]
     return config, tree.nodes
 
@@ -111,7 +111,7 @@ def test_collection_check_names_the_fix():
 
 
 def test_eval_takes_datasets_and_provenance_from_the_caller(monkeypatch, tmp_path):
-    from drag_knee_retriever.eval.datasets import DatasetError, datasets_root
+    from benchmarks.datasets import DatasetError, datasets_root
     from drag_knee_retriever.eval.runner import code_version
 
     monkeypatch.delenv("DRAG_KNEE_DATASETS", raising=False)

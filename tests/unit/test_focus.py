@@ -7,22 +7,34 @@ expectation below can be worked out by hand.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from typing import Dict, List, Sequence
 
 import pytest
 
-from drag_knee_retriever.builder import leaf_id
-from drag_knee_retriever.config import SearchConfig
+from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import parse_filters
-from drag_knee_retriever.traversal import walk
+from drag_knee_retriever.traversal import focuses, walk, walk_sensitivity
 from support import FakeRanker
 
-# These pin the focus step on RRF scores (the default before focus_scores="magnitude", still
+# These pin the focus step on RRF scores (the default before focus.scores="magnitude", still
 # selectable): the fake ranker's hits carry no cosine / BM25 (tests/unit/test_magnitude.py has those).
-RRFConfig = functools.partial(SearchConfig, focus_scores="rrf", focus_global=None)
+RRF_FOCUS = FocusConfig(scores="rrf", global_leaves=None)
+
+
+def RRFConfig(focus=RRF_FOCUS, **kwargs):
+    """A SearchConfig whose focus is on RRF; FocusConfig's keywords change that focus (``pool=None``: none)."""
+    changes = {k: kwargs.pop(k) for k in list(kwargs) if k in FocusConfig.__dataclass_fields__}
+    if kwargs.get("method") in ("fixed", "branch"):
+        focus = FocusConfig()
+    elif changes.get("pool", 0) is None:
+        focus = None
+    elif changes:
+        focus = dataclasses.replace(focus, **changes)
+    return SearchConfig(focus=focus, **kwargs)
 
 
 def document(doc_id: str, leaves: int, meta: Dict[str, str] | None = None) -> Dict[str, TreeNode]:
@@ -66,7 +78,7 @@ def test_focus_replaces_a_whole_document_by_the_leaves_at_its_knee(bees):
 
 
 def test_without_focus_the_walk_returns_the_whole_document(bees):
-    config = RRFConfig(focus_pool=None)
+    config = RRFConfig(pool=None)
     hits, trace, _ = run(bees, parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02]), config)
     assert [h.node.id for h in hits] == ["bees:r"]
     assert all(step.kind != "focus" for step in trace.steps)
@@ -87,7 +99,7 @@ def test_a_region_whose_leaves_mostly_survive_comes_back_whole(bees):
 
 
 def test_focus_pool_limits_the_leaves_ranked(bees):
-    _, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]), RRFConfig(focus_pool=3))
+    _, trace, ranker = run(bees, parent_wins("bees", [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]), RRFConfig(pool=3))
     assert ranker.requests[-1].limit == 3 and len(trace.steps[-1].candidates) == 3
 
 
@@ -105,7 +117,7 @@ def test_fixed_and_branch_never_focus(bees):
     scores = parent_wins("bees", [1.0, 0.95, 0.1, 0.08, 0.05, 0.02])
     for method in ("fixed", "branch"):
         config = RRFConfig(method=method)
-        assert not config.focuses
+        assert not focuses(config)
         hits, trace, _ = run(bees, scores, config)
         assert [h.node.id for h in hits] == ["bees:r"]
         assert all(step.kind != "focus" for step in trace.steps)
@@ -120,24 +132,26 @@ def test_a_filter_that_no_leaf_passes_keeps_the_walk_nodes():
 
 
 def test_the_walk_cuts_at_the_region_sensitivity_when_it_focuses():
-    assert RRFConfig().walk_sensitivity == 0.85
-    assert RRFConfig(focus_pool=None).walk_sensitivity == 1.0
-    assert RRFConfig(method="sensitive_knee", sensitivity=0.5).walk_sensitivity == 0.5
-    assert RRFConfig(method="sensitive_knee", sensitivity=0.95, region_sensitivity=0.9).walk_sensitivity == 0.9
+    assert walk_sensitivity(RRFConfig()) == 0.85
+    assert walk_sensitivity(RRFConfig(focus=None)) == 1.0
+    assert walk_sensitivity(RRFConfig(method="sensitive_knee", sensitivity=0.5)) == 0.5
+    assert walk_sensitivity(RRFConfig(method="sensitive_knee", sensitivity=0.95,
+                                      focus=FocusConfig(region_sensitivity=0.9))) == 0.9
 
 
 @pytest.mark.parametrize("field,value,message", [
-    ("focus_pool", 0, "focus_pool must be an integer >= 1"),
-    ("focus_pool", 2.5, "focus_pool must be an integer >= 1"),
-    ("focus_pool", True, "focus_pool must be an integer >= 1"),
-    ("region_sensitivity", 0.0, "region_sensitivity must be in (0, 1]"),
-    ("region_sensitivity", None, "region_sensitivity must be in (0, 1]"),
-    ("merge_ratio", 1.5, "merge_ratio must be in (0, 1] or None"),
-    ("merge_ratio", "half", "merge_ratio must be in (0, 1] or None"),
+    ("pool", 0, "FocusConfig.pool must be an integer >= 1"),
+    ("pool", 2.5, "FocusConfig.pool must be an integer >= 1"),
+    ("pool", True, "FocusConfig.pool must be an integer >= 1"),
+    ("pool", None, "FocusConfig.pool must be an integer >= 1"),
+    ("region_sensitivity", 0.0, "FocusConfig.region_sensitivity must be a number in (0, 1]"),
+    ("region_sensitivity", None, "FocusConfig.region_sensitivity must be a number in (0, 1]"),
+    ("merge_ratio", 1.5, "FocusConfig.merge_ratio must be a number in (0, 1] or None"),
+    ("merge_ratio", "half", "FocusConfig.merge_ratio must be a number in (0, 1] or None"),
 ])
 def test_bad_focus_settings_are_refused_when_built(field, value, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
-        RRFConfig(**{field: value})
+        FocusConfig(**{field: value})
 
 
 # -- the tree as evidence: region leaves fused with a global leaf ranking (focus_global) ---------
@@ -160,7 +174,7 @@ def test_focus_global_recovers_a_strong_leaf_whose_root_the_walk_cut():
     ranker = FakeRanker(forest, scores)
     trace = Trace(query="q", method="knee")
     calls = []
-    hits = walk(lambda reqs: calls.append(len(reqs)) or ranker(reqs), RRFConfig(focus_global=3, merge_ratio=None),
+    hits = walk(lambda reqs: calls.append(len(reqs)) or ranker(reqs), RRFConfig(global_leaves=3, merge_ratio=None),
                 (), trace)
     assert hits[0].node.id == leaf_id("bees", 0)
     assert [s.kind for s in trace.steps][-2:] == ["global", "focus"]
@@ -187,5 +201,5 @@ def test_combine_rankings_sums_reciprocal_ranks():
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5])
 def test_focus_global_is_validated(bad):
-    with pytest.raises(ConfigError, match="focus_global"):
-        RRFConfig(focus_global=bad)
+    with pytest.raises(ConfigError, match="FocusConfig.global_leaves must be an integer >= 1"):
+        FocusConfig(global_leaves=bad)

@@ -3,7 +3,7 @@ standout (traversal.focus_cut), on hand-made magnitude curves."""
 
 import pytest
 
-from drag_knee_retriever import SearchConfig
+from drag_knee_retriever import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.knee import knee_index
 from drag_knee_retriever.nodes import Span, TreeNode
@@ -16,7 +16,7 @@ def hits(*scores):
             for i, s in enumerate(scores)]
 
 
-PLAIN = SearchConfig(near_best=None, standout=None)
+PLAIN = SearchConfig(focus=FocusConfig(near_best=None, standout=None))
 
 
 def test_a_flat_top_keeps_every_leaf_as_good_as_the_best():
@@ -26,7 +26,7 @@ def test_a_flat_top_keeps_every_leaf_as_good_as_the_best():
     assert focus_cut(PLAIN, curve) == knee_index([h.score for h in curve[:10]])
     assert focus_cut(SearchConfig(), curve) == 12
     # ... up to the limit
-    assert focus_cut(SearchConfig(near_best_limit=5), curve) == max(5, focus_cut(PLAIN, curve))
+    assert focus_cut(SearchConfig(focus=FocusConfig(near_best_limit=5)), curve) == max(5, focus_cut(PLAIN, curve))
 
 
 def test_a_knee_that_keeps_more_than_the_band_is_kept():
@@ -38,13 +38,13 @@ def test_a_standout_comes_back_alone():
     curve = hits(9.0, 4.0, 3.9, 3.8, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
     assert focus_cut(PLAIN, curve) > 1
     assert focus_cut(SearchConfig(), curve) == 1
-    assert focus_cut(SearchConfig(standout=6.0), curve) == focus_cut(PLAIN, curve)
+    assert focus_cut(SearchConfig(focus=FocusConfig(standout=6.0)), curve) == focus_cut(PLAIN, curve)
 
 
 def test_rank_scores_are_cut_at_their_knee_only():
     # RRF scores carry no magnitude: the widening and narrowing read z units and do not apply
     curve = hits(1.0, 0.5, 0.33, 0.25, 0.2, 0.17, 0.14, 0.12, 0.11, 0.1)
-    rrf = SearchConfig(focus_scores="rrf", focus_global=None)
+    rrf = SearchConfig(focus=FocusConfig(scores="rrf", global_leaves=None))
     assert focus_cut(rrf, curve) == knee_index([h.score for h in curve])
 
 
@@ -52,4 +52,4 @@ def test_rank_scores_are_cut_at_their_knee_only():
                                         ("standout", True), ("standout", "4"), ("near_best_limit", 0)])
 def test_bad_settings_say_what_to_give(field, bad):
     with pytest.raises(ConfigError, match=field):
-        SearchConfig(**{field: bad})
+        FocusConfig(**{field: bad})

@@ -1,7 +1,7 @@
 """Headings found in page text (no outline): each heading shape, and the look-alikes that must not
 open a section (a table of contents, a running header/footer, lists, footnotes, table rows)."""
 
-from drag_knee_retriever import BuildConfig, Document
+from drag_knee_retriever import BuildConfig, Document, SectionConfig
 from drag_knee_retriever.builder import build_document_trees
 from drag_knee_retriever.headings import find_headings
 
@@ -97,7 +97,7 @@ def test_detected_headings_become_section_nodes_over_their_pages():
     pages = [f"1 Introduction\n{BODY}", f"{BODY}", f"2 Methods\n{BODY}", f"2.1 Data\n{BODY}", f"{BODY}",
              f"3 Results\n{BODY}"]
     doc = Document(id="paper", pages=pages)
-    tree = build_document_trees([doc], BuildConfig(detect_headings=True))[0]
+    tree = build_document_trees([doc], BuildConfig(sections=SectionConfig(headings=True)))[0]
     sections = {n.title: n for n in tree.nodes if not n.is_leaf and n.title}
     assert str(sections["1 Introduction"].span) == "pp.1-2"
     assert str(sections["2 Methods"].span) == "pp.3-5"
@@ -113,13 +113,13 @@ def test_detected_headings_become_section_nodes_over_their_pages():
 def test_a_real_outline_wins_over_detected_headings():
     pages = [f"1 Introduction\n{BODY}", f"2 Methods\n{BODY}", f"3 Results\n{BODY}"]
     doc = Document(id="p", pages=pages, outline=[{"title": "Bookmarked", "page": 2, "level": 0}])
-    tree = build_document_trees([doc], BuildConfig(use_outline=True, detect_headings=True))[0]
+    tree = build_document_trees([doc], BuildConfig(sections=SectionConfig(outline=True, headings=True)))[0]
     assert {n.title for n in tree.nodes if n.title} == {"Bookmarked"}
 
 
 def test_detected_headings_in_a_plain_text_document():
     text = f"PART II\n\nItem 7. Management's Discussion and Analysis\n\n{BODY}\n\nItem 8. Financial Statements\n\n{BODY}"
-    tree = build_document_trees([Document(id="t", text=text)], BuildConfig(detect_headings=True))[0]
+    tree = build_document_trees([Document(id="t", text=text)], BuildConfig(sections=SectionConfig(headings=True)))[0]
     leaves = [n for n in tree.nodes if n.is_leaf]
     assert [n.title for n in leaves] == ["Item 7. Management's Discussion and Analysis", "Item 8. Financial Statements"]
     assert all(n.text == BODY for n in leaves)
@@ -142,7 +142,7 @@ def test_financial_statements_and_notes_head_sections_under_item_8():
         ("Item 8. Financial Statements and Supplementary Data", 1, 2), ("CONSOLIDATED BALANCE SHEETS", 2, 2),
         ("Consolidated Statements of Cash Flows", 2, 4), ("NOTES TO CONSOLIDATED FINANCIAL STATEMENTS", 2, 5),
         ("Note 1. Summary of Significant Accounting Policies", 3, 5), ("Note 2. Revenue", 3, 6)]
-    tree = build_document_trees([Document(id="10k", pages=pages)], BuildConfig(detect_headings=True))[0]
+    tree = build_document_trees([Document(id="10k", pages=pages)], BuildConfig(sections=SectionConfig(headings=True)))[0]
     leaves = {n.span.first_page: n for n in tree.nodes if n.is_leaf}
     assert leaves[3].title == "CONSOLIDATED BALANCE SHEETS"  # the continued page stays in its statement
 

@@ -11,8 +11,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from drag_knee_retriever.builder import leaf_id
-from drag_knee_retriever.config import SearchConfig
+from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.identity import (
     IdentityIndex,
@@ -102,7 +102,7 @@ def test_the_index_follows_changes_and_knows_its_versions():
     assert index.knows("ACME_2023_10K", "v2") and not index.knows("ACME_2023_10K", "v1")
 
 
-@pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_focus_weight", float("nan")),
+@pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_weight", float("nan")),
                                           ("identity_weight", True), ("identity_keys", (1,))])
 def test_bad_identity_settings_are_refused_when_built(field, value):
     with pytest.raises(ConfigError, match=field):
@@ -166,7 +166,7 @@ def test_without_identity_the_text_ranking_decides(store):
 
 
 def test_named_roots_join_the_roots_ranking_in_the_same_round_trip_and_win(store):
-    config = SearchConfig(max_roots=1, identity_weight=2.0, identity_focus_weight=1.0)
+    config = SearchConfig(max_roots=1, identity_weight=2.0, focus=FocusConfig(identity_weight=1.0))
     hits, trace, ranker = _walk(store, config)
     roots_step = trace.steps[0]
     # one round trip for the roots: the text ranking (1 root) and the named documents' roots
@@ -185,7 +185,7 @@ def test_named_roots_join_the_roots_ranking_in_the_same_round_trip_and_win(store
 
 def test_a_query_naming_no_document_walks_exactly_as_without_identity(store):
     plain, _, _ = _walk(store, SearchConfig(max_roots=2), query="capital expenditure")
-    named, _, ranker = _walk(store, SearchConfig(max_roots=2, identity_weight=2.0, identity_focus_weight=1.0),
+    named, _, ranker = _walk(store, SearchConfig(max_roots=2, identity_weight=2.0, focus=FocusConfig(identity_weight=1.0)),
                              query="capital expenditure")
     assert [(h.node.id, h.score) for h in named] == [(h.node.id, h.score) for h in plain]
     assert all(r.candidate_ids is None or r.level != 0 for r in ranker.requests)

@@ -72,7 +72,7 @@ def test_add_documents_reports_pages_and_phase_times_with_the_real_model(encoder
             ticks.append((phase, done, total))
 
     plain = []
-    with DragKneeIndex(":memory:", encoder=encoder) as index:
+    with DragKneeIndex(":memory:", embedding=encoder) as index:
         report = index.add_documents(DOCS, progress=Recorder())
         again = index.add_documents(DOCS, progress=lambda *tick: plain.append(tick))
     total = sum(page_count(d) for d in DOCS)

@@ -3,10 +3,10 @@ marked metadata; the returned text stays the leaf's own (hand-made documents, th
 
 import pytest
 
-from drag_knee_retriever import BuildConfig, Document
+from drag_knee_retriever import BuildConfig, Document, SectionConfig, VectorConfig
 from drag_knee_retriever.builder import build_document_trees, document_title
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import TreeNode
+from drag_knee_retriever.point_schema import full_node, node_payload
 from drag_knee_retriever.summarize import ExtractiveSummarizer
 from drag_knee_retriever.vectorize import Vectorizer
 
@@ -29,7 +29,7 @@ def indexed_texts(config, nodes):
 
 
 def test_context_path_in_dense_and_bm25_text_but_not_in_the_returned_text():
-    config = BuildConfig(use_outline=True, leaf_context=("title", "path", "page"), context_metadata=("company", "year"))
+    config = BuildConfig(sections=SectionConfig(outline=True), vectors=VectorConfig(context=("title", "path", "page"), context_metadata=("company", "year")))
     leaf = leaves(config)[3]
     expected = "ACME Corp 10-K | PART II > Item 8. Financial Statements > Cash Flow Statement | page 3 | company: ACME Corp | year: 2023"
     assert leaf.context == expected
@@ -39,35 +39,35 @@ def test_context_path_in_dense_and_bm25_text_but_not_in_the_returned_text():
 
 
 def test_default_keeps_todays_section_title_in_front_and_writes_no_context():
-    config = BuildConfig(use_outline=True)
+    config = BuildConfig(sections=SectionConfig(outline=True))
     leaf = leaves(config)[3]
-    assert leaf.context is None and "context" not in leaf.to_payload()
+    assert leaf.context is None and "context" not in node_payload(leaf)
     dense, _ = indexed_texts(config, [leaf])
     assert dense == [f"Cash Flow Statement\n{leaf.text}"]
 
 
 def test_parts_follow_the_config_and_missing_ones_are_skipped():
-    page1 = leaves(BuildConfig(use_outline=True, leaf_context=("section", "page")))[1]
+    page1 = leaves(BuildConfig(sections=SectionConfig(outline=True), vectors=VectorConfig(context=("section", "page"))))[1]
     assert page1.context == "PART II | page 1"
     untitled = build_document_trees([Document(id="x", pages=["a page", "b page"])],
-                                    BuildConfig(leaf_context=("title", "path"), context_metadata=("company",)))[0]
+                                    BuildConfig(vectors=VectorConfig(context=("title", "path"), context_metadata=("company",))))[0]
     assert all(n.context == "" for n in untitled.nodes if n.is_leaf)  # nothing to add: the text alone
-    dense, _ = indexed_texts(BuildConfig(leaf_context=()), [n for n in untitled.nodes if n.is_leaf])
+    dense, _ = indexed_texts(BuildConfig(vectors=VectorConfig(context=())), [n for n in untitled.nodes if n.is_leaf])
     assert dense == ["a page", "b page"]
 
 
 def test_context_survives_the_payload_round_trip_and_changes_the_document_hash():
-    config = BuildConfig(use_outline=True, leaf_context=("title", "page"))
+    config = BuildConfig(sections=SectionConfig(outline=True), vectors=VectorConfig(context=("title", "page")))
     leaf = leaves(config)[2]
-    assert TreeNode.from_payload(leaf.id, leaf.to_payload()) == leaf
-    plain = build_document_trees([DOC], BuildConfig(use_outline=True))[0]
+    assert full_node(leaf.id, node_payload(leaf)) == leaf
+    plain = build_document_trees([DOC], BuildConfig(sections=SectionConfig(outline=True)))[0]
     assert plain.doc_hash != build_document_trees([DOC], config)[0].doc_hash
 
 
 def test_markdown_sections_give_the_heading_path():
     text = "# Guide\n\nIntro text here for the guide.\n\n## Install\n\nRun pip install to get it, then import it."
     tree = build_document_trees([Document(id="g", text=text, metadata={"title": "guide_v2.md"})],
-                                BuildConfig(leaf_context=("title", "path")))[0]
+                                BuildConfig(vectors=VectorConfig(context=("title", "path"))))[0]
     contexts = [n.context for n in tree.nodes if n.is_leaf]
     assert contexts == ["guide v2 | Guide", "guide v2 | Guide > Install"]
 
@@ -80,18 +80,18 @@ def test_document_title_drops_file_suffixes_and_opaque_ids():
     assert document_title({"path": "filings/ACME_10-K_2023.pdf"}) == "ACME 10-K 2023"  # no title: the file name
 
 
-@pytest.mark.parametrize("field, bad, message", [
-    ("leaf_context", ("title", "chapter"), "unknown part"),
-    ("leaf_context", ("section", "path"), "not both"),
-    ("leaf_context", (1,), "tuple of non-empty strings"),
-    ("context_metadata", ("",), "tuple of non-empty strings"),
-    ("detect_headings", "yes", "True or False"),
+@pytest.mark.parametrize("group, field, bad, message", [
+    (VectorConfig, "context", ("title", "chapter"), "unknown part"),
+    (VectorConfig, "context", ("section", "path"), "not both"),
+    (VectorConfig, "context", (1,), "tuple of non-empty strings"),
+    (VectorConfig, "context_metadata", ("",), "tuple of non-empty strings"),
+    (SectionConfig, "headings", "yes", "True or False"),
 ])
-def test_context_settings_are_validated(field, bad, message):
+def test_context_settings_are_validated(group, field, bad, message):
     with pytest.raises(ConfigError, match=message):
-        BuildConfig(**{field: bad})
+        group(**{field: bad})
 
 
 def test_context_settings_accept_the_eval_cli_form():
-    config = BuildConfig(leaf_context="title+path+page", context_metadata="company+year")
-    assert config.leaf_context == ("title", "path", "page") and config.context_metadata == ("company", "year")
+    config = BuildConfig(vectors=VectorConfig(context="title+path+page", context_metadata="company+year"))
+    assert config.vectors.context == ("title", "path", "page") and config.vectors.context_metadata == ("company", "year")

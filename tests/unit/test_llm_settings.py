@@ -21,7 +21,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 def test_settings_are_frozen_and_checked_when_built() -> None:
     settings = SummarizerSettings(max_concurrency=8, timeout=5, language=" Russian ")
-    assert settings.timeout == 5.0 and settings.language == "Russian"
+    # One language vocabulary: lower-case names; the prompt names it capitalised, as before.
+    assert settings.timeout == 5.0 and settings.language == "russian" and settings.prompt_language == "Russian"
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.max_concurrency = 2  # type: ignore[misc]
     for bad in ({"max_concurrency": 0}, {"max_keywords": 2, "min_keywords": 3}, {"timeout": 0},

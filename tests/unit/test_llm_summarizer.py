@@ -22,7 +22,7 @@ from typing import Any, Callable, List, Optional
 import pytest
 
 from drag_knee_retriever.builder import build_document_trees
-from drag_knee_retriever.config import BuildConfig
+from drag_knee_retriever.config import BuildConfig, SummaryConfig, VectorConfig
 from drag_knee_retriever.nodes import Document
 from drag_knee_retriever.summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 from drag_knee_retriever.llm import (
@@ -370,7 +370,7 @@ def test_every_bad_output_kind_falls_back_to_the_extractive_description(framewor
         {"description": GOOD["description"], "keywords": "a, b, c"},  # keywords not a list
         ValueError("model exploded"),  # raises
     ]
-    config = BuildConfig(keywords=5)
+    config = BuildConfig(summary=SummaryConfig(keywords=5))
     pending = list(bad)
 
     def responder(prompt: str) -> Any:
@@ -691,7 +691,7 @@ def test_builder_takes_leaf_descriptions_and_parent_summaries_from_the_model(fra
 
     summarizer, fake = make(framework, responder=responder)
     pages = [f"PAGE-{i} Coronaviruses replicate in the cytoplasm of infected cells, paragraph {i}." for i in range(1, 6)]
-    config = BuildConfig(leaf_text="description", sparse_text="keywords")
+    config = BuildConfig(vectors=VectorConfig(leaf_dense="description", sparse="keywords"))
     [tree] = build_document_trees([Document(id="doc-1", pages=pages)], config, summarizer)
     leaves = [n for n in tree.nodes if n.is_leaf]
     inner = [n for n in tree.nodes if not n.is_leaf]

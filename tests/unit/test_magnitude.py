@@ -12,8 +12,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from drag_knee_retriever.builder import leaf_id
-from drag_knee_retriever.config import SearchConfig
+from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.magnitude import magnitude_ranking
 from drag_knee_retriever.nodes import Span, Trace, TreeNode
@@ -21,7 +21,7 @@ from drag_knee_retriever.store import RankedHit, RankRequest
 from drag_knee_retriever.traversal import walk
 from support import FakeRanker
 
-MAG = SearchConfig(focus_scores="magnitude", focus_global=50, merge_ratio=None)
+MAG = SearchConfig(focus=FocusConfig(scores="magnitude", global_leaves=50, merge_ratio=None))
 
 
 class SideRanker(FakeRanker):
@@ -140,7 +140,7 @@ def test_without_focus_global_the_pool_is_the_walks_regions():
              leaf_id("bees", 1): (0.1, 0.0), leaf_id("ants", 0): (0.7, 6.0), leaf_id("ants", 1): (0.0, 0.0)}
     ranker = SideRanker(forest, sides)
     trace = Trace(query="q", method="knee")
-    hits = walk(ranker, SearchConfig(focus_scores="magnitude", focus_global=None, merge_ratio=None), (), trace)
+    hits = walk(ranker, SearchConfig(focus=FocusConfig(scores="magnitude", global_leaves=None, merge_ratio=None)), (), trace)
     assert {h.node.doc_id for h in hits} == {"bees"}
     assert all(s.kind != "global" for s in trace.steps)
 
@@ -149,20 +149,27 @@ def test_merge_still_returns_a_region_most_of_whose_leaves_survive():
     forest = pages("d", [1, 1])
     sides = {"d:r": (0.9, 9.0), "d:p0": (0.1, 0.0), "d:p1": (0.1, 0.0),
              leaf_id("d", 0): (0.6, 5.0), leaf_id("d", 1): (0.6, 5.0)}
-    hits = walk(SideRanker(forest, sides), SearchConfig(focus_scores="magnitude", merge_ratio=0.5), (),
+    hits = walk(SideRanker(forest, sides), SearchConfig(focus=FocusConfig(scores="magnitude", merge_ratio=0.5)), (),
                 Trace(query="q", method="knee"))
     assert [h.node.id for h in hits] == ["d:r"]
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("focus_scores", "cosine", "focus_scores must be 'rrf' or 'magnitude'"),
-    ("sibling_weight", -0.1, "sibling_weight must be a finite number >= 0"),
-    ("sibling_weight", float("nan"), "sibling_weight must be a finite number >= 0"),
-    ("sibling_weight", True, "sibling_weight must be a finite number >= 0"),
+    ("scores", "cosine", "FocusConfig.scores must be one of 'rrf', 'magnitude'"),
+    ("sibling_weight", -0.1, "FocusConfig.sibling_weight must be a number >= 0"),
+    ("sibling_weight", float("nan"), "FocusConfig.sibling_weight must be a number >= 0"),
+    ("sibling_weight", True, "FocusConfig.sibling_weight must be a number >= 0"),
 ])
 def test_bad_magnitude_settings_are_refused_when_built(field, value, message):
     with pytest.raises(ConfigError, match=message):
-        SearchConfig(**{field: value})
+        FocusConfig(**{field: value})
+
+
+def test_sibling_weight_under_rrf_scores_is_refused_naming_the_scores_it_needs():
+    with pytest.raises(ConfigError, match=r"sibling_weight=0.5 does nothing with scores='rrf' \(it applies with "
+                                          r"scores='magnitude'\)"):
+        FocusConfig(scores="rrf", sibling_weight=0.5)
+    assert FocusConfig(scores="rrf").sibling_weight is None and FocusConfig().sibling_weight == 0.25
 
 
 def test_the_final_fetch_drops_leaf_ranking_candidates_of_uncommitted_trees():

@@ -2,10 +2,11 @@
 
 import pytest
 
-from drag_knee_retriever import BuildConfig, Document
+from drag_knee_retriever import BuildConfig, Document, LeafConfig, SectionConfig
 from drag_knee_retriever.builder import build_document_trees, passage_bounds, split_passages
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.nodes import Span
+from drag_knee_retriever.point_schema import full_node, node_payload
 
 LONG = ("The balance sheet shows total assets of 12 million. " * 6
         + "\nRevenue grew by 8 percent in the year.\n" + "Cash flow from operations was positive. " * 6).strip()
@@ -31,7 +32,7 @@ def test_a_segment_longer_than_the_limit_is_cut_at_words_and_a_tiny_tail_joins()
 
 def test_long_page_becomes_page_node_over_passages_with_page_citations():
     doc = Document(id="report", pages=["Cover page.", LONG, "Back page."])
-    tree = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
+    tree = build_document_trees([doc], BuildConfig(leaves=LeafConfig(passage_words=25, split_pages_over=None)))[0]
     by_page = {}
     for node in tree.nodes:
         by_page.setdefault(node.span.first_page, []).append(node)
@@ -50,16 +51,16 @@ def test_long_page_becomes_page_node_over_passages_with_page_citations():
 
 def test_passage_ids_are_stable_and_payload_keeps_the_part():
     doc = Document(id="report", pages=["Cover page.", LONG])
-    first = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
-    again = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
+    first = build_document_trees([doc], BuildConfig(leaves=LeafConfig(passage_words=25, split_pages_over=None)))[0]
+    again = build_document_trees([doc], BuildConfig(leaves=LeafConfig(passage_words=25, split_pages_over=None)))[0]
     assert [n.id for n in first.nodes] == [n.id for n in again.nodes]
     passage = next(n for n in first.nodes if n.is_leaf and n.span.first_part == 2)
-    back = TreeNode.from_payload(passage.id, passage.to_payload())
+    back = full_node(passage.id, node_payload(passage))
     assert back.span == passage.span and str(back.span) == "p.2 ¶2"
 
 
 def test_without_passage_words_a_page_is_one_leaf():
-    tree = build_document_trees([Document(id="d", pages=["Cover.", LONG])], BuildConfig(passage_words=None))[0]
+    tree = build_document_trees([Document(id="d", pages=["Cover.", LONG])], BuildConfig(leaves=LeafConfig(passage_words=None)))[0]
     assert sum(n.is_leaf for n in tree.nodes) == 2
     assert all(n.span.first_part is None for n in tree.nodes)
 
@@ -68,12 +69,12 @@ def test_split_pages_over_splits_only_the_pages_longer_than_it():
     medium = " ".join(f"m{i}" for i in range(40))  # 40 words: over passage_words, under the threshold
     long_page = " ".join(f"w{i}" for i in range(90))
     doc = Document(id="d", pages=[medium, long_page])
-    tree = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=60))[0]
+    tree = build_document_trees([doc], BuildConfig(leaves=LeafConfig(passage_words=25, split_pages_over=60)))[0]
     leaves = sorted((n for n in tree.nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
     assert [str(n.span) for n in leaves] == ["p.1", "p.2 ¶1", "p.2 ¶2", "p.2 ¶3", "p.2 ¶4"]  # 25+25+25+15
     assert leaves[0].text == medium
     # unset, every page longer than one passage is split (the behaviour before the threshold)
-    both = build_document_trees([doc], BuildConfig(passage_words=25, split_pages_over=None))[0]
+    both = build_document_trees([doc], BuildConfig(leaves=LeafConfig(passage_words=25, split_pages_over=None)))[0]
     assert sum(n.is_leaf and n.span.first_page == 1 for n in both.nodes) == 2
 
 
@@ -89,7 +90,7 @@ def test_by_default_only_pages_past_the_encoders_window_become_120_word_passages
 @pytest.mark.parametrize("bad", [0, -5, True, "300", 2.5])
 def test_split_pages_over_is_validated(bad):
     with pytest.raises(ConfigError, match="split_pages_over"):
-        BuildConfig(passage_words=120, split_pages_over=bad)
+        BuildConfig(leaves=LeafConfig(passage_words=120, split_pages_over=bad))
 
 
 def test_span_citation_forms():
@@ -101,7 +102,7 @@ def test_span_citation_forms():
 @pytest.mark.parametrize("bad", [0, 19, True, "120", 12.5])
 def test_passage_words_is_validated(bad):
     with pytest.raises(ConfigError, match="passage_words"):
-        BuildConfig(passage_words=bad)
+        BuildConfig(leaves=LeafConfig(passage_words=bad))
 
 
 # -- outline sections ----------------------------------------------------------------------------
@@ -112,7 +113,7 @@ OUTLINE = [{"title": "1 Intro", "page": 1, "level": 0}, {"title": "2 Method", "p
 
 def test_outline_entries_become_section_nodes_with_titles():
     pages = [f"Page {i} text about things." for i in range(1, 7)]
-    tree = build_document_trees([Document(id="paper", pages=pages, outline=OUTLINE)], BuildConfig(use_outline=True))[0]
+    tree = build_document_trees([Document(id="paper", pages=pages, outline=OUTLINE)], BuildConfig(sections=SectionConfig(outline=True)))[0]
     sections = {n.title: n for n in tree.nodes if not n.is_leaf and n.title}
     assert str(sections["2 Method"].span) == "pp.2-4"  # its own page and its subsection's
     assert str(sections["2.1 Data"].span) == "pp.3-4"
@@ -165,5 +166,5 @@ def test_pdf_loader_reads_bookmarks_as_the_outline(tmp_path):
                                               {"title": "2 Method", "page": 2, "level": 0},
                                               {"title": "2.1 Data", "page": 3, "level": 1}]
     assert load_file(plain).outline is None
-    tree = build_document_trees([doc], BuildConfig(use_outline=True))[0]
+    tree = build_document_trees([doc], BuildConfig(sections=SectionConfig(outline=True)))[0]
     assert {n.title for n in tree.nodes if not n.is_leaf} >= {"2 Method"}

@@ -44,9 +44,9 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
   hit, and a knee walk ranks ~100 candidates in 5 round trips: a store that created its shard keeps
   every node's structure in a :class:`.node_map.NodeCache` (exact: it sees every write), light rankings ask
   for ids and scores only, and with explain on they ask for the two side rankings only and fuse
-  them here (:func:`.fast._fuse`, the engine's float32 RRF bit for bit) instead of scanning both sides
+  them here (:func:`.fast.fuse_rrf`, the engine's float32 RRF bit for bit) instead of scanning both sides
   twice; without explain (the default) only the hits that can survive a request's limit are
-  read (:func:`.fast._map_hits`). Measured at 10k nodes (``benchmarks/engine.py``): the knee search
+  read (:func:`.fast.hits_from_map`). Measured at 10k nodes (``benchmarks/engine.py``): the knee search
   10.3 -> ~4.5 ms, ~1.1x a flat top-10 (explain on: ~1.15-1.2x).
 - **One process per folder.** Edge's own WAL lock makes a second ``load`` fail with an opaque
   "WouldBlock"; we hold an ``fcntl.flock`` on ``<folder>/<collection>/drag_knee.lock`` while open

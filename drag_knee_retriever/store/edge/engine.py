@@ -1,7 +1,10 @@
 """The Qdrant Edge node store (see the package docstring for the decisions and their measurements).
 
-(About 580 lines: every qdrant_edge call lives in this one module on purpose, so that the pinned
-engine's API is one file to review on an upgrade; the fast path, lock and node map are split out.)
+(One module on purpose: every qdrant_edge class is named here and nowhere else, so
+that the pinned engine's API is one file to review on an upgrade. What needs no engine call is
+split out: the fast path (``fast.py``), the folder lock (``lock.py``), the node map
+(``node_map.py``); the filter translation is the one both Qdrant engines share,
+:class:`~drag_knee_retriever.store.filters.QdrantFilters`, given this module's classes.)
 """
 
 from __future__ import annotations
@@ -22,13 +25,24 @@ import numpy as np
 from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
 from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError, StoreLockedError
+from ...ids import META_ID
 from ...nodes import TreeNode
+from ...point_schema import (
+    DENSE,
+    SPARSE,
+    WALK_FIELDS,
+    collection_info,
+    full_node,
+    is_node,
+    light_node,
+    meta_payload,
+    meta_vector,
+    node_payload,
+)
 from .. import filters as F
 from ..base import (
     PENDING_FILE,
     PendingDocs,
-    DENSE,
-    SPARSE,
     FilterSpec,
     NodeRecord,
     NodeStore,
@@ -40,21 +54,10 @@ from ..base import (
     score_limit,
     side_limit,
     side_scores,
-)
-from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
-from ..payload import (
-    META_ID,
-    WALK_FIELDS,
-    collection_info,
-    full_node,
-    is_node,
-    light_node,
-    meta_payload,
-    meta_vector,
-    node_payload,
     stable_order,
 )
-from .fast import _fuse, _id_set, _map_hits, _point_ids
+from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
+from .fast import fuse_rrf, point_id_set, hits_from_map, point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
 from .node_map import NodeCache
 
@@ -141,7 +144,10 @@ class EdgeStore(NodeStore):
         if payload_memory not in _MEMORY:
             raise ConfigError(f"payload_memory must be one of {sorted(k for k in _MEMORY if k)} or None (the engine's "
                               f"default), got {payload_memory!r}.")
-        self._qe = _import_edge()
+        self._qe = qe = _import_edge()
+        self._filters = F.QdrantFilters(
+            filter=qe.Filter, field=qe.FieldCondition, range=qe.RangeFloat, match_any=qe.MatchAny,
+            has_id=lambda ids: qe.HasIdCondition(point_id_set(ids)), match_value=lambda value: _match_value(qe, value))
         self.payload_memory = payload_memory
         self.collection = collection
         self.upsert_batch_size = upsert_batch_size
@@ -218,7 +224,7 @@ class EdgeStore(NodeStore):
         started = time.perf_counter()
         try:
             token = cache.begin_load()
-            nodes_only = qe.Filter(must=self._conditions(F.count_conditions()))
+            nodes_only = qe.Filter(must=self._filters.conditions(F.count_conditions()))
             if int(shard.count(qe.CountRequest(exact=True, filter=nodes_only))) > cache.capacity:
                 log.info("this Edge index holds more than %d nodes: no node map (rankings read payloads)",
                          cache.capacity)
@@ -425,8 +431,7 @@ class EdgeStore(NodeStore):
 
     def _fresh_idf(self) -> None:
         if self._idf.enabled and self._idf.stale and self._shard is not None:
-            qe = self._qe
-            self._idf.rebuild(self._iter_sparse_terms(must=[qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))]))
+            self._idf.rebuild(self._iter_sparse_terms(must=self._filters.conditions(F.count_conditions())))
 
     @contextlib.contextmanager
     def _dropping_node_map_on_error(self) -> Iterator[None]:
@@ -440,8 +445,8 @@ class EdgeStore(NodeStore):
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         qe = self._qe
         steps, excluded = F.delete_plan(doc_id, except_hash)
-        must_not = self._conditions(excluded) or None
-        of_doc = self._conditions(steps[-1])
+        must_not = self._filters.conditions(excluded) or None
+        of_doc = self._filters.conditions(steps[-1])
         with self._dropping_node_map_on_error(), _engine_errors(f"delete the nodes of document {doc_id!r}", self.location):
             # The index clears every document before writing it, new ones included: a count on
             # the doc_id index spares those the two deletes and the flush to disk.
@@ -456,7 +461,7 @@ class EdgeStore(NodeStore):
                 for step in steps:
                     self._count()
                     self.shard.update(qe.UpdateOperation.delete_points_by_filter(
-                        qe.Filter(must=self._conditions(step), must_not=must_not)))
+                        qe.Filter(must=self._filters.conditions(step), must_not=must_not)))
                 self._flush()
             if self._idf.enabled:
                 self._idf.frequencies.remove(gone)
@@ -473,41 +478,6 @@ class EdgeStore(NodeStore):
         with _engine_errors("fetch nodes by id"):
             records = self.shard.retrieve(list(ids), with_payload=True, with_vector=False)
         return [full_node(str(r.id), r.payload) for r in records if is_node(r.payload)]
-
-    def _filter(self, request: RankRequest) -> Any:
-        must = self._conditions(F.request_conditions(request))
-        return self._qe.Filter(must=must) if must else None
-
-    def _conditions(self, conditions: Sequence[F.Condition]) -> List[Any]:
-        """Edge's filter conditions for engine-neutral ones (see filters.Condition)."""
-        return [self._condition(c) for c in conditions]
-
-    def _condition(self, c: F.Condition) -> Any:
-        qe = self._qe
-        if c.kind == F.IDS:
-            return qe.HasIdCondition(_id_set(c.values))
-        if c.kind == F.NODES:  # every node has level >= 0; the bookkeeping point has no level
-            return qe.FieldCondition(key="level", range=qe.RangeFloat(gte=0))
-        if c.kind == F.MATCH:
-            return self._match(c)
-        if c.kind == F.EXCEPT:  # must_not of the match: a missing field passes, as in node_matches
-            return qe.Filter(must_not=[self._match(c)])
-        if c.kind == F.RANGE:
-            gt, gte, lt, lte = c.values
-            return qe.FieldCondition(key=c.field, range=qe.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
-        parts = [self._condition(sub) for sub in c.values]
-        if c.kind == F.ALL:
-            return qe.Filter(must=parts)
-        if c.kind == F.ANY:
-            return qe.Filter(should=parts)
-        return qe.Filter(must_not=parts)  # F.NONE
-
-    def _match(self, c: F.Condition) -> Any:
-        qe = self._qe
-        if len(c.values) == 1:
-            return qe.FieldCondition(key=c.field, match=_match_value(qe, c.values[0]))
-        # parse_filters allows lists of str or int only (a single bool otherwise)
-        return qe.FieldCondition(key=c.field, match=qe.MatchAny(list(c.values)))
 
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:
@@ -529,7 +499,7 @@ class EdgeStore(NodeStore):
         batch: List[Any] = []
         plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
         for request in requests:
-            flt = self._filter(request)
+            flt = self._filters.request_filter(request)
             side = side_limit(request)
             limit = fetch_limit(request, light)
             main_index = dense_index = sparse_index = None
@@ -545,7 +515,7 @@ class EdgeStore(NodeStore):
                 batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=limit, with_payload=with_payload))
             else:
                 # With explain or with_scores and the node map, the two side rankings are all we ask
-                # for and the fusion is done here (_fuse: bit for bit the engine's); otherwise the
+                # for and the fusion is done here (fuse_rrf: bit for bit the engine's); otherwise the
                 # engine fuses. (A fused request would scan both sides a second time: the default
                 # focus's global list cost ~3 ms more per search over 6,500 leaves.)
                 if not ((explain or request.with_scores) and node_map is not None):
@@ -573,13 +543,13 @@ class EdgeStore(NodeStore):
         for request, main_index, dense_index, sparse_index in plans:
             if node_map is not None and main_index is not None and dense_index is None:
                 # The default walk (light, explain off): ids, scores and the node map only.
-                quiet = _map_hits(responses[main_index], request.limit, node_map)
+                quiet = hits_from_map(responses[main_index], request.limit, node_map)
                 if quiet is not None:
                     results.append(quiet)
                     continue
-            # Side rankings come without payload: their ids are read cheaply (see _point_ids).
-            dense_all = _point_ids(responses[dense_index]) if dense_index is not None else None
-            sparse_all = _point_ids(responses[sparse_index]) if sparse_index is not None else None
+            # Side rankings come without payload: their ids are read cheaply (see point_ids).
+            dense_all = point_ids(responses[dense_index]) if dense_index is not None else None
+            sparse_all = point_ids(responses[sparse_index]) if sparse_index is not None else None
             # A with_scores side may read past the side limit: ranks and fusion use its first `side`.
             side = side_limit(request)
             dense_ids = dense_all[:side] if dense_all is not None else None
@@ -589,15 +559,15 @@ class EdgeStore(NodeStore):
             sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
                 assert node_map is not None and dense_ids is not None and sparse_ids is not None
-                scored = _fuse(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
+                scored = fuse_rrf(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
                 payloads: List[Any] = [None] * len(scored)
             else:
                 points = responses[main_index]
-                ids = _point_ids(points) if node_map is not None else [str(p.id) for p in points]
+                ids = point_ids(points) if node_map is not None else [str(p.id) for p in points]
                 scored = [(pid, float(p.score)) for pid, p in zip(ids, points)]
                 payloads = [None] * len(points) if node_map is not None else [p.payload for p in points]
             hits = []
-            mapped = node_map._nodes.get if node_map is not None else None
+            mapped = node_map.nodes.get if node_map is not None else None
             for (pid, score), payload in zip(scored, payloads):
                 if mapped is not None:
                     node = mapped(pid)
@@ -617,7 +587,7 @@ class EdgeStore(NodeStore):
                     dense_ranks.get(pid) if dense_ranks is not None else None,
                     sparse_ranks.get(pid) if sparse_ranks is not None else None,
                 ))
-            if main_index is not None:  # (_fuse already ordered its hits so)
+            if main_index is not None:  # (fuse_rrf already ordered its hits so)
                 hits = stable_order(hits)
             hits = hits[: request.limit]  # over-fetched: cut here, ties by id
             if request.with_scores and dense_all is not None and sparse_all is not None:
@@ -660,7 +630,7 @@ class EdgeStore(NodeStore):
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         qe = self._qe
-        must = self._conditions(F.scroll_conditions(filters, level))
+        must = self._filters.conditions(F.scroll_conditions(filters, level))
         with_payload: Any = True if with_text else qe.PayloadSelector.Exclude(["text"])
         nodes: List[TreeNode] = []
         offset = None
@@ -678,7 +648,7 @@ class EdgeStore(NodeStore):
         self._count()
         with _engine_errors("count nodes"):
             return int(self.shard.count(qe.CountRequest(exact=True, filter=qe.Filter(
-                must=self._conditions(F.count_conditions())))))
+                must=self._filters.conditions(F.count_conditions())))))
 
     def close(self) -> None:
         """Flush, vacuum deleted nodes (persistent folders), close the shard, release the lock.

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..base import RankedHit
-from ..payload import stable_order
+from ..base import RankedHit, stable_order
 
 if TYPE_CHECKING:
     from .node_map import NodeCache
@@ -20,7 +19,7 @@ _REPR_HEAD = 'ScoredPoint(id="'
 _REPR_END = len(_REPR_HEAD) + 36
 
 
-def _point_ids(points: Sequence[Any]) -> List[str]:
+def point_ids(points: Sequence[Any]) -> List[str]:
     """The ids of ranked points *returned without payload*, as strings (``str(point.id)``).
 
     Why not ``str(point.id)``: the binding builds a ``uuid.UUID`` in Python on every ``.id``,
@@ -44,7 +43,7 @@ def _point_ids(points: Sequence[Any]) -> List[str]:
 _uuid = functools.lru_cache(maxsize=1 << 14)(uuid.UUID)
 
 
-def _id_set(ids: Sequence[Any]) -> Set[Any]:
+def point_id_set(ids: Sequence[Any]) -> Set[Any]:
     """Point ids for a HasIdCondition, as UUID objects where they are UUID strings (same points)."""
     try:
         return set(map(_uuid, ids))
@@ -59,7 +58,7 @@ _ID = operator.itemgetter(slice(len(_REPR_HEAD), _REPR_END))
 _QUOTE = operator.itemgetter(slice(_REPR_END, _REPR_END + 1))
 
 
-def _map_hits(points: Sequence[Any], limit: int, node_map: "NodeCache") -> Optional[List[RankedHit]]:
+def hits_from_map(points: Sequence[Any], limit: int, node_map: "NodeCache") -> Optional[List[RankedHit]]:
     """A light ranking's hits (no explain) from the engine's points and the node map, best first.
 
     The same list as the general path of :meth:`EdgeStore.rank` (every point a mapped node, sorted
@@ -80,7 +79,7 @@ def _map_hits(points: Sequence[Any], limit: int, node_map: "NodeCache") -> Optio
             boundary = scores[limit - 1]
             while end < count and scores[end] == boundary:
                 end += 1
-    nodes = list(map(node_map._nodes.get, _point_ids(points[:end])))
+    nodes = list(map(node_map.nodes.get, point_ids(points[:end])))
     if not all(nodes):
         return None
     hits = list(map(RankedHit, nodes, scores[:end]))
@@ -103,15 +102,15 @@ def _rrf_terms(length: int, k: int, weight: float) -> Tuple[float, ...]:
     return tuple((np.float32(1.0) / (positions / w + np.float32(k) - np.float32(1.0))).astype(np.float64).tolist())
 
 
-def _fuse(dense_ids: Sequence[str], sparse_ids: Sequence[str], k: int,
-          weights: Tuple[float, float]) -> List[Tuple[str, float]]:
+def fuse_rrf(dense_ids: Sequence[str], sparse_ids: Sequence[str], k: int,
+             weights: Tuple[float, float]) -> List[Tuple[str, float]]:
     """RRF of two side rankings, bit for bit as Edge's ``Fusion.Rrf`` computes it, best first.
 
     Why here: with explain on, the walk needs both side rankings anyway; fusing them in Python
     spares the engine a third request that would scan both sides again (measured: explain then
     costs ~1 ms less per knee search at 10k nodes). The engine sums a point's terms in float32,
     dense first: a float64 sum of two float32 values rounded once to float32 is that same number.
-    Ties are ordered by id (as ``payload.stable_order`` does), where the engine's order is arbitrary.
+    Ties are ordered by id (as ``base.stable_order`` does), where the engine's order is arbitrary.
     """
     scores = dict(zip(dense_ids, _rrf_terms(len(dense_ids), k, float(weights[0]))))
     both: List[str] = []

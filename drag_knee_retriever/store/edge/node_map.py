@@ -9,7 +9,7 @@ import uuid
 from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 from ...nodes import TreeNode
-from ..payload import light_node
+from ...point_schema import light_node
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +43,15 @@ class NodeCache:
     def __init__(self, capacity: int, complete: bool) -> None:
         self.capacity = capacity
         self.complete = complete and capacity > 0
-        self._nodes: Dict[str, TreeNode] = {}  # by the id's canonical form (see _point_ids)
+        # The map itself: light nodes by the id's canonical form (see fast.point_ids). Rankings read it
+        # in bulk (``map(nodes.get, ids)`` stays in C); only put / remove / drop / a load write it.
+        self.nodes: Dict[str, TreeNode] = {}
         self._by_doc: Dict[str, Set[str]] = {}
         self._lock = threading.Lock()
         self._writes = 0  # every put / remove / drop: a load that saw a different count is stale
 
     def get(self, point_id: str) -> Optional[TreeNode]:
-        return self._nodes.get(point_id)
+        return self.nodes.get(point_id)
 
     def begin_load(self) -> int:
         """Before reading every node from the engine: the write count the load must still see."""
@@ -68,7 +70,7 @@ class NodeCache:
         with self._lock:
             if self._writes != token or self.complete:
                 return False
-            self._nodes, self._by_doc, self.complete = loaded, by_doc, True
+            self.nodes, self._by_doc, self.complete = loaded, by_doc, True
             return True
 
     def put(self, nodes: Sequence[Tuple[str, Dict[str, Any]]]) -> None:
@@ -77,12 +79,12 @@ class NodeCache:
             self._writes += 1
             if not self.complete:
                 return
-            if len(self._nodes) + len(nodes) > self.capacity:
+            if len(self.nodes) + len(nodes) > self.capacity:
                 log.info("the node map of this Edge index is full (%d nodes); rankings read payloads instead",
                          self.capacity)
                 self._drop()
                 return
-            nodes_by_id, by_doc = self._nodes, self._by_doc
+            nodes_by_id, by_doc = self.nodes, self._by_doc
             for node_id, payload in nodes:
                 # The id as the engine returns it (canonical form), as a payload ranking gives it;
                 # the builder's ids already are (parsing 10k of them would cost 30 ms per ingest).
@@ -102,9 +104,9 @@ class NodeCache:
             self._writes += 1
             keys = self._by_doc.get(doc_id, set())
             for key in list(keys):
-                node = self._nodes.get(key)
+                node = self.nodes.get(key)
                 if node is None or except_hash is None or node.doc_hash != except_hash:
-                    self._nodes.pop(key, None)
+                    self.nodes.pop(key, None)
                     keys.discard(key)
             if not keys:
                 self._by_doc.pop(doc_id, None)
@@ -117,5 +119,5 @@ class NodeCache:
 
     def _drop(self) -> None:
         self.complete = False
-        self._nodes = {}
+        self.nodes = {}
         self._by_doc = {}

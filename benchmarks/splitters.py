@@ -1,0 +1,64 @@
+"""Hand-written splitters against maintained ones (issue 27 item 10): speed and what they split.
+
+    DRAG_KNEE_DATASETS=../shared/datasets .venv/bin/python benchmarks/splitters.py
+
+- sentences: ``summarize.split_sentences`` (a regex) against NLTK's punkt (the copy of its data
+  that llama-index-core ships; punkt is not a dependency of the core) on 60 COVID-QA papers;
+- Markdown headings: ``builder._markdown_sections`` (a line scanner) against markdown-it-py
+  (installed with rich) on the README, four times over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from drag_knee_retriever.builder import _markdown_sections
+from drag_knee_retriever.summarize import split_sentences
+
+DATA = Path(os.environ.get("DRAG_KNEE_DATASETS", "../shared/datasets"))
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def main() -> None:
+    data = json.loads((DATA / "covidqa_200423" / "raw" / "200423_covidQA.json").read_text())
+    texts = [p["context"] for a in data["data"] for p in a["paragraphs"]][:60]
+    chars = sum(map(len, texts))
+    t = time.perf_counter()
+    ours = [split_sentences(x) for x in texts]
+    t_ours = time.perf_counter() - t
+    example = "Dr. Smith met Mr. Jones in the U.S. Army. They talked."
+    print(f"sentences, {chars / 1e6:.1f} M characters of COVID-QA: regex {t_ours:.2f} s, {sum(map(len, ours))} sentences")
+    print(f"  regex: {split_sentences(example)}")
+    try:
+        import llama_index.core
+        import nltk
+        from nltk.tokenize import PunktTokenizer
+
+        nltk.data.path.insert(0, str(Path(llama_index.core.__file__).parent / "_static" / "nltk_cache"))
+        punkt = PunktTokenizer("english")
+        t = time.perf_counter()
+        theirs = [[s for block in x.split("\n") for s in punkt.tokenize(block)] for x in texts]
+        t_punkt = time.perf_counter() - t
+        print(f"  punkt {t_punkt:.2f} s ({t_punkt / t_ours:.1f}x), {sum(map(len, theirs))} sentences")
+        print(f"  punkt: {punkt.tokenize(example)}")
+    except ImportError as exc:
+        print(f"  punkt not measured: {exc}")
+    text = README.read_text(encoding="utf-8") * 4
+    t = time.perf_counter()
+    sections = _markdown_sections(text) or []
+    t_re = time.perf_counter() - t
+    from markdown_it import MarkdownIt
+
+    t = time.perf_counter()
+    tokens = MarkdownIt("commonmark").parse(text)
+    t_md = time.perf_counter() - t
+    headings = sum(1 for tok in tokens if tok.type == "heading_open")
+    print(f"Markdown, {len(text) / 1e3:.0f} k characters: line scanner {t_re * 1e3:.1f} ms ({len(sections) - 1} headings), "
+          f"markdown-it-py {t_md * 1e3:.1f} ms ({t_md / t_re:.0f}x, {headings} headings)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""LangChain adapter, vector store: :class:`DragKneeVectorStore`, a ``VectorStore`` over the index.
+
+Part of :mod:`drag_knee_retriever.integrations.langchain`, which re-exports every name here;
+import from there. Code written for langchain-qdrant's ``QdrantVectorStore`` runs with only its
+constructor line changed: ``add_documents`` / ``add_texts`` (ids kept, content ids otherwise),
+``similarity_search*`` (flat hybrid search over the leaves, returning the documents as they were
+added), ``get_by_ids``, ``delete(ids)``, and ``as_retriever(search_type=..., search_kwargs=...)``,
+which returns the tree search (:class:`DragKneeRetriever`) instead of a flat one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from langchain_core.documents import Document as LCDocument
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from ..errors import ConfigError, InvalidDocumentError
+from ._common import check_query, node_metadata, user_metadata
+from ._members import Member, MemberStore, content_id, flat_members
+
+log = logging.getLogger("drag_knee_retriever.integrations.langchain")
+
+__all__ = ["DragKneeVectorStore", "members_from_langchain"]
+
+
+def members_from_langchain(documents: Sequence[LCDocument], ids: Optional[Sequence[Optional[str]]] = None,
+                           *, group_pages: bool = True) -> List[Member]:
+    """LangChain documents as members (see ``_members``): the id is ``ids[i]``, else the
+    document's ``id``, else derived from its content; documents with ``metadata["source"]`` are
+    members of that source's tree, ordered by ``metadata["page"]`` (0-based, as PyPDFLoader gives
+    it) where every one has it, else in the order added."""
+    if isinstance(documents, (LCDocument, str)) or not isinstance(documents, Sequence):
+        raise InvalidDocumentError(
+            "documents must be a list of LangChain Document objects, got "
+            f"{type(documents).__name__}; wrap a single document in a list."
+        )
+    if ids is not None and len(ids) != len(documents):
+        raise InvalidDocumentError(f"{len(ids)} ids for {len(documents)} documents; give one id per document.")
+    members = []
+    for position, doc in enumerate(documents):
+        where = f"documents[{position}]"
+        if not isinstance(doc, LCDocument):
+            raise InvalidDocumentError(
+                f"{where} is a {type(doc).__name__}, not a langchain_core.documents.Document; "
+                "convert it, or use DragKneeIndex.add_documents for drag_knee_retriever.Document."
+            )
+        meta = dict(doc.metadata or {})
+        source = meta.get("source")
+        source = str(source) if source is not None and str(source).strip() else None
+        page = meta.get("page")
+        page = page if group_pages and source is not None and isinstance(page, int) and not isinstance(page, bool) \
+            and page >= 0 else None
+        given = (ids[position] if ids is not None else None) or getattr(doc, "id", None)
+        member_id = str(given) if given else content_id(source, page, doc.page_content if isinstance(doc.page_content, str) else "")
+        group = source if (source is not None and group_pages) else member_id
+        members.append(Member(id=member_id, text=doc.page_content, metadata=meta, group=group, page=page,
+                              where=f"{where} (source={source!r})" if source else where))
+    return members
+
+
+# QdrantVectorStore's constructor / from_documents keywords that mean what ours do under another name.
+_QDRANT_ALIASES = {"collection_name": "collection"}
+# ... and those that configure what this store decides itself (one schema: dense + BM25, cosine).
+_QDRANT_FIXED = ("retrieval_mode", "vector_name", "sparse_vector_name", "distance", "content_payload_key",
+                 "metadata_payload_key", "sparse_embedding", "vector_params", "sparse_vector_params")
+
+
+def _qdrant_store_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Keywords written for langchain-qdrant's QdrantVectorStore, in DragKneeIndex's spelling."""
+    from ._common import qdrant_style_index_kwargs
+
+    out = qdrant_style_index_kwargs(kwargs)
+    fixed = sorted(k for k in out if k in _QDRANT_FIXED)
+    if fixed:
+        raise ConfigError(f"{fixed} configure langchain-qdrant's own schema; this store always keeps a dense and a "
+                          "BM25 vector per node (cosine, fused by RRF). Drop them.")
+    if out.pop("force_recreate", False):
+        raise ConfigError("force_recreate=True would delete an existing collection; delete its documents "
+                          "(store.delete(ids)) or use another collection name instead.")
+    return out
+
+
+def member_document(member: Member, score: Optional[float] = None) -> LCDocument:
+    """A member as the LangChain document it was added as (its id, text and metadata)."""
+    return LCDocument(id=member.id, page_content=member.text, metadata=dict(member.metadata))
+
+
+class DragKneeVectorStore(VectorStore):
+    """A LangChain ``VectorStore`` over a :class:`~drag_knee_retriever.DragKneeIndex`.
+
+    ``DragKneeVectorStore(index)`` wraps an index; ``DragKneeVectorStore(embedding=emb,
+    **index_kwargs)`` builds one (``location``, ``client``, ``build``, ...; ``embedding`` is the
+    dense model, else the offline MiniLM). ``from_documents`` / ``from_texts`` as for any store.
+
+    - Documents keep their id (``ids=`` or ``Document.id``); one without gets an id derived from
+      its source, page and text, so adding it again changes nothing. Documents sharing
+      ``metadata["source"]`` are one tree whichever call added them (pages ordered by
+      ``metadata["page"]``); an id given again replaces that document.
+    - ``similarity_search*`` rank the leaves by hybrid search (dense + BM25, fused by RRF: flat,
+      no tree) and return the documents as they were added, each once (ranked by its best leaf).
+      Scores are the library's one scale (in [0, 1], higher is better: the query's cosine with the
+      best leaf); ``similarity_search_with_relevance_scores`` returns the same numbers.
+    - ``as_retriever()`` returns the tree search, a :class:`DragKneeRetriever`: ``search_kwargs``
+      ``k`` (a cap: the knee decides up to it), ``filter``, ``score_threshold`` and the search
+      settings; ``search_type="similarity_score_threshold"`` is the same with a threshold;
+      ``"mmr"`` is refused (the knee decides the width; there is no MMR here).
+    - ``get_by_ids`` takes the ids of added documents and the ids of tree nodes (a result's
+      ``drag_node_id`` / ``drag_parent_id``: a parent comes back with its whole span's text).
+    - ``filter``: a dict (``{"source": "a.pdf"}``, ``{"year": {"$gte": 2020}}``, ``$or`` ...) or a
+      qdrant-client ``models.Filter`` (``key="metadata.source"`` as langchain-qdrant writes it).
+    """
+
+    #: The class ``as_retriever`` returns (``langchain.DragKneeRetriever``, set where it is defined).
+    retriever_class: Any = None
+
+    def __init__(self, index: Any = None, *, embedding: Optional[Embeddings] = None, ocr: Any = None,
+                 **index_kwargs: Any) -> None:
+        from ._common import check_index, make_index
+
+        if index is not None and embedding is not None:
+            raise ConfigError("index was given, so embedding= cannot configure a new one; drop one of them.")
+        index_kwargs = _qdrant_store_kwargs(index_kwargs)
+        if index is None and embedding is not None:
+            index_kwargs = {**index_kwargs, "embedding": embedding}
+        self.index = check_index(make_index(index, index_kwargs))
+        self._embedding = embedding
+        self._members = MemberStore(self.index, ocr=ocr)
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def embeddings(self) -> Optional[Embeddings]:
+        return self._embedding
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def add_documents(self, documents: List[LCDocument], **kwargs: Any) -> List[str]:
+        """Add or replace documents; returns their ids, one per document given."""
+        ids = kwargs.pop("ids", None)
+        progress = kwargs.pop("progress", None)
+        # index() passes its batch_size; the index writes in batches of its own (upsert_batch_size).
+        kwargs.pop("batch_size", None)
+        if kwargs:
+            raise TypeError(f"add_documents takes ids=, progress= and batch_size= only, got {sorted(kwargs)}.")
+        members = members_from_langchain(documents, ids)
+        self._members.add(members, progress=progress)
+        return [m.id for m in members]
+
+    async def aadd_documents(self, documents: List[LCDocument], **kwargs: Any) -> List[str]:
+        """:meth:`add_documents` in a worker thread (encoding is CPU-bound): the event loop runs on."""
+        return await asyncio.to_thread(self.add_documents, documents, **kwargs)
+
+    async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[List[Dict[str, Any]]] = None, *,
+                         ids: Optional[List[str]] = None, **kwargs: Any) -> List[str]:
+        return await asyncio.to_thread(self.add_texts, list(texts), metadatas, ids=ids, **kwargs)
+
+    def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> Optional[bool]:
+        """Remove documents by id (a source's id, e.g. ``"report.pdf"``, removes its whole tree).
+        Ids not stored are ignored. Returns True."""
+        if kwargs:
+            raise TypeError(f"delete takes only ids, got {sorted(kwargs)}.")
+        if ids is None:
+            raise ValueError("delete needs ids (the document ids to remove); there is no delete-all.")
+        if isinstance(ids, str):
+            raise ValueError("delete takes a list of ids; wrap a single id in a list.")
+        self._members.delete(list(ids))
+        return True
+
+    async def adelete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> Optional[bool]:
+        return await asyncio.to_thread(self.delete, ids, **kwargs)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def get_by_ids(self, ids: Sequence[str], /) -> List[LCDocument]:
+        """The documents with these ids (as added), and tree nodes by node id (their span text,
+        metadata with the ``drag_*`` fields); ids found nowhere are skipped."""
+        ids = list(ids)
+        found = {m.id: member_document(m) for m in self._members.get(ids)}
+        rest = [i for i in ids if i not in found]
+        if rest:
+            for node in self.index.get_nodes(rest):
+                found[node.node.id] = LCDocument(id=node.node.id, page_content=node.text, metadata=node_metadata(node.node))
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> List[LCDocument]:
+        return await asyncio.to_thread(self.get_by_ids, ids)
+
+    def similarity_search(self, query: str, k: int = 4, filter: Any = None, **kwargs: Any) -> List[LCDocument]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k=k, filter=filter, **kwargs)]
+
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: Any = None,
+                                     **kwargs: Any) -> List[Tuple[LCDocument, float]]:
+        """The ``k`` added documents best ranked by flat hybrid search, with their scores (in
+        [0, 1], higher is better; see :mod:`~drag_knee_retriever.relevance`)."""
+        query = check_query(query)
+        return self._flat(query, k, filter, kwargs, vectors=None)
+
+    def similarity_search_by_vector(self, embedding: List[float], k: int = 4, filter: Any = None,
+                                    **kwargs: Any) -> List[LCDocument]:
+        """Dense-only flat search with a query vector of the index's model (no text, no BM25)."""
+        from ..store import QueryVectors
+
+        vectors = QueryVectors(dense=tuple(float(x) for x in embedding), sparse_indices=(), sparse_values=())
+        return [doc for doc, _ in self._flat("vector query", k, filter, dict(kwargs, mode="dense"), vectors=vectors)]
+
+    def _flat(self, query: str, k: int, filter: Any, kwargs: Dict[str, Any], vectors: Any) -> List[Tuple[LCDocument, float]]:
+        filters = kwargs.pop("filters", None)
+        if filter is not None and filters is not None:
+            raise ConfigError("filter= and filters= are the same setting; give only one of them.")
+        filter = filter if filter is not None else filters
+        mode = kwargs.pop("mode", "hybrid")
+        threshold = kwargs.pop("score_threshold", None)
+        if kwargs:
+            raise TypeError(f"Unknown search option(s) {sorted(kwargs)}; the options are k, filter, score_threshold.")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k must be an integer >= 1, got {k!r}.")
+        if vectors is not None and len(vectors.dense) != self.index.encoder.dense_size:
+            raise ConfigError(f"the query vector has {len(vectors.dense)} dimensions; the index's model has "
+                              f"{self.index.encoder.dense_size}.")
+        out = [(member_document(m), s) for m, s in flat_members(self.index, query, k, filters=filter, mode=mode,
+                                                                 vectors=vectors)]
+        if threshold is not None:
+            out = [(d, s) for d, s in out if s >= threshold]
+        return out
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        # The scores already are relevance scores in [0, 1] (relevance.py).
+        return lambda score: score
+
+    # -- constructors and retriever -------------------------------------------------------------
+
+    @classmethod
+    def from_texts(cls, texts: List[str], embedding: Optional[Embeddings] = None,
+                   metadatas: Optional[List[Dict[str, Any]]] = None, *, ids: Optional[List[str]] = None,
+                   index: Any = None, **kwargs: Any) -> "DragKneeVectorStore":
+        """A new store (or ``index``'s) holding ``texts``; ``kwargs`` go to :class:`DragKneeIndex`."""
+        progress = kwargs.pop("progress", None)
+        store = cls(index=index, embedding=embedding, **kwargs)
+        docs = [LCDocument(page_content=t, metadata=dict(m or {})) for t, m in
+                zip(texts, metadatas if metadatas is not None else [{}] * len(texts))]
+        store.add_documents(docs, ids=ids, progress=progress)
+        return store
+
+    @classmethod
+    def from_documents(cls, documents: List[LCDocument], embedding: Optional[Embeddings] = None,
+                       **kwargs: Any) -> "DragKneeVectorStore":
+        """A new store holding ``documents`` (their ids kept); ``kwargs`` go to :class:`DragKneeIndex`."""
+        ids = kwargs.pop("ids", None)
+        progress = kwargs.pop("progress", None)
+        index = kwargs.pop("index", None)
+        store = cls(index=index, embedding=embedding, **kwargs)
+        store.add_documents(list(documents), ids=ids, progress=progress)
+        return store
+
+    @classmethod
+    async def afrom_documents(cls, documents: List[LCDocument], embedding: Optional[Embeddings] = None,
+                              **kwargs: Any) -> "DragKneeVectorStore":
+        return await asyncio.to_thread(cls.from_documents, documents, embedding, **kwargs)
+
+    @classmethod
+    async def afrom_texts(cls, texts: List[str], embedding: Optional[Embeddings] = None,
+                          metadatas: Optional[List[Dict[str, Any]]] = None, *, ids: Optional[List[str]] = None,
+                          **kwargs: Any) -> "DragKneeVectorStore":
+        return await asyncio.to_thread(cls.from_texts, texts, embedding, metadatas, ids=ids, **kwargs)
+
+    def as_retriever(self, **kwargs: Any) -> Any:
+        """The tree search over this store, as a LangChain retriever (see the class docstring)."""
+        DragKneeRetriever = self.retriever_class  # set by .langchain, which imports this module
+        search_type = kwargs.pop("search_type", "similarity")
+        search_kwargs = dict(kwargs.pop("search_kwargs", None) or {})
+        if search_type == "mmr":
+            raise ConfigError("search_type='mmr' is not supported: the knee decides how many results (k caps "
+                              "them). Use search_type='similarity' or 'similarity_score_threshold'.")
+        if search_type not in ("similarity", "similarity_score_threshold"):
+            raise ConfigError(f"search_type must be 'similarity' or 'similarity_score_threshold', got {search_type!r}.")
+        if search_type == "similarity_score_threshold" and not isinstance(search_kwargs.get("score_threshold"), float):
+            raise ConfigError("search_type='similarity_score_threshold' needs search_kwargs={'score_threshold': "
+                              "0.5} (a float in [0, 1]).")
+        tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
+        return DragKneeRetriever(index=self.index, search_kwargs=search_kwargs or None, tags=tags, **kwargs)
+
+    def close(self) -> None:
+        """Close the index (a Qdrant client you passed in stays open)."""
+        self.index.close()

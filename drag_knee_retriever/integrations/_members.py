@@ -1,0 +1,387 @@
+"""The documents a framework user added, kept inside the trees: members of a source's tree.
+
+LangChain and LlamaIndex users add *their* documents (a PDF page, a chunk, a node) and address
+them by *their* ids: ``get_by_ids``, ``delete(ids)``, ``index()``'s cleanup, a docstore's upsert.
+Our unit is a tree per source. This module maps one onto the other, for both adapters (it imports
+neither framework):
+
+- A :class:`Member` is one document the user added: its id, exact text and metadata, the tree it
+  belongs to (``group``: its source file, else itself), its page in that source (0-based, or
+  ``None``: arrival order) and, from LlamaIndex, the id of the document it came from (``ref``).
+- Members of one group are ONE tree, whichever call added them: adding pages 5-9 of a file after
+  pages 0-4, through ``add_documents``, ``index()``'s batches or a pipeline, rebuilds that file's
+  tree with all ten (so spans keep the file's page numbers). A member id given again replaces that
+  member; a member deleted by id leaves its tree without it (the last one deletes the tree).
+- Each page's nodes carry its members (:data:`MEMBERS`: id, text, metadata, ref) and their ids
+  (:data:`MEMBER_IDS`, for one lookup by id); a group of one member without a page number is a
+  text document (sections, paragraphs) whose nodes carry :data:`MEMBER_IDS` and whose text is its
+  leaves joined.
+
+Ids identify content (issue 25 item 6): a document without an id of its own gets one derived from
+its group, page and text, so two chunks of one source never replace each other, in one call or
+in two, and adding the same chunk again changes nothing. Two different texts given the same id in
+one call are refused, naming both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import InvalidDocumentError
+from ..nodes import Document, TreeNode
+from ._common import META_PREFIX, check_source_metadata, user_metadata
+
+log = logging.getLogger(__name__)
+
+#: On a page's nodes: the members on that page, ``[{"id", "text", "metadata", "page", "ref", "seq"}]``.
+MEMBERS = META_PREFIX + "members"
+#: On a page's nodes (or every node of a one-member text tree): the ids of its members.
+MEMBER_IDS = META_PREFIX + "member_ids"
+#: Beside MEMBER_IDS: the ids of the source documents its members came from (LlamaIndex ``ref_doc_id``).
+MEMBER_REFS = META_PREFIX + "member_refs"
+
+# Filling a huge gap in page numbers with empty pages would make thousands of empty leaves.
+_MAX_GAP_FACTOR = 4
+
+
+@dataclass
+class Member:
+    """One document a user added (see the module docstring)."""
+
+    id: str
+    text: str
+    metadata: Dict[str, Any]
+    group: str
+    page: Optional[int] = None
+    ref: Optional[str] = None
+    seq: int = 0
+    where: str = ""
+
+    def record(self) -> Dict[str, Any]:
+        return {"id": self.id, "text": self.text, "metadata": self.metadata, "page": self.page,
+                "ref": self.ref, "seq": self.seq}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], group: str) -> "Member":
+        return cls(id=str(record["id"]), text=str(record.get("text") or ""), metadata=dict(record.get("metadata") or {}),
+                   group=group, page=record.get("page"), ref=record.get("ref"), seq=int(record.get("seq") or 0))
+
+
+def content_id(group: Optional[str], page: Optional[int], text: str) -> str:
+    """An id for a document the user gave none: what it is (its source, page and text), so the
+    same chunk added again is the same member and two different chunks never share an id."""
+    digest = hashlib.sha256(json.dumps([group, page, text], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return f"{group}#{digest[:16]}" if group else f"text-{digest[:16]}"
+
+
+def check_members(members: Sequence[Member]) -> List[Member]:
+    """Validate the members of one call; drop exact repeats; refuse one id given two contents."""
+    seen: Dict[str, Member] = {}
+    out: List[Member] = []
+    for member in members:
+        if not isinstance(member.text, str):
+            raise InvalidDocumentError(f"{member.where}: its text is {type(member.text).__name__}, not str; "
+                                       "give every document its text (decode bytes first).")
+        if not member.text.strip():
+            raise InvalidDocumentError(f"{member.where}: its text is empty or whitespace only; drop it or give it text.")
+        check_source_metadata(member.metadata, member.where)
+        try:
+            Document(id=member.id, text=member.text, metadata=member.metadata)  # ids, Unicode, JSON metadata
+        except InvalidDocumentError as exc:
+            raise InvalidDocumentError(f"{member.where}: {exc}") from None
+        earlier = seen.get(member.id)
+        if earlier is not None:
+            if (earlier.text, earlier.metadata, earlier.group, earlier.page) == (
+                    member.text, member.metadata, member.group, member.page):
+                log.info("%s repeats %s exactly; added once", member.where, earlier.where)
+                continue
+            raise InvalidDocumentError(
+                f"{member.where} and {earlier.where} both have the id {member.id!r} but different content; "
+                "ids must identify one document. Give them distinct ids, or drop the ids to get ids derived "
+                "from the content. Nothing was written."
+            )
+        seen[member.id] = member
+        out.append(member)
+    return out
+
+
+class MemberStore:
+    """Members kept in a :class:`~drag_knee_retriever.DragKneeIndex` (one tree per group)."""
+
+    def __init__(self, index: Any, ocr: Any = None) -> None:
+        self.index = index
+        self.ocr = ocr
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def _scroll(self, filters: Mapping[str, Any], *, with_text: bool) -> List[TreeNode]:
+        from ..store import parse_filters
+
+        return self.index.store.scroll_nodes(filters=parse_filters(filters), with_text=with_text)
+
+    def locate(self, ids: Sequence[str]) -> Dict[str, str]:
+        """member id -> the group (document id) that holds it, for the ids stored (one request)."""
+        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str) and i]
+        if not ids:
+            return {}
+        found: Dict[str, str] = {}
+        for node in self._scroll({MEMBER_IDS: {"$in": ids}}, with_text=False):
+            for member_id in node.metadata.get(MEMBER_IDS) or ():
+                found.setdefault(member_id, node.doc_id)
+        # A tree made without members (the core API, an older release) is one member: itself.
+        missing = [i for i in ids if i not in found]
+        if missing:
+            for info in self.index.store.retrieve([_root_id(i) for i in missing] + [_leaf0_id(i) for i in missing]):
+                if info.level == 0 and info.doc_id in missing:
+                    found.setdefault(info.doc_id, info.doc_id)
+        return found
+
+    def load(self, groups: Iterable[str]) -> Dict[str, List[Member]]:
+        """The stored members of each group (an empty list for a group not stored)."""
+        out: Dict[str, List[Member]] = {}
+        for group in dict.fromkeys(groups):
+            nodes = self._scroll({"doc_id": group}, with_text=True)
+            out[group] = members_of_tree(group, nodes)
+        return out
+
+    def get(self, ids: Sequence[str]) -> List[Member]:
+        """The members with these ids, in the order given; ids not stored are skipped."""
+        where = self.locate(ids)
+        groups = self.load(sorted(set(where.values())))
+        by_id = {m.id: m for members in groups.values() for m in members}
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
+        """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
+        report (``None`` when nothing was given)."""
+        members = check_members(members)
+        if not members:
+            return None
+        where = self.locate([m.id for m in members])
+        touched = list(dict.fromkeys([m.group for m in members] + list(where.values())))
+        stored = self.load(touched)
+        new_ids = {m.id for m in members}
+        for group in touched:
+            stored[group] = [m for m in stored[group] if m.id not in new_ids]
+        for member in members:
+            kept = stored.setdefault(member.group, [])
+            seq = max((m.seq for m in kept), default=-1) + 1
+            kept.append(replace(member, seq=seq))
+        return self._write(stored, progress=progress)
+
+    def delete(self, ids: Sequence[str]) -> List[str]:
+        """Remove members by id (an id that is a whole tree's removes the tree). Returns the ids
+        that were stored."""
+        ids = list(dict.fromkeys(ids))
+        where = self.locate(ids)
+        if not where:
+            return []
+        stored = self.load(set(where.values()))
+        gone = set(where)
+        for group, members in stored.items():
+            if group in gone:  # the id names the whole tree
+                stored[group] = []
+            else:
+                stored[group] = [m for m in members if m.id not in gone]
+        self._write(stored)
+        return [i for i in ids if i in gone]
+
+    def delete_refs(self, refs: Sequence[str]) -> int:
+        """Remove every member that came from these source documents (LlamaIndex ``ref_doc_id``);
+        a tree named by one of them goes whole. Returns how many members went."""
+        refs = [r for r in dict.fromkeys(refs) if isinstance(r, str) and r]
+        if not refs:
+            return 0
+        groups = {n.doc_id for n in self._scroll({MEMBER_REFS: {"$in": refs}}, with_text=False)}
+        groups |= set(self.locate(refs).values())
+        stored = self.load(groups)
+        removed = 0
+        for group, members in stored.items():
+            keep = [m for m in members if m.ref not in refs and m.id not in refs and group not in refs]
+            removed += len(members) - len(keep)
+            stored[group] = keep
+        self._write(stored)
+        return removed
+
+    def _write(self, groups: Mapping[str, List[Member]], progress: Any = None) -> Any:
+        docs, empty = [], []
+        for group, members in groups.items():
+            (docs.append(self.document(group, members)) if members else empty.append(group))
+        for group in empty:
+            self.index.delete_document(group)
+        if not docs:
+            return None
+        return self.index.add_documents(docs, progress=progress)
+
+    def document(self, group: str, members: List[Member]) -> Document:
+        """The core document of one group's members (see the module docstring)."""
+        members = sorted(members, key=lambda m: m.seq)
+        if len(members) == 1 and members[0].page is None:
+            m = members[0]
+            metadata = {**m.metadata, MEMBER_IDS: [m.id]}
+            if m.ref is not None:
+                metadata[MEMBER_REFS] = [m.ref]
+            return Document(id=group, text=m.text, metadata=metadata)
+        numbered = all(m.page is not None for m in members)
+        slots: List[List[Member]]
+        if numbered:
+            by_page: Dict[int, List[Member]] = {}
+            for m in members:
+                by_page.setdefault(int(m.page), []).append(m)  # type: ignore[arg-type]
+            last = max(by_page)
+            if last + 1 > _MAX_GAP_FACTOR * len(by_page) + 16:
+                log.warning("%s: page numbers go up to %d for %d pages; keeping their order without filling the gaps",
+                            group, last + 1, len(by_page))
+                slots = [by_page[p] for p in sorted(by_page)]
+                numbered = False
+            else:
+                slots = [by_page.get(p, []) for p in range(last + 1)]
+        else:
+            slots = [[m] for m in members]
+        pages = ["\n\n".join(m.text for m in slot) for slot in slots]
+        page_metadata = []
+        for slot in slots:
+            meta = _common([m.metadata for m in slot]) if slot else {}
+            meta[MEMBER_IDS] = [m.id for m in slot]
+            meta[MEMBERS] = [m.record() for m in slot]
+            refs = sorted({m.ref for m in slot if m.ref is not None})
+            if refs:
+                meta[MEMBER_REFS] = refs
+            page_metadata.append(meta)
+        metadata = _common([m.metadata for m in members])
+        if numbered and self.ocr is not None:
+            from ._pages import ocr_group
+
+            pages = ocr_group(group, pages, metadata, self.ocr, f"the pages of {group!r}")
+        return Document(id=group, pages=pages, metadata=metadata, page_metadata=page_metadata)
+
+
+def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:
+    """Rebuild a stored tree's members from its nodes (see the module docstring)."""
+    if not nodes:
+        return []
+    root = next((n for n in nodes if n.level == 0), None)
+    leaves = sorted((n for n in nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
+    if root is not None and root.metadata.get(MEMBER_IDS) and root.span.first_page is None:
+        # A one-member text tree: its text is its leaves, joined.
+        member_id = root.metadata[MEMBER_IDS][0]
+        return [Member(id=member_id, text="\n\n".join(leaf.text for leaf in leaves),
+                       metadata=user_metadata(root.metadata), group=group, page=None,
+                       ref=(root.metadata.get(MEMBER_REFS) or [None])[0])]
+    found: Dict[str, Member] = {}
+    for node in sorted(nodes, key=lambda n: (n.span.first_leaf, n.level)):
+        for record in node.metadata.get(MEMBERS) or ():
+            if record.get("id") not in found:
+                found[str(record["id"])] = Member.from_record(record, group)
+    if found:
+        return sorted(found.values(), key=lambda m: m.seq)
+    # A tree the core API made (or an older release): one member per page, or the whole text.
+    meta = user_metadata(root.metadata) if root is not None else {}
+    if leaves and leaves[0].span.first_page is not None:
+        pages: Dict[int, List[str]] = {}
+        for leaf in leaves:
+            pages.setdefault(int(leaf.span.first_page), []).append(leaf.text)  # type: ignore[arg-type]
+        return [Member(id=group if len(pages) == 1 else f"{group}#page{p}", text="\n\n".join(texts), metadata=dict(meta),
+                       group=group, page=p - 1, seq=i) for i, (p, texts) in enumerate(sorted(pages.items()))]
+    return [Member(id=group, text="\n\n".join(leaf.text for leaf in leaves), metadata=meta, group=group)]
+
+
+def members_of_node(node: TreeNode) -> List[Member]:
+    """The members a returned node covers when it lies within one page (else ``[]``)."""
+    return [Member.from_record(r, node.doc_id) for r in node.metadata.get(MEMBERS) or ()]
+
+
+def _common(metadatas: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """What every mapping agrees on (a key missing from one, or with another value, is dropped)."""
+    if not metadatas:
+        return {}
+    first = metadatas[0]
+    return {k: v for k, v in first.items() if all(k in m and m[k] == v for m in metadatas[1:])}
+
+
+def _root_id(doc_id: str) -> str:
+    from ..builder import node_id
+
+    return node_id(doc_id, "r")
+
+
+def _leaf0_id(doc_id: str) -> str:
+    from ..builder import leaf_id
+
+    return leaf_id(doc_id, 0)
+
+
+def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]]:
+    """Flat hits (leaves, best first) as the members they lie in, each once at its best leaf's
+    score; a one-member text tree's member gets the tree's whole text (one fetch for all)."""
+    out: List[Tuple[Member, float]] = []
+    seen = set()
+    whole: Dict[str, str] = {}  # member id -> its one-member text tree
+    for hit in hits:
+        members = members_of_node(hit.node)
+        if not members:
+            member_id = (hit.node.metadata.get(MEMBER_IDS) or [hit.node.doc_id])[0]
+            whole[member_id] = hit.node.doc_id
+            members = [Member(id=member_id, text=hit.text, metadata=user_metadata(hit.node.metadata),
+                              group=hit.node.doc_id, ref=(hit.node.metadata.get(MEMBER_REFS) or [None])[0])]
+        for m in members:
+            if m.id not in seen:
+                seen.add(m.id)
+                out.append((m, hit.score))
+    if whole:
+        texts = {d.doc_id: d.text for d in index.get_documents(sorted(set(whole.values())))}
+        out = [(replace(m, text=texts.get(whole[m.id], m.text)) if m.id in whole else m, s) for m, s in out]
+    return out
+
+
+def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: str = "hybrid",
+                 vectors: Any = None) -> List[Tuple[Member, float]]:
+    """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`)."""
+    if index.store.count() == 0:
+        return []
+    want = k
+    while True:
+        hits = index.flat_search(query, k=want * 4, mode=mode, filters=filters, query_vectors=vectors)
+        out = ranked_members(index, hits)
+        if len(out) >= k or len(hits) < want * 4:
+            return out[:k]
+        want *= 4
+
+
+def split_runs(members: List[Member], group_of: Any) -> List[Member]:
+    """Members of a group whose name is only a file name (no path): consecutive pages are one
+    file until a page number repeats or goes down, where another file of that name starts (chunks
+    of one page, which share their page document's ``ref``, are not a new file). Each
+    run becomes its own group, named by the file name and a hash of its pages (so two files of one
+    name never share a tree, in one call or in two)."""
+    out: List[Member] = []
+    runs: List[List[Member]] = []
+    last: Dict[str, Optional[int]] = {}
+    current: Dict[str, List[Member]] = {}
+    for m in members:
+        key = group_of(m)
+        if key is None:
+            out.append(m)
+            continue
+        if key in current and m.page is not None and last[key] is not None and m.page <= last[key] \
+                and not (m.ref is not None and any(o.ref == m.ref and o.page == m.page for o in current[key])):
+            runs.append(current.pop(key))
+        current.setdefault(key, []).append(m)
+        last[key] = m.page
+    runs.extend(current.values())
+    named: Dict[int, str] = {}
+    for run in runs:
+        digest = hashlib.sha256("\x1f".join(f"{m.page}:{m.text}" for m in run).encode("utf-8")).hexdigest()[:12]
+        for m in run:
+            named[id(m)] = f"{run[0].group}#{digest}"
+    if len(runs) > len({run[0].group for run in runs}):
+        log.warning("%d files share the name(s) %s and have no file_path: each is indexed as its own document "
+                    "(named by its content); give file_path (SimpleDirectoryReader sets it) so that a changed "
+                    "file replaces its old version.", len(runs), sorted({run[0].group for run in runs}))
+    return [replace(m, group=named[id(m)]) if id(m) in named else m for m in members]

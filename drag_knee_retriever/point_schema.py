@@ -1,0 +1,145 @@
+"""The stored point's schema: what every engine writes for a node and reads back, in one place.
+
+A node is one point: two named vectors (:data:`DENSE`, :data:`SPARSE`) and a payload
+(:func:`node_payload`, read back by :func:`full_node`, or by :func:`light_node` from the
+:data:`WALK_FIELDS` a walk reads). A collection also holds one bookkeeping point
+(:func:`meta_payload`, id :data:`~drag_knee_retriever.ids.META_ID`) saying which models built it.
+Inside a node's metadata the build writes where a page's text came from (:data:`TEXT_SOURCE_KEY`)
+and, on a document, which pages were OCR'd (:data:`OCR_PAGES_KEY`): the loaders, the builder and
+the adapters name those keys from here.
+
+The build writes with these functions and the search reads with them; the engines share them, so
+their points are the same bytes. Nothing here imports more of the package than the node types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional
+
+from .nodes import Span, TreeNode
+
+#: The names of a point's vectors: the dense embedding and the BM25 sparse vector.
+DENSE = "dense"
+SPARSE = "bm25"
+#: The version of this schema, recorded in the bookkeeping point.
+SCHEMA_VERSION = 1
+
+#: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
+#: numbers whose text came from OCR.
+OCR_PAGES_KEY = "ocr_pages"
+#: A node's metadata key: where its text came from, :data:`TEXT_SOURCE_PDF`, :data:`TEXT_SOURCE_OCR`
+#: or (an inner node over both) :data:`TEXT_SOURCE_MIXED`.
+TEXT_SOURCE_KEY = "text_source"
+TEXT_SOURCE_PDF = "pdf"
+TEXT_SOURCE_OCR = "ocr"
+TEXT_SOURCE_MIXED = "mixed"
+
+# What a walk reads of a ranked node: its place in the tree, its span and its version. A "light"
+# ranking (``rank(..., light=True)``) returns only these; the text, keywords, metadata and
+# descriptions (most of a payload's bytes, and most of the engine's cost per hit) are fetched
+# once, for the chosen nodes only, by ``retrieve``.
+WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_leaf", "last_leaf",
+               "first_page", "last_page", "doc_hash")
+
+
+def node_payload(node: TreeNode) -> Dict[str, Any]:
+    """The payload a node is stored with."""
+    span = node.span
+    payload = {
+        "doc_id": node.doc_id,
+        "level": node.level,
+        "is_leaf": node.is_leaf,
+        "parent_id": node.parent_id,
+        "child_ids": list(node.child_ids),
+        "first_leaf": span.first_leaf,
+        "last_leaf": span.last_leaf,
+        "first_page": span.first_page,
+        "last_page": span.last_page,
+        "first_part": span.first_part,
+        "last_part": span.last_part,
+        "text": node.text,
+        "keywords": list(node.keywords),
+        "title": node.title,
+        "path": node.path,
+        "metadata": dict(node.metadata),
+        "doc_hash": node.doc_hash,
+        "description": node.description,
+    }
+    if node.context is not None:  # absent by default, so default payloads stay as they were
+        payload["context"] = node.context
+    return payload
+
+
+def is_node(payload: Optional[Mapping[str, Any]]) -> bool:
+    """Whether a stored payload is a node (the bookkeeping point has no doc_id: it never is)."""
+    return bool(payload) and "doc_id" in payload  # type: ignore[operator]
+
+
+def full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
+    """A node from its whole stored payload (the inverse of :func:`node_payload`)."""
+    return TreeNode(
+        id=str(node_id),
+        doc_id=payload["doc_id"],
+        level=int(payload["level"]),
+        is_leaf=bool(payload["is_leaf"]),
+        span=Span(
+            int(payload["first_leaf"]),
+            int(payload["last_leaf"]),
+            payload.get("first_page"),
+            payload.get("last_page"),
+            payload.get("first_part"),
+            payload.get("last_part"),
+        ),
+        text=payload.get("text", ""),
+        parent_id=payload.get("parent_id"),
+        child_ids=tuple(payload.get("child_ids") or ()),
+        keywords=tuple(payload.get("keywords") or ()),
+        title=payload.get("title"),
+        path=payload.get("path", ""),
+        metadata=dict(payload.get("metadata") or {}),
+        doc_hash=payload.get("doc_hash", ""),
+        description=payload.get("description"),
+        context=payload.get("context"),
+    )
+
+
+def light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
+    """A node from a payload holding only :data:`WALK_FIELDS`: text, keywords, metadata empty."""
+    return TreeNode(
+        id=node_id,
+        doc_id=payload["doc_id"],
+        level=int(payload["level"]),
+        is_leaf=bool(payload["is_leaf"]),
+        span=Span(int(payload["first_leaf"]), int(payload["last_leaf"]), payload.get("first_page"), payload.get("last_page")),
+        text="",
+        parent_id=payload.get("parent_id"),
+        child_ids=tuple(payload.get("child_ids") or ()),
+        doc_hash=payload.get("doc_hash", ""),
+    )
+
+
+def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Optional[str] = None) -> Dict[str, Any]:
+    """The bookkeeping point's payload: which model built the collection (and how BM25's IDF is applied).
+
+    It has no doc_id, level or is_leaf, so no search (always restricted by level, leaf flag, ids
+    or ``level >= 0``) and no count sees it. ``bm25_idf``: the store's own IDF scheme
+    (:data:`~drag_knee_retriever.bm25_idf.SCHEME`), absent when the engine applies IDF.
+    """
+    payload = {"kind": "meta", "model_id": model_id, "dense_size": dense_size,
+               "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION}
+    if bm25_idf:
+        payload["bm25_idf"] = bm25_idf
+    return payload
+
+
+def meta_vector(dense_size: int) -> List[float]:
+    """The bookkeeping point's dense vector (any unit vector; it never ranks)."""
+    return [1.0] + [0.0] * (dense_size - 1)
+
+
+def collection_info(meta: Optional[Mapping[str, Any]], **engine_fields: Any) -> Dict[str, Any]:
+    """``collection_info()``'s answer: the bookkeeping payload (if any) plus the engine's own fields."""
+    info: Dict[str, Any] = dict(meta) if meta else {}
+    info.pop("kind", None)
+    info.update(engine_fields)
+    return info

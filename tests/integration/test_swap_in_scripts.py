@@ -1,0 +1,136 @@
+"""Issue 27, must show: a script written for langchain-qdrant, and one for a LlamaIndex pipeline,
+run with only the constructor line changed (and its import).
+
+Each script is run twice in a fresh namespace: as written for the original store (real
+langchain-qdrant over a real QdrantClient in memory), then with the one line swapped for ours. The
+scripts' own asserts are what their users would check. Fake embeddings where a model is needed
+(DeterministicFakeEmbedding / MockEmbedding, named in the script); our index reads BM25 besides.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+LANGCHAIN_QDRANT_SCRIPT = textwrap.dedent('''
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from qdrant_client import models
+    {import_line}
+
+    embeddings = DeterministicFakeEmbedding(size=64)  # your embedding model
+    docs = [
+        Document(page_content="Coral reefs shelter a quarter of all marine species.",
+                 metadata={{"source": "reefs.pdf", "page": 0}}),
+        Document(page_content="Marine heatwaves bleach corals: stressed polyps expel their algae.",
+                 metadata={{"source": "reefs.pdf", "page": 1}}),
+        Document(page_content="Mangrove forests protect coastlines from storm surges.",
+                 metadata={{"source": "mangroves.txt"}}),
+        Document(page_content="Sourdough bread rises because wild yeast ferments the dough.",
+                 metadata={{"source": "bread.txt"}}),
+    ]
+    {constructor_line}
+
+    found = store.similarity_search_with_score("Why do corals bleach?", k=2)
+    assert len(found) == 2
+    for doc, score in found:
+        assert isinstance(doc, Document) and isinstance(score, float)
+        assert doc.metadata["source"] in ("reefs.pdf", "mangroves.txt", "bread.txt")
+        if doc.page_content.startswith("Marine"):
+            assert doc.metadata["page"] == 1  # PyPDFLoader-style page numbers come back
+
+    only_reefs = models.Filter(must=[models.FieldCondition(key="metadata.source",
+                                                           match=models.MatchValue(value="reefs.pdf"))])
+    retriever = store.as_retriever(search_kwargs={{"k": 4, "filter": only_reefs}})
+    hits = retriever.invoke("corals")
+    assert hits and all(d.metadata["source"] == "reefs.pdf" for d in hits)
+
+    ids = store.add_documents([Document(page_content="Tides follow the moon.", metadata={{"source": "tides.txt"}})])
+    assert any("Tides" in d.page_content for d in store.similarity_search("tides moon", k=5))
+    store.delete(ids)
+    assert not any("Tides" in d.page_content for d in store.similarity_search("tides moon", k=5))
+    result = sorted(d.page_content for d in store.similarity_search("anything", k=10))
+''')
+
+
+def _run(script: str) -> dict:
+    namespace: dict = {}
+    exec(compile(script, "<user script>", "exec"), namespace)
+    return namespace
+
+
+def test_a_langchain_qdrant_script_runs_with_only_the_constructor_changed():
+    pytest.importorskip("langchain_qdrant")
+    original = LANGCHAIN_QDRANT_SCRIPT.format(
+        import_line="from langchain_qdrant import QdrantVectorStore",
+        constructor_line='store = QdrantVectorStore.from_documents(docs, embeddings, location=":memory:", '
+                         'collection_name="my_documents")')
+    ours = LANGCHAIN_QDRANT_SCRIPT.format(
+        import_line="from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
+        constructor_line='store = DragKneeVectorStore.from_documents(docs, embeddings, location=":memory:", '
+                         'collection_name="my_documents")')
+    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
+    assert len(changed) == 2, changed  # the import and the constructor line, nothing else
+    theirs = _run(original)
+    mine = _run(ours)
+    # the same documents are stored, as they were given
+    assert mine["result"] == theirs["result"]
+    mine["store"].close()
+
+
+LLAMAINDEX_SCRIPT = textwrap.dedent('''
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.llms.mock import MockLLM
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+    from qdrant_client import QdrantClient
+    {import_line}
+
+    embed_model = MockEmbedding(embed_dim=8)  # your embedding model
+    docs = [
+        Document(id_="reefs", text="Coral reefs shelter a quarter of all marine species.\\n\\n"
+                 "Marine heatwaves bleach corals: stressed polyps expel their algae.", metadata={{"topic": "sea"}}),
+        Document(id_="mangroves", text="Mangrove forests protect coastlines from storm surges.",
+                 metadata={{"topic": "coast"}}),
+        Document(id_="bread", text="Sourdough bread rises because wild yeast ferments the dough.",
+                 metadata={{"topic": "food"}}),
+    ]
+    client = QdrantClient(":memory:")
+    {constructor_line}
+    pipeline = IngestionPipeline(
+        transformations=[SentenceSplitter(chunk_size=256, chunk_overlap=0), embed_model],
+        docstore=SimpleDocumentStore(), vector_store=vector_store,
+    )
+    nodes = pipeline.run(documents=docs)
+    assert len(nodes) == 3
+    assert pipeline.run(documents=docs) == []  # the docstore de-duplicates
+
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=embed_model)
+    engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=2)
+    response = engine.query("Why do corals bleach?")
+    assert response.source_nodes and isinstance(str(response), str)
+    for hit in response.source_nodes:
+        assert hit.node.metadata["topic"] in ("sea", "coast", "food") and isinstance(hit.score, float)
+    topics = sorted(n.metadata["topic"] for n in vector_store.get_nodes([n.node_id for n in nodes]))
+''')
+
+
+def test_a_llamaindex_pipeline_script_runs_with_only_the_constructor_changed():
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    original = LLAMAINDEX_SCRIPT.format(
+        import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
+        constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="docs")')
+    ours = LLAMAINDEX_SCRIPT.format(
+        import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
+        constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="docs")')
+    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
+    assert len(changed) == 2, changed
+    theirs = _run(original)
+    mine = _run(ours)
+    assert mine["topics"] == theirs["topics"] == ["coast", "food", "sea"]
+    # closing our store leaves the user's client (and its other collections) open
+    mine["vector_store"].close()
+    assert mine["client"].collection_exists("docs")
