@@ -217,7 +217,12 @@ def fill_steps(ranked: Sequence[RankedHit], regions: Sequence[RankedHit], budget
     # The walk's own (light) node where it has one, so that the liveness check compares the version
     # the walk ranked with the one read now (a document replaced meanwhile is dropped).
     light = {h.node.id: h.node for h in list(ranked) + list(regions)}
-    hits = [RankedHit(node=light.get(e.node_id) or nodes[e.node_id], score=e.score)
+    # A result's public score is its dense cosine (relevance.py): a leaf keeps the one the focus
+    # pool read, a group the best of its leaves' (as a region the focus returns whole does); only
+    # a result none of whose leaves the pool scored costs the dense ranking after the fill.
+    cosine = {h.node.id: h.dense_score for h in ranked if h.dense_score is not None}
+    hits = [RankedHit(node=light.get(e.node_id) or nodes[e.node_id], score=e.score,
+                      dense_score=max((cosine[i] for i in e.leaves if i in cosine), default=None))
             for e in outcome.entries if e.node_id in nodes]
     return BudgetFill(hits=hits, fetched=list(nodes.values()), cut_to_budget=outcome.cut_to_budget, outcome=outcome)
 

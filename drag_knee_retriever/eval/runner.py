@@ -294,13 +294,11 @@ def run_eval(
     matching ``trace_methods`` (glob patterns).
     ``encoder`` reuses an already loaded :class:`~drag_knee_retriever.embeddings.Encoder`
     (it must use the dataset's BM25 language). ``embedding_cache`` keeps passage vectors on disk
-    between runs (see :class:`CachingEncoder`). ``shared_store``: mmlongbench / qmsum / financebench
-    in one store of every document (True) or each question filtered to its own (False; None: the
-    dataset's default). ``index_dir`` keeps each build's index in a folder and reuses it in later
+    between runs (see :class:`CachingEncoder`). ``index_dir`` keeps each build's index in a folder and reuses it in later
     runs (see :func:`_index_folder`). ``budgets``: word budgets at which flat hybrid (and the
     default search, where it takes ``max_tokens``) is also read (:data:`WORD_BUDGETS`).
-    ``search_variants``: the default search with other :class:`SearchConfig` settings
-    (``"identity_weight=0.5"`` -> method ``drag_knee{identity_weight=0.5}``), on every index.
+    ``search_variants``: the default search with other :class:`SearchConfig` settings as dotted paths
+    (``"focus.identity_weight=1"`` -> method ``drag_knee{focus.identity_weight=1}``), on every index.
     """
     started = time.perf_counter()
     if not isinstance(dataset, EvalDataset):

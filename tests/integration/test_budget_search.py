@@ -141,7 +141,10 @@ def test_a_budget_costs_a_few_reads_more_and_one_query_encoding(budget_index, co
     before_requests = budget_index.store.requests
     budget_index.search(question, max_tokens=2000)
     assert budget_index.encoder.query_encodings == before + 2
-    assert ranks.calls == 2 * plain_ranks, "the same walk: the budget adds no ranking"
+    # The same walk; at most one ranking more: the public [0, 1] score (relevance.py) of results
+    # the focus pool did not score (leaves only the deeper global ranking reached), one dense-only
+    # ranking over their ids.
+    assert 2 * plain_ranks <= ranks.calls <= 2 * plain_ranks + 1, "the budget re-ranks"
     assert budget_index.store.requests - before_requests <= plain_requests + 3
     assert plain.nodes
 

@@ -171,14 +171,14 @@ def test_llm_page_descriptions_keep_working_with_identity(make_index):
     """The seed's answer to the vocabulary gap (descriptions through the user's model) on this path."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel as Fake
 
-    from drag_knee_retriever import BuildConfig
+    from drag_knee_retriever import BuildConfig, VectorConfig
     from drag_knee_retriever.llm import LangChainSummarizer
 
     description = json.dumps({"description": "Capital expenditure (capex) and free cash flow of the year.",
                               "keywords": ["capex", "capital expenditure"]})
     summarizer = LangChainSummarizer(Fake(responses=[description] * 200), structured=False, retry_backoff=0)
     index = make_index(collection="filings_llm", search=IDENTITY, summarizer=summarizer,
-                       build=BuildConfig(leaf_text="own+description"))
+                       build=BuildConfig(vectors=VectorConfig(leaf_dense="own+description")))
     index.add_documents(filings()[:3])
     result = index.search("Acme FY2023 capex")
     assert result.nodes and result.nodes[0].node.doc_id == "ACME_2023_10K"
