@@ -317,8 +317,10 @@ def run_eval(
     leaf_tokens = leaf_token_table(ds)
     bar = ProgressBars(progress)
     meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes, **ds.load_options,
-                            "shared_store": not scoped, "budgets": list(budgets),
+                            "budgets": list(budgets),
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
+    if meta.get("shared_store") is None:  # not said when loaded: every document in one store unless filtered
+        meta["shared_store"] = not scoped
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
          "answer_spans": sorted([d, o, a, b] for (d, o), (a, b) in q.answer_spans.items()), "methods": {}}
