@@ -22,7 +22,7 @@ from .headings import find_headings, headings_outline
 from .ids import ROOT_PATH, leaf_id, node_id
 from .nodes import Document, Span, TreeNode
 from .point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
-from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, split_sentences
+from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, ends_in_abbreviation, split_sentences
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 # A setext underline: only '=' or only '-' (at least three), up to three spaces of indent.
@@ -107,7 +107,8 @@ def _split_long(text: str, limit: int) -> List[str]:
 
 
 # Where a passage may end: after a sentence's end mark and its whitespace, or at a line break
-# (PDF text layers put table rows and list items on lines of their own).
+# (PDF text layers put table rows and list items on lines of their own); never after an
+# abbreviation or initial ("Dr. Smith", "U.S. Army": summarize.ends_in_abbreviation).
 _PASSAGE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
 
 
@@ -121,6 +122,8 @@ def passage_bounds(text: str, max_words: int) -> List[Tuple[int, int]]:
     segments: List[Tuple[int, int]] = []
     start = 0
     for match in _PASSAGE_BREAK.finditer(text):
+        if "\n" not in match.group(0) and ends_in_abbreviation(text, match.start()):
+            continue
         if match.start() > start:
             segments.append((start, match.start()))
         start = match.end()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Mapping, Optional
 
+from .errors import StoreError
 from .store.base import check_collection_compatible
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,8 @@ def stored_collection_info(store: Any) -> Dict[str, Any]:
     """What the collection records about its models (``{}`` for a new collection)."""
     try:
         return dict(store.collection_info() or {})
+    except StoreError:  # the store could not be asked (an unreachable server): say so now, once
+        raise
     except Exception:  # no collection yet: the engines differ in how they say so
         return {}
 

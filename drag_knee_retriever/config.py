@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import fields, replace
-from typing import Any, Literal, Optional, Tuple
+from typing import Any, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
 from .errors import ConfigError, InvalidSettingError
 from .languages import BM25_LANGUAGES, check_bm25_language
@@ -31,8 +31,8 @@ from .settings import MAX_SETTING, Settings, off_when_none, setting, settings_cl
 
 __all__ = [
     "BuildConfig", "EmbeddingConfig", "EncoderRuntime", "FocusConfig", "FusionConfig", "LeafConfig",
-    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SearchConfig", "SectionConfig", "StoreConfig",
-    "SummaryConfig", "TIE_MARGIN", "VectorConfig",
+    "MAX_SETTING", "MIN_SIDE_LIMIT", "SEARCH_METHODS", "SEARCH_OPTIONS", "SearchConfig", "SearchOptions",
+    "SectionConfig", "StoreConfig", "SummaryConfig", "TIE_MARGIN", "VectorConfig", "WalkOptions",
 ]
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
@@ -291,6 +291,37 @@ class SearchConfig(Settings):
             raise InvalidSettingError(str(exc)) from None
 
 
+
+class WalkOptions(TypedDict, total=False):
+    """The per-call settings of a walk, spelled the same in ``DragKneeIndex.search`` and both retrievers
+    (:class:`SearchConfig`'s fields; ``None`` keeps the index's). The one list of them: ``search`` /
+    ``asearch`` take them as typed keywords (a misspelling is a type error and a TypeError naming the
+    closest), the retrievers and the CLI read the names from here."""
+
+    method: Optional[str]
+    beam_width: Optional[int]
+    max_roots: Optional[int]
+    sensitivity: Optional[float]
+    fusion: Optional[FusionConfig]
+    focus: Union[FocusConfig, bool, None]  # False: skip the focus step
+    order: Optional[str]
+    fusion_weights: Optional[Sequence[Tuple[float, float]]]  # deprecated: fusion=FusionConfig(weights=...)
+    max_tokens: Optional[int]  # a word budget for the results (SearchConfig.max_tokens)
+
+
+class SearchOptions(WalkOptions, total=False):
+    """``DragKneeIndex.search``'s per-call settings: the walk's, and what comes back (the retrievers spell
+    the last two their frameworks' way: ``k`` / ``similarity_top_k`` and ``score_threshold``)."""
+
+    max_results: Optional[int]
+    min_score: Optional[float]
+    explain: Optional[bool]
+
+
+#: The names of :class:`SearchOptions` (for runtime checks; the TypedDict is what type checkers read).
+SEARCH_OPTIONS: Tuple[str, ...] = tuple(SearchOptions.__annotations__)
+
+
 # -- build ---------------------------------------------------------------------------------------
 
 
@@ -546,6 +577,35 @@ class EmbeddingConfig(Settings):
 # -- store ---------------------------------------------------------------------------------------
 
 
+#: Characters no engine accepts in a collection name (Qdrant's own list: a server refuses them, and
+#: the embedded engines use the name as a folder or file name).
+INVALID_COLLECTION_CHARS = ("<", ">", ":", '"', "/", "\\", "|", "?", "*", "\0", "\x1f")
+#: Longest collection name in UTF-8 bytes: the folder and our files beside it
+#: (``drag_knee_pending.json.<name>``) must stay within the usual 255-byte file name limit.
+MAX_COLLECTION_BYTES = 200
+
+
+def check_collection_name(collection: object) -> str:
+    """``collection`` if every engine can hold a collection of that name; else :class:`ConfigError`
+    saying what is wrong with it (the engines' own errors read as a damaged index)."""
+    if not isinstance(collection, str) or not collection.strip():
+        raise ConfigError(f"collection must be a non-empty string, got {collection!r}.")
+    bad = sorted({c for c in collection if c in INVALID_COLLECTION_CHARS or ord(c) < 0x20 or ord(c) == 0x7f})
+    if bad or collection in (".", "..") or len(collection.encode("utf-8", "surrogatepass")) > MAX_COLLECTION_BYTES:
+        why = (f"it contains {', '.join(repr(c) for c in bad)}" if bad else
+               f"it is {collection!r}" if collection in (".", "..") else
+               f"it is {len(collection.encode('utf-8', 'surrogatepass'))} bytes long (at most {MAX_COLLECTION_BYTES})")
+        raise ConfigError(
+            f"collection {collection[:80]!r} cannot be used: {why}. A collection is a folder of the index "
+            "(and a name on a Qdrant server): use letters, digits, '-', '_' or '.', e.g. 'drag_knee'."
+        )
+    return collection
+
+
+def _collection_name(name: str, value: Any) -> str:
+    return check_collection_name(value)
+
+
 @settings_class
 class StoreConfig(Settings):
     """How the index talks to Qdrant; *where* it lives is ``DragKneeIndex``'s first argument.
@@ -554,7 +614,9 @@ class StoreConfig(Settings):
     shown in reprs or logs.
     """
 
-    collection: str = setting("drag_knee", kind=str, doc="The Qdrant collection (one index per collection).")
+    collection: str = setting("drag_knee", kind=str, check=_collection_name,
+                              doc="The Qdrant collection (one index per collection); a name every engine can "
+                                  "hold (no '/', '\\', ':', '*', '?', '\"', '<', '>', '|', controls; at most 200 bytes).")
     engine: Literal["edge", "local", "server", "auto"] = setting(
         "auto", kind="choice", choices=("edge", "local", "server", "auto"),
         doc="'auto': Qdrant Edge (in process) for a folder or ':memory:', a server for a URL; 'local': "

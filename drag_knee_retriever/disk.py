@@ -79,13 +79,43 @@ def unallocated_bytes(folder: Union[str, Path]) -> int:
     return total
 
 
+#: Head room for opening an existing shard: the lock, the pending list and the index record (a few
+#: kB), and the engine's flush on close. Opening writes nothing else beyond what it materialises.
+OPEN_MARGIN = 2 * MIB
+
+# The sparse files of a shard that Qdrant Edge 0.9 writes out in full when it loads the shard: the
+# dense vectors (read into memory from their chunk files) and the payload indexes' mapped pages and
+# trackers. Measured on a tmpfs (tests/hardening/test_disk_trouble.py): loading a 5-node index
+# allocated 32 MB of vectors/chunk_0.mmap and 21 MB of payload_index/*-map files, while the log
+# (wal/open-*, 2 x 32 MiB), the payload store and the sparse-vector store pages stayed sparse.
+_MATERIALISED_ON_LOAD = re.compile(r"(^|/)segments/[^/]+/(vector_storage-[^/]+/vectors/chunk_\d+\.mmap"
+                                   r"|payload_index/[^/]+/(page_\d+|tracker)\.dat)$")
+
+
 def edge_open_needs(shard_folder: Union[str, Path], *, wal: bool = True) -> int:
-    """Free bytes Qdrant Edge needs to open (or create) the shard in ``shard_folder``."""
-    # Opening writes the WAL segments out in full (their sparse parts); the segments' own mapped
-    # files grow only as nodes are written (checked per write by the store).
-    log_folder = Path(shard_folder) / "wal"
-    if log_folder.exists():
-        return unallocated_bytes(log_folder) + MARGIN
+    """Free bytes Qdrant Edge needs to open (or create) the shard in ``shard_folder``.
+
+    An existing shard: the unallocated bytes of the files its load writes out (see
+    :data:`_MATERIALISED_ON_LOAD`), plus :data:`OPEN_MARGIN`; what it uses, no more, so an index
+    whose write was refused for space can still be opened to search or list it. A new shard:
+    its two log segments and :data:`MARGIN` (its own files grow as nodes are written, and every
+    write is checked)."""
+    folder = Path(shard_folder)
+    if (folder / "segments").is_dir():
+        needed = 0
+        for dirpath, _dirs, files in os.walk(folder / "segments"):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                if not _MATERIALISED_ON_LOAD.search(Path(path).relative_to(folder).as_posix()):
+                    continue
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                allocated = getattr(info, "st_blocks", None)
+                if allocated is not None:
+                    needed += max(0, info.st_size - allocated * 512)
+        return needed + OPEN_MARGIN
     return (2 * EDGE_WAL_SEGMENT if wal else 0) + MARGIN
 
 

@@ -54,6 +54,11 @@ class StoreIOError(StoreError):
         self.errno_code = errno_code
 
 
+class IndexDamagedError(StoreError):
+    """The index's files are damaged (lost nodes, unreadable vectors or payloads, records that
+    disagree): detected when it opens, before it answers; nothing is changed."""
+
+
 class InvalidScoresError(DragKneeError, ValueError):
     """A score list given to the knee is not finite or not in descending order."""
 

@@ -24,6 +24,10 @@ ROOT_PATH = "r"
 
 #: The id of a collection's bookkeeping point (which model built it); the same in every engine.
 META_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-meta"))
+#: Its copy, written with it: the model identity survives the loss of either (see store/integrity.py).
+META_COPY_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "drag-knee-retriever/collection-meta-copy"))
+#: Both bookkeeping points, in the order they are read.
+META_IDS = (META_ID, META_COPY_ID)
 
 
 # Ids are pure functions of their arguments, and a search derives the same ones query after query

@@ -19,13 +19,14 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar,
+                    cast, overload)
 
 from .compat import check_collection_compatible, stored_collection_info, stored_language
-from .config import MAX_SETTING, BuildConfig, EmbeddingConfig, FocusConfig, FusionConfig, SearchConfig, StoreConfig
+from .config import MAX_SETTING, SEARCH_OPTIONS, BuildConfig, EmbeddingConfig, SearchConfig, SearchOptions, StoreConfig
 from .budget import BudgetFill, FillSteps, arun_fill, fill_steps, first_words, mark_trace, pack, run_fill
 from .redact import redact_url
-from .settings import warn_deprecated
+from .settings import unexpected_keywords, warn_deprecated
 from .context import Context, afetch_context, fetch_context, live_with_text, prune_trace, unrooted_docs
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, InvalidSettingError, StoreError
@@ -39,13 +40,15 @@ from .summarize import ExtractiveSummarizer, Summarizer
 from .traversal import FocusRanking, abudget_ranking, awalk, budget_ranking, focuses, walk
 from .vectorize import Vectorizer
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack, deprecated
+
 log = logging.getLogger(__name__)
 
 __all__ = ["DocumentInfo", "DragKneeIndex", "IngestReport", "MAX_QUERY_CHARS", "StoredDocument"]
 
-#: The settings ``search()`` takes per call (SearchConfig's, grouped the same way).
-_SEARCH_OVERRIDES = frozenset(("method", "beam_width", "max_roots", "sensitivity", "fusion", "focus", "order",
-                               "max_results", "min_score", "max_tokens", "explain"))
+#: search()'s keywords besides its per-search settings (SEARCH_OPTIONS).
+_SEARCH_ARGUMENTS = ("filters", "config", "query_vectors", "self_query")
 
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
@@ -121,6 +124,25 @@ class DragKneeIndex:
     ``model_path=``, ``language=``, ``encoder=``) still work for one release, with a DeprecationWarning
     naming the new one.
     """
+
+    if TYPE_CHECKING:
+        # What type checkers read: the new spelling, and (flagged as deprecated) the old keywords, so a
+        # misspelled one (serach=, colection=) is an error; the implementation below takes **deprecated.
+        @overload
+        def __init__(self, location: Any = ":memory:", *, embedding: Any = None, build: Optional[BuildConfig] = None,
+                     search: Optional[SearchConfig] = None, summarizer: Optional[Summarizer] = None,
+                     store: Optional[StoreConfig] = None) -> None: ...
+
+        @overload
+        @deprecated("DragKneeIndex(path=/url=/client=/collection=/engine=/api_key=/timeout=/async_client=/model_name=/"
+                    "model_path=/language=/encoder=) are deprecated: give where the index lives as the first argument, "
+                    "the store's settings in store=StoreConfig(...) and the model in embedding=.")
+        def __init__(self, location: Any = ":memory:", *, embedding: Any = None, build: Optional[BuildConfig] = None,
+                     search: Optional[SearchConfig] = None, summarizer: Optional[Summarizer] = None,
+                     store: Any = None, path: Any = None, url: Optional[str] = None, client: Any = None,
+                     collection: Optional[str] = None, engine: Optional[str] = None, api_key: Optional[str] = None,
+                     timeout: Optional[float] = None, async_client: Any = None, model_name: Optional[str] = None,
+                     model_path: Any = None, language: Optional[str] = None, encoder: Any = None) -> None: ...
 
     def __init__(
         self,
@@ -345,39 +367,29 @@ class DragKneeIndex:
         self,
         query: str,
         *,
-        method: Optional[str] = None,
-        beam_width: Optional[int] = None,
-        max_roots: Optional[int] = None,
-        sensitivity: Optional[float] = None,
-        fusion: Optional[FusionConfig] = None,
-        focus: Union[FocusConfig, bool, None] = None,
         filters: Any = None,
-        order: Optional[str] = None,
-        max_results: Optional[int] = None,
-        min_score: Optional[float] = None,
-        max_tokens: Optional[int] = None,
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
         self_query: Any = None,
-        **deprecated: Any,
+        **options: Unpack[SearchOptions],
     ) -> SearchResult:
         """Walk the trees for ``query``; the settings are :class:`SearchConfig`'s, grouped the same way.
 
-        Each setting given here replaces the index's (or ``config``'s) for this search: the method and
-        its own knobs, ``fusion=FusionConfig(...)``, ``focus=FocusConfig(...)`` (``focus=False`` skips the
-        focus step), ``order``, ``max_results``, ``min_score``, ``max_tokens`` (a word budget for the
-        results, filled with the best evidence in order: :mod:`drag_knee_retriever.budget`). ``filters``
-        (applied at every level of the walk) is a LangChain / Mongo-style dict (``{"year": {"$gte": 2020},
-        "$or": [...]}``) or a qdrant-client ``models.Filter``; see :mod:`drag_knee_retriever.store.filters`.
+        Each setting given here (:class:`~drag_knee_retriever.config.SearchOptions`: ``method`` and its
+        own knobs ``beam_width`` / ``max_roots`` / ``sensitivity``, ``fusion=FusionConfig(...)``,
+        ``focus=FocusConfig(...)`` (``focus=False`` skips the focus step), ``order``, ``max_results``,
+        ``min_score``, ``max_tokens`` (a word budget for the results, filled with the best evidence in
+        order: :mod:`drag_knee_retriever.budget`), ``explain``) replaces the index's (or ``config``'s) for
+        this search. ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
+        (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
+        :mod:`drag_knee_retriever.store.filters`.
 
         ``self_query`` (default: the index's :attr:`self_query`; ``False``: none for this call): a
         model that reads from the query which documents it names (``llm/self_query.py``); its
         filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
         it leaves no result.
         """
-        plan = self._plan(query, method=method, beam_width=beam_width, max_roots=max_roots, sensitivity=sensitivity,
-                          fusion=fusion, focus=focus, filters=filters, order=order, max_results=max_results,
-                          min_score=min_score, max_tokens=max_tokens, config=config, **deprecated)
+        plan = self._plan(query, filters=filters, config=config, options=options)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
         model = self.self_query if self_query is None else (self_query or None)
@@ -423,15 +435,22 @@ class DragKneeIndex:
         return self._result(plan, *plan.packed(fetch_context(self.store, plan.cap(hits), refresh=True,
                                                              trace=plan.trace)))
 
-    async def asearch(self, query: str, **kwargs: Any) -> SearchResult:
+    async def asearch(
+        self,
+        query: str,
+        *,
+        filters: Any = None,
+        config: Optional[SearchConfig] = None,
+        query_vectors: Optional[QueryVectors] = None,
+        self_query: Any = None,
+        **options: Unpack[SearchOptions],
+    ) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
 
         The query is encoded in a worker thread (CPU-bound); the walk's round trips go through the
         store's async methods (qdrant-client's async client for a server).
         """
-        query_vectors = kwargs.pop("query_vectors", None)
-        self_query = kwargs.pop("self_query", None)
-        plan = self._plan(query, **kwargs)
+        plan = self._plan(query, filters=filters, config=config, options=options)
         vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
         plan.mark("encode")
         model = self.self_query if self_query is None else (self_query or None)
@@ -475,16 +494,20 @@ class DragKneeIndex:
         return self._result(plan, *plan.packed(await afetch_context(self.store, plan.cap(hits), refresh=True,
                                                                     trace=plan.trace)))
 
-    def _plan(self, query: Any, *, filters: Any = None, config: Optional[SearchConfig] = None,
-              fusion_weights: Optional[Sequence[Tuple[float, float]]] = None, **overrides: Any) -> "_SearchPlan":
+    def _plan(self, query: Any, *, filters: Any, config: Optional[SearchConfig],
+              options: Mapping[str, Any]) -> "_SearchPlan":
         """Validate everything about a search before any work is done."""
         started = time.perf_counter()
         query = _validate_query(query)
         base = config or self.search_config
-        unknown = sorted(set(overrides) - _SEARCH_OVERRIDES)
+        unknown = set(options) - set(SEARCH_OPTIONS)
         if unknown:
-            raise TypeError(f"search() got unexpected keyword argument(s) {', '.join(unknown)}; the per-search "
-                            f"settings are {', '.join(sorted(_SEARCH_OVERRIDES))}, filters, config and query_vectors.")
+            raise unexpected_keywords("search()", sorted(unknown), SEARCH_OPTIONS + _SEARCH_ARGUMENTS,
+                                      "the per-search settings are " + ", ".join(
+                                          n for n in SEARCH_OPTIONS if n != "fusion_weights")
+                                      + ", and filters, config and query_vectors.")
+        overrides = dict(options)
+        fusion_weights = overrides.pop("fusion_weights", None)
         if fusion_weights is not None:
             warn_deprecated("search(fusion_weights=...)", "search(fusion=FusionConfig(weights=...))", stacklevel=4)
             if overrides.get("fusion") is not None:
@@ -718,6 +741,11 @@ async def _aencode_query(encoder: Any, text: str) -> QueryVectors:
 _TO_LOCATION = ("path", "url", "client")
 _TO_STORE = ("collection", "engine", "api_key", "timeout", "async_client")
 _TO_EMBEDDING = ("model_name", "model_path", "language")
+_DEPRECATED_KEYWORDS = _TO_LOCATION + _TO_STORE + _TO_EMBEDDING + ("encoder",)
+_KEYWORDS = ("embedding", "build", "search", "summarizer", "store")  # the constructor's own
+#: Every keyword DragKneeIndex() takes (the deprecated spellings included): what an adapter's
+#: ``from_documents`` passes on to a new index.
+INDEX_KEYWORDS: Tuple[str, ...] = ("location",) + _KEYWORDS + _DEPRECATED_KEYWORDS
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _HOST_PORT = re.compile(r"^[\w.-]+:\d{1,5}$")
 
@@ -725,10 +753,11 @@ _HOST_PORT = re.compile(r"^[\w.-]+:\d{1,5}$")
 def _translate_deprecated(location: Any, embedding: Any, store: Any,
                           old: Dict[str, Any]) -> Tuple[Any, Any, Optional[StoreConfig]]:
     """Map the constructor keywords of earlier releases onto the new ones, each with a DeprecationWarning."""
-    unknown = sorted(set(old) - set(_TO_LOCATION + _TO_STORE + _TO_EMBEDDING + ("encoder",)))
+    unknown = sorted(set(old) - set(_DEPRECATED_KEYWORDS))
     if unknown:
-        raise TypeError(f"DragKneeIndex() got unexpected keyword argument(s) {', '.join(unknown)}; it takes a location, "
-                        "embedding=, build=, search=, summarizer= and store=StoreConfig(...).")
+        raise unexpected_keywords("DragKneeIndex()", unknown, _KEYWORDS + _DEPRECATED_KEYWORDS,
+                                  "it takes a location, embedding=, build=, search=, summarizer= and "
+                                  "store=StoreConfig(...).")
     if store is not None and not isinstance(store, StoreConfig) and _is_store(store):
         # store= was a ready NodeStore before StoreConfig was accepted here.
         old["store"] = store
@@ -843,10 +872,6 @@ def _client_store(config: StoreConfig, client: Any) -> NodeStore:
     if async_client is not None and type(async_client).__name__ != "AsyncQdrantClient":
         raise ConfigError(f"StoreConfig(async_client=...) takes a qdrant_client.AsyncQdrantClient, got "
                           f"{type(async_client).__name__}.")
-    store = QdrantClientStore(config.collection, client=client, async_client=async_client,
-                              upsert_batch_size=config.upsert_batch_size)
-    # A client connected to a server (not local mode) is a server engine: payload indexes, no lock.
-    if type(getattr(client, "_client", None)).__name__ == "QdrantRemote":
-        store.engine = "server"
-        store._where = "<user client>"
-    return store
+    # The store reads from the client itself whether it is local mode or a server (IDF, lock, indexes).
+    return QdrantClientStore(config.collection, client=client, async_client=async_client,
+                             upsert_batch_size=config.upsert_batch_size)

@@ -2,7 +2,8 @@
 
 :class:`Ingestor` is what ``DragKneeIndex.add_documents`` / ``add_nodes`` / ``delete_document``
 run. Both ways in share one change check (:meth:`Ingestor.triage`) and one write
-(:meth:`Ingestor.write_trees`): a tree's root is its commit point and is written last.
+(:meth:`Ingestor.write_trees`): a tree's root is its commit point and is written last, one
+document after the other.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from .builder import DocumentTree, build_document_trees, document_hash
 from .config import BuildConfig
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, StoreError
 from .ids import root_ids
 from .nodes import Document, TreeNode
 from .store import NodeStore
@@ -99,6 +100,7 @@ class Ingestor:
         keep seeing only those.)
         """
         started = time.perf_counter()
+        self._check_writable()
         docs = validate_documents(documents)
         report = IngestReport()
         track = getattr(self.summarizer, "track", None)
@@ -150,6 +152,7 @@ class Ingestor:
     def add_nodes(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees: every document's full node set, checked before anything is written."""
         started = time.perf_counter()
+        self._check_writable()
         report = IngestReport()
         trees = trees_from_nodes(nodes)
         with self.lock:
@@ -165,6 +168,12 @@ class Ingestor:
             self._sweep_after_ingest(report)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _check_writable(self) -> None:
+        """A store opened read-only (an index of a newer format) refuses before any work is done."""
+        reason = getattr(self.store, "read_only", None)
+        if reason:
+            raise StoreError(reason)
 
     @staticmethod
     def triage(doc_id: str, new_hash: str, existing: Dict[str, str], report: IngestReport) -> bool:
@@ -186,26 +195,25 @@ class Ingestor:
         return {node.doc_id: node.doc_hash for node in self.store.retrieve(ids) if node.level == 0}
 
     def write_trees(self, trees: List[DocumentTree], records: List[Any], progress: Optional[Progress]) -> None:
-        """Replace each tree's document: its old nodes go, then every body node, then the roots."""
+        """Replace each tree's document in turn: its old nodes go, then its body, then its root."""
         by_id = {r.node.id: r for r in records}
         # The root is a tree's commit point: nothing is written after it, so a stored root always
-        # means one whole tree of one version. First every node of the document goes (a changed
-        # document's old tree, or the rootless leftovers of an interrupted ingest), then the body,
-        # then the roots. A document being replaced is invisible until its new root lands.
-        # The store notes the documents as pending first (one file write per batch), so a crash
-        # anywhere in here leaves rootless nodes only where the next ingest's sweep looks.
+        # means one whole tree of one version. Per document, first all its nodes go (a changed
+        # document's old tree, or the rootless leftovers of an interrupted ingest), then its body,
+        # then its root, so a document being replaced is invisible only while its own nodes are
+        # written: an ingest killed there hides that one document until the re-run (writing the
+        # batch's deletes, bodies and roots in three passes hid up to the whole 64-document batch).
+        # The store notes the batch's documents as pending first (one file write per batch), so a
+        # crash anywhere in here leaves rootless nodes only where the next ingest's sweep looks.
+        total = len(records)
+        written = 0
         with self.store.writing([t.doc_id for t in trees]):
             for tree in trees:
                 self.store.delete_nodes(tree.doc_id)
-            body = [by_id[n.id] for t in trees for n in t.nodes[:-1]]
-            roots = [by_id[t.root.id] for t in trees]
-            total = len(body) + len(roots)
-            self.store.upsert(body)
-            if progress:
-                progress("writing", len(body), total)
-            self.store.upsert(roots)
-            if progress:
-                progress("writing", total, total)
+                self.store.upsert([by_id[n.id] for n in tree.nodes])  # deepest first, the root last
+                written += len(tree.nodes)
+                if progress:
+                    progress("writing", written, total)
 
     def sweep_orphans(self) -> OrphanSweep:
         """Delete the nodes of every document that has nodes but no root, and say what went.
@@ -216,6 +224,7 @@ class Ingestor:
         own delete path per rootless document (root-first, though there is none). This is the
         thorough check (``docs gc``); an ingest runs :meth:`sweep_pending` instead.
         """
+        self._check_writable()
         with self.lock:
             nodes: Dict[str, int] = {}
             rooted = set()
@@ -280,6 +289,7 @@ class Ingestor:
         """Remove a document's whole tree. Returns False if it was not indexed."""
         if not isinstance(doc_id, str) or not doc_id:
             raise InvalidDocumentError(f"doc_id must be a non-empty string, got {doc_id!r}.")
+        self._check_writable()
         with self.lock:
             known = doc_id in self.existing_hashes([doc_id])
             # Delete even when the root is missing: that clears what an interrupted ingest left.

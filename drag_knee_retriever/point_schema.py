@@ -9,20 +9,26 @@ and, on a document, which pages were OCR'd (:data:`OCR_PAGES_KEY`): the loaders,
 the adapters name those keys from here.
 
 The build writes with these functions and the search reads with them; the engines share them, so
-their points are the same bytes. Nothing here imports more of the package than the node types.
+their points are the same bytes. Nothing here imports more of the package than the node types and the errors.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Mapping, Optional
 
+from .errors import IndexDamagedError
 from .nodes import Span, TreeNode
 
 #: The names of a point's vectors: the dense embedding and the BM25 sparse vector.
 DENSE = "dense"
 SPARSE = "bm25"
-#: The version of this schema, recorded in the bookkeeping point.
+#: The version of this schema (the index format), recorded in the bookkeeping point.
 SCHEMA_VERSION = 1
+#: The oldest index format whose readers can read what this release writes (recorded as
+#: ``read_version`` beside ``schema_version``): a release older than ``read_version`` refuses the
+#: index, one older than ``schema_version`` opens it read-only (store/integrity.py).
+READ_VERSION = 1
 
 #: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
 #: numbers whose text came from OCR.
@@ -76,7 +82,23 @@ def is_node(payload: Optional[Mapping[str, Any]]) -> bool:
 
 
 def full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
-    """A node from its whole stored payload (the inverse of :func:`node_payload`)."""
+    """A node from its whole stored payload (the inverse of :func:`node_payload`); a payload that
+    lacks a tree field raises :class:`~drag_knee_retriever.errors.IndexDamagedError`."""
+    try:
+        return _full_node(node_id, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(node_id, exc) from None
+
+
+def _unreadable(node_id: str, exc: Exception) -> Exception:
+    what = f"has no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else f"is malformed ({exc})"
+    return IndexDamagedError(
+        f"The index is damaged: the stored payload of node {node_id} {what}. Nothing was changed; restore the "
+        "folder from a backup, or move it aside and ingest the documents again."
+    )
+
+
+def _full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     return TreeNode(
         id=str(node_id),
         doc_id=payload["doc_id"],
@@ -105,6 +127,13 @@ def full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
 
 def light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     """A node from a payload holding only :data:`WALK_FIELDS`: text, keywords, metadata empty."""
+    try:
+        return _light_node(node_id, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(node_id, exc) from None
+
+
+def _light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     return TreeNode(
         id=node_id,
         doc_id=payload["doc_id"],
@@ -122,14 +151,25 @@ def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Op
     """The bookkeeping point's payload: which model built the collection (and how BM25's IDF is applied).
 
     It has no doc_id, level or is_leaf, so no search (always restricted by level, leaf flag, ids
-    or ``level >= 0``) and no count sees it. ``bm25_idf``: the store's own IDF scheme
+    or ``level >= 0``) and no count sees it. ``schema_version`` is the index format this release
+    writes and ``read_version`` the oldest format whose readers can still read it (see
+    :func:`~drag_knee_retriever.store.integrity.open_existing`). ``bm25_idf``: the store's own IDF scheme
     (:data:`~drag_knee_retriever.bm25_idf.SCHEME`), absent when the engine applies IDF.
     """
     payload = {"kind": "meta", "model_id": model_id, "dense_size": dense_size,
-               "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION}
+               "sparse_model": sparse_model, "schema_version": SCHEMA_VERSION, "read_version": READ_VERSION,
+               "written_by": library()}
     if bm25_idf:
         payload["bm25_idf"] = bm25_idf
     return payload
+
+
+def library() -> str:
+    """This release, as records and messages name it (``drag-knee-retriever 0.1.0``)."""
+    # The package is imported whenever this module is (no import statement: the package's own
+    # __init__ imports this module's users, and importlib.metadata costs 0.5 s to import).
+    package = sys.modules.get(__name__.split(".", 1)[0])
+    return f"drag-knee-retriever {getattr(package, '__version__', '(unknown version)')}"
 
 
 def meta_vector(dense_size: int) -> List[float]:

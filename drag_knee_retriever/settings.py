@@ -21,16 +21,17 @@ Renamed and moved fields keep working for one release: a class lists them in ``m
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import warnings
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from .errors import ConfigError
 
 __all__ = ["Rule", "Settings", "iter_settings", "off_when_none", "setting", "settings_class", "settings_table",
-           "warn_deprecated"]
+           "unexpected_keywords", "warn_deprecated"]
 
 #: The largest count or constant a setting may take: the engines take 32-bit (Edge: Rust usize /
 #: u32) values, and 2**70 raised OverflowError inside Qdrant Edge. A billion is accepted.
@@ -71,6 +72,13 @@ def setting(default: Any = MISSING, *, doc: str, kind: Any, low: Optional[float]
 
 class Settings:
     """Base of every settings class: validates each field from its :class:`Rule` when built."""
+
+    if TYPE_CHECKING:
+        # settings_class makes the dataclass at runtime, which type checkers do not see: without this
+        # they read object's __init__ and flag every StoreConfig(collection=...) as an error. (Typed
+        # fields need each setting()'s default given by keyword and its accepted input types, e.g.
+        # a list of weight pairs, in the annotation; until then a misspelled field is caught at runtime.)
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -219,6 +227,16 @@ def warn_deprecated(old: str, new: str, stacklevel: int = 2) -> None:
                   DeprecationWarning, stacklevel=stacklevel + 1)
 
 
+def unexpected_keywords(call: str, given: Sequence[str], valid: Sequence[str], takes: str) -> TypeError:
+    """The TypeError for keywords ``call`` does not take: each one named with the valid keyword it is
+    closest to (a typo such as ``serach=`` is said to mean ``search=``), then what ``call`` takes."""
+    parts = []
+    for name in sorted(given):
+        close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+        parts.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    return TypeError(f"{call} got unexpected keyword argument(s) {', '.join(parts)}; {takes}")
+
+
 # -- classes ---------------------------------------------------------------------------------------
 
 # moved: old keyword -> (new field, nested field or None, how to convert the value or None).
@@ -254,9 +272,29 @@ def settings_class(cls: Optional[type] = None, *, moved: Optional[Moved] = None)
 
             cls.__init__ = __init__  # type: ignore[misc]
             cls.__getattr__ = __getattr__  # type: ignore[attr-defined]
+        _name_misspelled_keywords(cls, tuple(f.name for f in fields(cls)), tuple(moved or ()))
         return cls
 
     return make(cls) if cls is not None else make
+
+
+def _name_misspelled_keywords(cls: type, names: Tuple[str, ...], old_names: Tuple[str, ...]) -> None:
+    """``SearchConfig(beam_widht=3)``: the dataclass's TypeError, with the setting meant named (only
+    when building fails, so a valid construction pays one frame)."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError:
+            unknown = sorted(set(kwargs) - set(names) - set(old_names))
+            if not unknown:
+                raise
+            raise unexpected_keywords(f"{cls.__name__}()", unknown, names + old_names,
+                                      f"its settings are {', '.join(names)}.") from None
+
+    cls.__init__ = __init__  # type: ignore[misc]
 
 
 def _move_keywords(cls: type, kwargs: Dict[str, Any], moved: Moved) -> Dict[str, Any]:

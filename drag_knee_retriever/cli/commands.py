@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..config import SEARCH_OPTIONS
 from ..errors import CliError
 from .index import ocr_cache_dir, open_index, where
 from .options import (
@@ -204,29 +205,20 @@ def parse_filter_args(items: Sequence[str]) -> Optional[Dict[str, Any]]:
     return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
-def _search_kwargs(
-    method: Optional[Method], sensitivity: Optional[float], beam_width: Optional[int],
-    max_roots: Optional[int], order: Optional[Order], filters: Optional[List[str]],
-    top_k: Optional[int] = None, score_threshold: Optional[float] = None, max_tokens: Optional[int] = None,
-) -> Dict[str, Any]:
+def _search_kwargs(params: Dict[str, Any]) -> Dict[str, Any]:
+    """``index.search``'s keywords from the ``search`` command's parameters: every option named as a
+    per-search setting (:data:`~drag_knee_retriever.config.SEARCH_OPTIONS`: ``--method``, ``--beam-width``,
+    ...) goes through under its own name, so a new setting needs only its option here; the CLI's own
+    spellings are ``--top-k`` (max_results), ``--score-threshold`` (min_score) and ``--filter``."""
     kwargs: Dict[str, Any] = {}
-    if top_k is not None:
-        kwargs["max_results"] = top_k
-    if score_threshold is not None:
-        kwargs["min_score"] = score_threshold
-    if max_tokens is not None:
-        kwargs["max_tokens"] = max_tokens
-    if method is not None:
-        kwargs["method"] = method.value
-    if sensitivity is not None:
-        kwargs["sensitivity"] = sensitivity
-    if beam_width is not None:
-        kwargs["beam_width"] = beam_width
-    if max_roots is not None:
-        kwargs["max_roots"] = max_roots
-    if order is not None:
-        kwargs["order"] = order.value
-    parsed = parse_filter_args(filters or [])
+    for name, value in params.items():
+        if name in SEARCH_OPTIONS and value is not None:
+            kwargs[name] = getattr(value, "value", value)  # an option's Enum -> the setting's string
+    if params.get("top_k") is not None:
+        kwargs["max_results"] = params["top_k"]
+    if params.get("score_threshold") is not None:
+        kwargs["min_score"] = params["score_threshold"]
+    parsed = parse_filter_args(params.get("filter_") or [])
     if parsed:
         kwargs["filters"] = parsed
     return kwargs
@@ -239,6 +231,7 @@ def _ensure_not_empty(idx: Any, where: str) -> None:
 
 @app.command()
 def search(
+    ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
     method: Annotated[Optional[Method], typer.Option("--method", "-m", help="knee (default), sensitive_knee, fixed or branch.", show_default=False)] = None,
     sensitivity: Annotated[Optional[float], typer.Option("--sensitivity", help="For sensitive_knee and branch: in (0, 1]; smaller keeps more (default 0.85).", show_default=False)] = None,
@@ -268,8 +261,7 @@ def search(
         raise CliError(f"--plot {plot}: use a file name ending in .png, .svg or .pdf.", EXIT_USAGE)
     if max_tokens is not None and max_tokens < 1:
         raise CliError(f"--max-tokens {max_tokens}: give a word budget of at least 1, e.g. --max-tokens 1500.", EXIT_USAGE)
-    kwargs = _search_kwargs(method, sensitivity, beam_width, max_roots, order, filter_, top_k, score_threshold,
-                            max_tokens)
+    kwargs = _search_kwargs(ctx.params)
     with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
                    model_path=model_path, must_exist=True) as idx:
         # The per-side (dense / BM25) ranks are shown only in a trace or JSON: ask for them then.

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import CliError, DragKneeError
+from ..redact import protect, redact_text, redact_url
 from ..store import detect_engine
 from .options import APP_NAME, EXIT_USAGE, INDEX_ENV, Engine, Language, state
 from .output import err, quiet_native_logs
@@ -83,6 +84,9 @@ def open_index(
     must_exist: bool,
 ) -> Any:
     folder, url = _index_location(index, url)
+    # Before anything can log the URL (this function's own debug line, the HTTP stack's): its
+    # credentials and the API key are masked in every log record from here on.
+    secrets = protect(url, [api_key] if api_key else []) if url else []
     if folder is not None:
         _check_folder(folder, collection, must_exist=must_exist)
         if not must_exist:
@@ -119,7 +123,7 @@ def open_index(
         kwargs["build"] = BuildConfig(**({"branching": branching} if branching is not None else {}),
                                       leaves=LeafConfig(**leaves))
     # --url is a server address: a bare host:port means http (as qdrant-client reads it).
-    where = (url if "://" in url else f"http://{url}") if url else str(folder)
+    where = redact_url(url if "://" in url else f"http://{url}") if url else str(folder)
     log.debug("opening index %s", where)
     # Loading the model takes a few seconds: say so on a terminal instead of sitting silent.
     status = err.status("opening the index and loading the embedding model…") if err.is_terminal else nullcontext()
@@ -133,7 +137,8 @@ def open_index(
         # read; for the user they all mean the same thing.
         if folder is None:
             raise CliError(
-                f"Cannot open collection {collection!r} at {where} ({type(exc).__name__}: {exc}); "
+                f"Cannot open collection {collection!r} at {where} ({type(exc).__name__}: "
+                f"{redact_text(str(exc), secrets)}); "
                 "check the URL, the API key and that the server is running."
             ) from None
         raise CliError(
@@ -145,7 +150,8 @@ def open_index(
 
 
 def where(index: Optional[Path], url: Optional[str]) -> str:
+    """The index as printed to the user: the folder, or the server URL with its credentials masked."""
     folder, url = _index_location(index, url)
-    return url if url else str(folder.resolve())
+    return redact_url(url) if url else str(folder.resolve())
 
 

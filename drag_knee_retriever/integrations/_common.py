@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import FusionConfig, SearchConfig
+from ..config import FusionConfig, SearchConfig, WalkOptions
 from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
 from ..knee import knee_cut
 from ..nodes import Document, ScoredNode, Span, TreeNode
-from ..settings import warn_deprecated
+from ..settings import unexpected_keywords, warn_deprecated
 from ..store import parse_filters
 
 log = logging.getLogger(__name__)
@@ -73,78 +73,74 @@ def check_query(query: Any) -> str:
     return query
 
 
-def search_overrides(
-    *,
-    method: Optional[str] = None,
-    beam_width: Optional[int] = None,
-    k: Optional[int] = None,
-    k_name: str = "k",
-    sensitivity: Optional[float] = None,
-    max_roots: Optional[int] = None,
-    filters: Any = None,
-    fusion: Any = None,
-    focus: Any = None,
-    order: Optional[str] = None,
-    score_threshold: Optional[float] = None,
-    fusion_weights: Optional[Sequence[Sequence[float]]] = None,
-    max_tokens: Optional[int] = None,
-) -> Dict[str, Any]:
-    """Validate adapter search settings and return the keyword overrides for ``index.search``.
+#: The frameworks' spelling of a SearchConfig setting, where it differs (the result count is
+#: ``k_name``, below); every other setting is passed to ``index.search`` under its own name.
+FRAMEWORK_NAMES: Mapping[str, str] = {"score_threshold": "min_score"}
+
+
+def search_overrides(*, k: Optional[int] = None, k_name: str = "k", **settings: Any) -> Dict[str, Any]:
+    """Validate adapter search settings (:class:`RetrieverOptions`) and return the keyword overrides
+    for ``index.search``.
 
     ``k`` (named ``k_name`` in messages: LangChain's ``k``, LlamaIndex's ``similarity_top_k``) is
     the frameworks' "number of results": a cap (``SearchConfig.max_results``). The method still
     decides how many results up to the cap (the knee cuts where the scores fall); a fixed width is
     asked for with ``method="fixed", beam_width=n``. ``score_threshold`` drops results scoring
-    below it (``SearchConfig.min_score``). ``max_tokens`` is a word budget for the results, filled with
-    the best evidence in order (``SearchConfig.max_tokens``). ``filters`` is the LangChain / Mongo-style dict or a
-    qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Values are
-    checked here, once; settings left ``None`` fall back to the index's. ``fusion`` and ``focus``
-    take a :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig`
+    below it (``SearchConfig.min_score``). ``filters`` is the LangChain / Mongo-style dict or a
+    qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Every other
+    setting is :class:`~drag_knee_retriever.config.WalkOptions`' and goes through under its own name,
+    so a setting added there needs nothing here. Values are checked here, once; settings left
+    ``None`` fall back to the index's. ``fusion`` and ``focus`` take a
+    :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig`
     (``focus=False`` skips the focus step), as ``index.search`` does.
     """
+    unknown = sorted(set(settings) - set(SEARCH_SETTINGS))
+    if unknown:
+        raise unexpected_keywords("search_overrides()", unknown, (k_name, *SEARCH_SETTINGS),
+                                  f"the settings are {k_name}, {', '.join(SEARCH_SETTINGS)}.")
+    settings = {key: value for key, value in settings.items() if value is not None}
+    filters = settings.pop("filters", None)
+    fusion_weights = settings.pop("fusion_weights", None)
     if fusion_weights is not None:
         warn_deprecated("fusion_weights=", "fusion=FusionConfig(weights=...)", stacklevel=4)
-        if fusion is not None:
+        if settings.get("fusion") is not None:
             raise ConfigError("Give fusion= or fusion_weights=, not both.")
         if isinstance(fusion_weights, (str, bytes)) or not isinstance(fusion_weights, Sequence):
             raise ConfigError(
                 "fusion_weights must be a list of (dense, sparse) pairs, e.g. [(0.2, 0.8), (0.5, 0.5)]."
             )
-        fusion = FusionConfig(weights=fusion_weights)
-    overrides: Dict[str, Any] = {
-        "method": method,
-        "beam_width": beam_width,
-        "sensitivity": sensitivity,
-        "max_roots": max_roots,
-        "fusion": fusion,
-        "focus": focus,
-        "order": order,
-        "max_results": k,
-        "min_score": score_threshold,
-        "max_tokens": max_tokens,
-    }
-    overrides = {key: value for key, value in overrides.items() if value is not None}
+        settings["fusion"] = FusionConfig(weights=fusion_weights)
+    overrides: Dict[str, Any] = {FRAMEWORK_NAMES.get(key, key): value for key, value in settings.items()}
+    if k is not None:
+        overrides["max_results"] = k
     # Building the config runs its validation: a bad value fails now, not at the first query. The
     # index's own method is not known here, so a method's own knob is checked under that method.
-    base = SearchConfig(method="fixed" if beam_width is not None else
-                        "sensitive_knee" if sensitivity is not None else "knee")
+    base = SearchConfig(method="fixed" if "beam_width" in overrides else
+                        "sensitive_knee" if "sensitivity" in overrides else "knee")
     try:
         base.with_overrides(**overrides)
     except ConfigError as exc:
-        raise ConfigError(str(exc).replace("max_results", k_name).replace("min_score", "score_threshold")) from None
+        message = str(exc).replace("max_results", k_name)
+        for theirs, ours in FRAMEWORK_NAMES.items():
+            message = message.replace(ours, theirs)
+        raise ConfigError(message) from None
     if filters is not None:
         parse_filters(filters)  # raises InvalidQueryError naming the key, operator or value
         overrides["filters"] = filters
     return overrides
 
 
-#: Search settings both retrievers take (at construction and per call), besides their framework's
-#: name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``).
-SEARCH_SETTINGS: Tuple[str, ...] = (
-    "method", "beam_width", "sensitivity", "max_roots", "filters", "fusion", "focus", "order", "score_threshold",
-    "max_tokens",
-    "fusion_weights",  # deprecated: fusion=FusionConfig(weights=...)
-)
+class RetrieverOptions(WalkOptions, total=False):
+    """Search settings both retrievers take (at construction and per call): the walk's
+    (:class:`~drag_knee_retriever.config.WalkOptions`), ``filters`` and ``score_threshold``, besides their
+    framework's name for "number of results" (LangChain ``k``, LlamaIndex ``similarity_top_k``)."""
+
+    filters: Any
+    score_threshold: Optional[float]
+
+
+#: The names of :class:`RetrieverOptions` (for runtime checks; the TypedDict is what type checkers read).
+SEARCH_SETTINGS: Tuple[str, ...] = tuple(RetrieverOptions.__annotations__)
 
 
 class RetrieverSettings:
@@ -167,7 +163,8 @@ class RetrieverSettings:
         allowed = (k_name, *SEARCH_SETTINGS)
         unknown = sorted(set(values) - set(allowed))
         if unknown:
-            raise TypeError(f"Unknown search setting(s) {unknown}; the settings are {', '.join(allowed)}.")
+            raise unexpected_keywords("the retriever", unknown, (*allowed, *self.aliases),
+                                      f"its search settings are {', '.join(allowed)}.")
         self.values: Dict[str, Any] = {key: values.get(key) for key in allowed}
         #: The keyword overrides for ``index.search`` when a call passes no options of its own.
         self.overrides: Dict[str, Any] = self._resolve(self.values)
@@ -197,10 +194,9 @@ class RetrieverSettings:
         allowed = (self.k_name, *SEARCH_SETTINGS)
         unknown = sorted(set(call) - set(allowed))
         if unknown:
-            raise InvalidQueryError(
-                f"Unknown search option(s) {unknown}; per-call options are "
-                f"{', '.join(sorted(set(allowed) | set(self.aliases)))}."
-            )
+            names = sorted(set(allowed) | set(self.aliases))
+            raise InvalidQueryError("Unknown search option(s): " + str(unexpected_keywords(
+                "this call", unknown, names, f"per-call options are {', '.join(names)}.")))
         if not call:
             return self.overrides
         values = dict(self.values)
@@ -248,6 +244,23 @@ def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
         base = out.get("store") or StoreConfig()
         out["store"] = _replace(base, **store_fields)
     return out
+
+
+def split_settings(kwargs: Mapping[str, Any], names: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """``from_documents``' keywords: (the retriever's search settings ``names``, the new index's).
+
+    A keyword that is neither is refused here, naming the closest of both (``methd=`` -> ``method``),
+    before anything is built."""
+    from ..index import INDEX_KEYWORDS
+
+    settings = {key: value for key, value in kwargs.items() if key in names}
+    rest = {key: value for key, value in kwargs.items() if key not in names}
+    unknown = sorted(set(rest) - set(INDEX_KEYWORDS))
+    if unknown:
+        raise unexpected_keywords("from_documents()", unknown, (*names, *INDEX_KEYWORDS),
+                                  f"its search settings are {', '.join(names)}; the new index's keywords "
+                                  f"{', '.join(INDEX_KEYWORDS)}.")
+    return settings, rest
 
 
 def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:

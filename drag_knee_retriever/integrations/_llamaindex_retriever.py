@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from ._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     from_llamaindex_documents,
@@ -20,6 +20,7 @@ from ._llamaindex_convert import (  # first: it raises the missing-framework Imp
     to_tree_node,
 )
 from ._common import (
+    RetrieverOptions,
     RetrieverSettings,
     check_index,
     check_query,
@@ -44,6 +45,16 @@ from ._members import MemberStore, check_members
 
 # The public module's name (see the module docstring).
 _PUBLIC_NAME = "drag_knee_retriever.integrations.llamaindex"
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class LlamaIndexRetrieverOptions(RetrieverOptions, total=False):
+    """The LlamaIndex retriever's search settings: both retrievers' plus LlamaIndex's result count."""
+
+    similarity_top_k: Optional[int]
+
+
 log = logging.getLogger(_PUBLIC_NAME)
 
 # Per-call search options of the running retrieve()/aretrieve(): the base class calls _retrieve with
@@ -143,28 +154,14 @@ class DragKneeRetriever(BaseRetriever):
         self,
         index: Any,
         *,
-        method: Optional[str] = None,
-        similarity_top_k: Optional[int] = None,
-        beam_width: Optional[int] = None,
-        sensitivity: Optional[float] = None,
-        max_roots: Optional[int] = None,
-        filters: Any = None,
-        fusion: Any = None,
-        focus: Any = None,
-        order: Optional[str] = None,
-        score_threshold: Optional[float] = None,
-        fusion_weights: Optional[Sequence[Sequence[float]]] = None,
-        max_tokens: Optional[int] = None,
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
+        **settings: Unpack[LlamaIndexRetrieverOptions],
     ) -> None:
         self._index = check_index(index)
-        self._settings = RetrieverSettings(
-            "similarity_top_k", convert_filters=metadata_filters_to_dict, method=method,
-            similarity_top_k=similarity_top_k, beam_width=beam_width, sensitivity=sensitivity,
-            max_roots=max_roots, filters=filters, fusion=fusion, focus=focus, order=order,
-            score_threshold=score_threshold, fusion_weights=fusion_weights, max_tokens=max_tokens,
-        )
+        # The settings are RetrieverOptions (one list for both retrievers) plus similarity_top_k;
+        # an unknown one is a TypeError naming the closest.
+        self._settings = RetrieverSettings("similarity_top_k", convert_filters=metadata_filters_to_dict, **settings)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property

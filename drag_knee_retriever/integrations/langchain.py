@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 from ._common import (
     INSTALL_HINT,
     RAW_SCORE,
     SCORE,
     SEARCH_SETTINGS,
+    RetrieverOptions,
     RetrieverSettings,
     trace_payload,
     check_index,
@@ -35,6 +36,7 @@ from ._common import (
     hit_metadata,
     knee_keep,
     make_index,
+    split_settings,
 )
 from ..loaders import ocr_settings
 from ._members import MEMBER_IDS, MemberStore, check_members
@@ -58,7 +60,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
+from ..settings import unexpected_keywords
 from ._langchain_store import DragKneeVectorStore, member_document, members_from_langchain
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,13 @@ __all__ = [
     "from_langchain_documents",
     "to_langchain_document",
 ]
+
+class LangChainRetrieverOptions(RetrieverOptions, total=False):
+    """The LangChain retriever's search settings: both retrievers' plus LangChain's ``k`` and ``filter``."""
+
+    k: Optional[int]
+    filter: Any
+
 
 #: The name of the custom event that carries the walk's trace (see DragKneeRetriever).
 TRACE_EVENT = "drag_knee_trace"
@@ -216,6 +229,24 @@ class DragKneeRetriever(DocumentIndex):
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
 
+    if TYPE_CHECKING:
+        # What type checkers read (pydantic builds the real one from the fields): a misspelled
+        # setting is a type error, not an accepted keyword.
+        def __init__(self, *, index: Any, search_kwargs: Optional[Dict[str, Any]] = None, name: Optional[str] = None,
+                     tags: Optional[List[str]] = None, metadata: Optional[Dict[str, Any]] = None,
+                     **settings: Unpack[LangChainRetrieverOptions]) -> None: ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keywords(cls, values: Any) -> Any:
+        # pydantic's "Extra inputs are not permitted" names no setting; a typo is a TypeError naming the closest.
+        if isinstance(values, dict):
+            unknown = sorted(set(values) - set(cls.model_fields))
+            if unknown:
+                raise unexpected_keywords("DragKneeRetriever()", unknown, tuple(cls.model_fields),
+                                          f"its settings are {', '.join(cls.model_fields)}.")
+        return values
+
     @model_validator(mode="after")
     def _check_settings(self) -> "DragKneeRetriever":
         check_index(self.index)
@@ -331,45 +362,32 @@ class DragKneeRetriever(DocumentIndex):
         *,
         index: Any = None,
         progress: Optional[Callable[..., Any]] = None,
-        method: Optional[str] = None,
-        k: Optional[int] = None,
-        beam_width: Optional[int] = None,
-        sensitivity: Optional[float] = None,
-        max_roots: Optional[int] = None,
-        filters: Any = None,
-        filter: Any = None,
-        score_threshold: Optional[float] = None,
-        fusion: Any = None,
-        focus: Any = None,
-        order: Optional[str] = None,
-        fusion_weights: Optional[List[Tuple[float, float]]] = None,
-        max_tokens: Optional[int] = None,
         ocr: Any = "auto",
         ocr_languages: Optional[str] = None,
         ocr_cache_dir: Optional[Any] = None,
         search_kwargs: Optional[Dict[str, Any]] = None,
-        **index_kwargs: Any,
+        **kwargs: Any,
     ) -> "DragKneeRetriever":
         """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
 
-        ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given: ``location`` (a folder,
-        ``":memory:"`` (the default), a URL or a QdrantClient), ``embedding``, ``build``, ``search``,
-        ``summarizer``, ``store``. The search settings are validated and every document is
-        converted before anything is built or written, so a bad document ingests nothing.
-        ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
+        ``kwargs`` are the retriever's search settings (``method``, ``k``, ``filter``, ...: see the
+        class; :class:`LangChainRetrieverOptions`) and, when no ``index`` is given, :class:`DragKneeIndex`'s
+        keywords: ``location`` (a folder, ``":memory:"`` (the default), a URL or a QdrantClient),
+        ``embedding``, ``build``, ``search``, ``summarizer``, ``store``. The search settings are validated
+        and every document is converted before anything is built or written, so a bad document ingests
+        nothing. ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
         """
-        settings = dict(method=method, k=k, beam_width=beam_width, sensitivity=sensitivity, max_roots=max_roots,
-                        filters=filters, filter=filter, score_threshold=score_threshold,
-                        fusion=fusion, focus=focus, fusion_weights=fusion_weights, order=order, max_tokens=max_tokens)
+        settings, index_kwargs = split_settings(kwargs, LangChainRetrieverOptions.__annotations__)
+        settings = {key: value for key, value in settings.items() if value is not None}
         RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
-                          **{**{k_: v for k_, v in settings.items() if v is not None}, **_search_kwargs(search_kwargs)})
+                          **{**settings, **_search_kwargs(search_kwargs)})
         if search_kwargs is not None:
             settings["search_kwargs"] = search_kwargs
         members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
         config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         index = make_index(index, index_kwargs)
         MemberStore(index, ocr=config).add(members, progress=progress)
-        return cls(index=index, **{key: value for key, value in settings.items() if value is not None})
+        return cls(index=index, **settings)
 
 
 DragKneeVectorStore.retriever_class = DragKneeRetriever

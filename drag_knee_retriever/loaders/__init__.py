@@ -15,7 +15,14 @@ Paths may be files or folders (walked recursively, hidden entries skipped, filte
 ``include`` / ``exclude`` globs). Inside a folder only regular files are read: named pipes,
 devices and sockets are skipped with the reason (reading them would hang or never end); a link
 is followed only when its target stays inside the folder given (``follow_links=True`` follows
-links anywhere), and a link loop is reported, not walked. A file larger than ``max_file_bytes``
+links anywhere), and a link loop is reported, not walked. The folder may change while it is read
+(a writer into it swapping a file for a link to ``/etc/shadow``): each file is opened once, without
+following a link, and read only if the descriptor is the very file the walk checked (same device
+and inode); every read of it (text, PDF pages, outline, OCR) uses those bytes, so a swapped file is
+skipped ("changed after the folder was read"), never read. A hard link is the same file under a
+second name: where the kernel protects hard links (Linux ``fs.protected_hardlinks = 1``, the usual
+default) only someone who could read the file can link it, so it is read; elsewhere a file with
+several links that belongs to another user is skipped (``follow_links=True`` reads it). A file larger than ``max_file_bytes``
 (default :data:`DEFAULT_MAX_FILE_BYTES`, 256 MB: a book-length PDF with images passes) is
 skipped before a byte is read, and a document whose text is larger than ``max_text_bytes``
 (default :data:`DEFAULT_MAX_TEXT_BYTES`, 8 MB of UTF-8, about 4,000 pages) is skipped too: its
@@ -50,10 +57,11 @@ from .discover import (
     ProgressCallback,
     SkippedFile,
     discover,
+    hard_link_problem,
     kind_of,
 )
 from .load import LoadReport, load_file, load_paths
-from .pdf import ocr_settings, pdf_outline
+from .pdf import DEFAULT_PDF_LIMITS, PdfLimits, ocr_settings, pdf_outline
 from .text import (
     load_stream,
     load_text,
@@ -66,6 +74,7 @@ __all__ = [
     "DEFAULT_MAX_TEXT_BYTES",
     "FoundFile",
     "LoadReport",
+    "PdfLimits",
     "MARKDOWN_SUFFIXES",
     "PDF_SUFFIXES",
     "SUPPORTED_SUFFIXES",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import functools
 import logging
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -42,10 +44,23 @@ class SkippedFile:
 
 @dataclass(frozen=True)
 class FoundFile:
-    """A file selected for loading and the root its document id is relative to."""
+    """A file selected for loading and the root its document id is relative to.
+
+    ``real`` and ``stat`` are what :func:`discover` saw, so that the read opens the very file that
+    was checked (see :func:`open_found`): ``real`` is the path to open without following a link
+    (a link's final target, else the entry itself) and ``stat`` its ``lstat`` (identity, size,
+    modification time). Both are None for a file that did not come from :func:`discover`.
+    """
 
     path: Path
     root: Path
+    real: Optional[Path] = None
+    stat: Optional[os.stat_result] = field(default=None, compare=False, repr=False)
+
+    @property
+    def identity(self) -> Optional[Tuple[int, int]]:
+        """(device, inode) of the file discovery checked, or None."""
+        return (self.stat.st_dev, self.stat.st_ino) if self.stat is not None else None
 
     @property
     def doc_id(self) -> str:
@@ -109,6 +124,36 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+@functools.lru_cache(maxsize=1)
+def _hard_links_protected() -> bool:
+    """Whether the kernel lets a user hard-link only files they own or may read and write
+    (Linux ``fs.protected_hardlinks = 1``, the default of most distributions since 3.6)."""
+    try:
+        with open("/proc/sys/fs/protected_hardlinks", encoding="ascii") as handle:
+            return handle.read().strip() == "1"
+    except OSError:  # not Linux, or /proc not mounted: assume the worst
+        return False
+
+
+def hard_link_problem(info: os.stat_result) -> Optional[str]:
+    """Why a file with several hard links is not read inside a folder, or None when it may be.
+
+    A hard link is the same file under a second name, so it can sit in the folder while the file
+    "lives" elsewhere (``ln /etc/shadow d/notes.txt``). Where the kernel protects hard links
+    (``fs.protected_hardlinks = 1``), only someone who owns the file or may read and write it can
+    make one: whoever wrote the link into the folder could read the file anyway, so nothing leaks
+    and it is read like any file. Without that protection, a file with several links that belongs
+    to another user is not read (links out of the folder are not followed either).
+    """
+    if info.st_nlink <= 1 or not stat.S_ISREG(info.st_mode):
+        return None
+    if _hard_links_protected() or info.st_uid == os.geteuid():
+        return None
+    return (f"has {info.st_nlink} hard links and belongs to another user (uid {info.st_uid}); this system does not "
+            "protect hard links (fs.protected_hardlinks is off), so it may be a file from outside the folder and is "
+            "not read (copy it into the folder, or pass --follow-links / follow_links=True to read it).")
+
+
 def _resolve_link(link: Path) -> Tuple[Optional[Path], Optional[str]]:
     """A link's final target, or why it has none (a loop, a dangling link)."""
     try:
@@ -161,12 +206,17 @@ def discover(
             )
         if path.is_dir():
             root = path
-            in_root: List[Tuple[str, Path]] = []
-            real_root = path.resolve()
+            # (relative path, entry path, path to open, what lstat said, is the entry a link)
+            in_root: List[Tuple[str, Path, Path, os.stat_result, bool]] = []
+            try:
+                real_root = path.resolve(strict=True)
+            except (OSError, RuntimeError) as exc:
+                skip(path, f"is a folder that cannot be read ({getattr(exc, 'strerror', None) or exc}); check it.")
+                continue
             # Folders already walked, by (device, inode): a link back to one of them is a loop.
             walked: set = set()
 
-            def walk(folder: Path) -> None:
+            def walk(folder: Path, real_folder: Path) -> None:
                 nonlocal ignored
                 try:
                     info = folder.stat()
@@ -181,6 +231,8 @@ def discover(
                         continue
                     file = Path(entry.path)
                     relative = PurePosixPath(*file.relative_to(root).parts).as_posix()
+                    # Everything below may race with a writer into the folder (an entry swapped
+                    # for a link or a folder between two calls): any OSError skips this entry only.
                     try:
                         is_link = entry.is_symlink()
                         if is_link:
@@ -198,19 +250,21 @@ def discover(
                                 else:
                                     ignored += 1
                                 continue
-                            mode = target.stat().st_mode
+                            # The target's own lstat (its last part is no link: it is resolved).
+                            real, info = target, os.lstat(target)
                         else:
-                            mode = entry.stat(follow_symlinks=False).st_mode
-                    except OSError as exc:
-                        skip(file, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
-                        continue
-                    if stat.S_ISDIR(mode):
-                        info = file.stat()
-                        if (info.st_dev, info.st_ino) in walked:
-                            skip(file, "is a link to a folder that is already being read (a link loop); "
-                                       "it was not walked again.")
+                            real, info = real_folder / entry.name, entry.stat(follow_symlinks=False)
+                        mode = info.st_mode
+                        if stat.S_ISDIR(mode):
+                            if (info.st_dev, info.st_ino) in walked:
+                                skip(file, "is a link to a folder that is already being read (a link loop); "
+                                           "it was not walked again.")
+                                continue
+                            walk(file, real)
                             continue
-                        walk(file)
+                    except (OSError, RuntimeError) as exc:
+                        skip(file, f"cannot be examined ({getattr(exc, 'strerror', None) or exc}; it may have "
+                                   "changed while the folder was read); run the command again, or check its permissions.")
                         continue
                     if not _wanted(relative, include, exclude):
                         ignored += 1
@@ -220,43 +274,51 @@ def discover(
                         skip(file, f"is {what}, not a regular file; only regular files are read "
                                    "(exclude it with --exclude).")
                         continue
-                    in_root.append((relative, file))
+                    problem = None if follow_links else hard_link_problem(info)
+                    if problem is not None:
+                        skip(file, problem)
+                        continue
+                    in_root.append((relative, file, real, info, is_link))
 
-            walk(path)
+            walk(path, real_root)
             # Sorted by relative path (like `find | sort`): the same ids and order on every platform.
             # A file reached both directly and through a link inside the folder is loaded once,
-            # under its own name (the link's name would change its id with every new alias).
-            in_root.sort()
+            # under its own name (the link's name would change its id with every new alias). The
+            # paths compared are the ones discovery resolved: no second look at the folder.
+            in_root.sort(key=lambda item: item[0])
             preferred = {}
-            for relative, file in sorted(in_root, key=lambda item: (item[1].is_symlink(), item[0])):
-                preferred.setdefault(file.resolve(), file)
-            for relative, file in in_root:
-                key = file.resolve()
-                if key not in seen and preferred.get(key) == file:
-                    seen.add(key)
-                    found.append(FoundFile(file, root))
+            for relative, file, real, info, is_link in sorted(in_root, key=lambda item: (item[4], item[0])):
+                preferred.setdefault(real, file)
+            for relative, file, real, info, is_link in in_root:
+                if real not in seen and preferred.get(real) == file:
+                    seen.add(real)
+                    found.append(FoundFile(file, root, real=real, stat=info))
         else:
             if exclude and _matches(path.name, exclude):
                 ignored += 1
                 continue
-            if path.is_symlink():
+            real = path
+            if path.is_symlink():  # named on purpose: followed, to the target it has now
                 target, problem = _resolve_link(path)
                 if problem is not None:
                     skip(path, problem)
                     continue
+                assert target is not None
+                real = target
             try:
-                mode = path.stat().st_mode
-            except OSError as exc:
-                skip(path, f"cannot be examined ({exc.strerror or exc}); check its permissions.")
+                if real is path:
+                    real = path.resolve(strict=True)
+                info = os.lstat(real)
+            except (OSError, RuntimeError) as exc:
+                skip(path, f"cannot be examined ({getattr(exc, 'strerror', None) or exc}); check its permissions.")
                 continue
-            what = kind_of_entry(mode)
+            what = kind_of_entry(info.st_mode)
             if what is not None:
                 skip(path, f"is {what}, not a regular file; only regular files are read.")
                 continue
-            key = path.resolve()
-            if key not in seen:
-                seen.add(key)
-                found.append(FoundFile(path, path.parent))
+            if real not in seen:
+                seen.add(real)
+                found.append(FoundFile(path, path.parent, real=real, stat=info))
     return found, ignored
 
 

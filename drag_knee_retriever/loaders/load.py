@@ -23,7 +23,7 @@ from .discover import (
     discover,
     kind_of,
 )
-from .pdf import pdf_failure, read_pdf, ocr_settings, pdf_outline
+from .pdf import PdfLimits, pdf_failure, read_pdf, ocr_settings, pdf_outline
 from .text import check_file, check_byte_limit, check_text_size, read_text, load_stream, markdown_title, text_title
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,6 +73,7 @@ def load_paths(
     strict: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    pdf_limits: Optional[PdfLimits] = None,
 ) -> LoadReport:
     """Load files and folders (and ``"-"`` for standard input) into documents.
 
@@ -84,8 +85,9 @@ def load_paths(
     ``metadata`` is merged into every document's metadata (the loader's own keys win).
     Files that cannot be loaded are listed in the report's ``skipped``; see the module docs.
     ``strict=True`` raises :class:`InvalidDocumentError` at the first file that would be skipped.
-    ``follow_links`` follows links out of the folders given; ``max_file_bytes`` and
-    ``max_text_bytes`` bound what one file may cost (see the module docs).
+    ``follow_links`` follows links out of the folders given; ``max_file_bytes``,
+    ``max_text_bytes`` and ``pdf_limits`` (:class:`~.pdf.PdfLimits`) bound what one file may cost
+    (see the module docs).
     """
     ocr_config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
     check_byte_limit("max_file_bytes", max_file_bytes)
@@ -128,8 +130,10 @@ def load_paths(
             progress("reading", done, total)
     for found in files:
         try:
-            accept(load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
-                             max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes), str(found.path))
+            accept(_load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
+                              max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, found=found,
+                              pdf_limits=pdf_limits),
+                   str(found.path))
         except InvalidDocumentError as exc:
             if strict:
                 raise
@@ -164,6 +168,7 @@ def load_file(
     progress: Optional[ProgressCallback] = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    pdf_limits: Optional[PdfLimits] = None,
 ) -> Document:
     """Load one file as a :class:`Document`.
 
@@ -178,16 +183,38 @@ def load_file(
 
     Raises :class:`InvalidDocumentError` with the reason and the fix when the file cannot be loaded
     (unreadable, not a regular file, larger than ``max_file_bytes``, text larger than
-    ``max_text_bytes``, binary, not UTF-8, empty, encrypted, over a PDF parser limit, or image-only
+    ``max_text_bytes``, binary, not UTF-8, empty, encrypted, over a PDF parser limit or over
+    ``pdf_limits`` (:class:`~.pdf.PdfLimits`: pages, content bytes, CPU time), or image-only
     PDF that OCR cannot read), and :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and
     the engine is not installed.
     """
-    path = Path(path)
+    return _load_file(Path(path), root=root, kind=kind, doc_id=doc_id, metadata=metadata,
+                      ocr=ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress,
+                      max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, pdf_limits=pdf_limits)
+
+
+def _load_file(
+    path: Path,
+    *,
+    root: Optional[PathLike],
+    metadata: Optional[Dict[str, Any]],
+    ocr: OcrConfig,
+    progress: Optional[ProgressCallback],
+    max_file_bytes: int,
+    max_text_bytes: int,
+    kind: Optional[str] = None,
+    doc_id: Optional[str] = None,
+    found: Optional[FoundFile] = None,
+    pdf_limits: Optional[PdfLimits] = None,
+) -> Document:
+    """:func:`load_file`; ``found`` (from :func:`~.discover.discover`) makes the read open exactly
+    the file discovery checked (see :func:`.text._open_file`)."""
     where = f"File {str(path)!r}"
-    if not path.exists():
-        raise InvalidDocumentError(f"{where}: does not exist; check the path.")
-    if path.is_dir():
-        raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
+    if found is None:
+        if not path.exists():
+            raise InvalidDocumentError(f"{where}: does not exist; check the path.")
+        if path.is_dir():
+            raise InvalidDocumentError(f"{where}: is a folder; use load_paths() for folders.")
     check_byte_limit("max_file_bytes", max_file_bytes)
     check_byte_limit("max_text_bytes", max_text_bytes)
     if doc_id is None:
@@ -198,17 +225,18 @@ def load_file(
     base: Dict[str, Any] = dict(metadata or {})
     base.update(
         {
-            "source": str(path.resolve()),
+            "source": _source(path, found),
             "path": doc_id,
             "kind": kind,
         }
     )
     if kind == "pdf":
-        check_file(path, where, max_file_bytes)
+        if found is None:
+            check_file(path, where, max_file_bytes)
         try:
-            pages, title, ocr_pages = read_pdf(
-                path, where, ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress
-            )
+            pages, title, ocr_pages, reader = read_pdf(path, where, ocr, progress=progress, found=found,
+                                                        limit=max_file_bytes, max_text_bytes=max_text_bytes,
+                                                        limits=pdf_limits)
         except (InvalidDocumentError, ImportError, OcrUnavailableError):
             raise
         except Exception as exc:
@@ -219,10 +247,21 @@ def load_file(
         base[OCR_PAGES_KEY] = ocr_pages
         if title:
             base["title"] = title
-        return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(path, len(pages)))
-    text = read_text(path, where, min(max_file_bytes, max_text_bytes))
+        return Document(id=doc_id, pages=pages, metadata=base, outline=pdf_outline(reader, len(pages)))
+    text = read_text(path, where, min(max_file_bytes, max_text_bytes), found)
     check_text_size(where, len(text.encode("utf-8", "surrogatepass")), max_text_bytes)
     title = markdown_title(text) if kind == "markdown" else text_title(text)
     if title:
         base["title"] = title
     return Document(id=doc_id, text=text, metadata=base)
+
+
+def _source(path: Path, found: Optional[FoundFile]) -> str:
+    """The absolute path a document came from (``metadata["source"]``), without a second look
+    at a file discovery already resolved."""
+    if found is not None and found.real is not None:
+        return str(found.real)  # resolved by discovery
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):  # a link changed under us: the path as given, made absolute
+        return str(path.absolute())

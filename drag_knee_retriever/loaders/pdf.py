@@ -5,13 +5,15 @@ from __future__ import annotations
 import io
 import logging
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import InvalidDocumentError
 from ..ocr import OcrConfig
-from .discover import PathLike, ProgressCallback
-from .text import read_bytes
+from .discover import FoundFile, PathLike, ProgressCallback
+from .text import read_bytes, has_visible_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ocr import OcrMode
@@ -38,6 +40,124 @@ def pdf_failure(where: str, exc: Exception) -> str:
     return (f"{where}: could not be read by the PDF reader ({detail}); re-export or repair it "
             "(e.g. qpdf in.pdf out.pdf).")
 
+
+
+@dataclass(frozen=True)
+class PdfLimits:
+    """How much work one PDF may cost before it is skipped as hostile (checked before and while
+    its pages are read; the batch goes on).
+
+    A PDF is a program: a 9 KB file of 900,000 compressed text operators, or one page invoking a
+    200-operator form 5,000 times (pypdf's own cap per page), held pypdf for 88 s and 153 s, far
+    inside its per-stream limits. So the work is bounded per file:
+
+    - ``max_pages``: pages (from the page tree, before anything is extracted);
+    - ``max_content_bytes``: decoded content-stream bytes of all pages, counted before each page;
+    - ``seconds + seconds_per_mb * file MB``: CPU time of the reading thread (not wall time, so a
+      busy machine does not refuse a good file), checked every 256 operators and between pages.
+      Genuine PDFs measured 2.1-2.2 s per MB (two manuals, 17 and 36 pages) and 0.0-0.05 s per MB
+      (slide decks of images); the hostile files above cost over 2,000 s per MB;
+    - the text limit per document (``max_text_bytes``), checked after every page instead of at the end.
+    """
+
+    max_pages: int = 10_000
+    max_content_bytes: int = 256 * 1024 * 1024
+    seconds: float = 2.0
+    seconds_per_mb: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_pages", "max_content_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidDocumentError(f"PdfLimits.{name} must be an integer >= 1, got {value!r}.")
+        for name in ("seconds", "seconds_per_mb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise InvalidDocumentError(f"PdfLimits.{name} must be a number of seconds >= 0, got {value!r}.")
+
+    def seconds_for(self, file_bytes: int) -> float:
+        """The CPU seconds a PDF of this size may take to read."""
+        return self.seconds + self.seconds_per_mb * file_bytes / (1024 * 1024)
+
+
+DEFAULT_PDF_LIMITS = PdfLimits()
+
+
+class _PdfWork:
+    """The budget of one PDF: the operator visitor checks the clock; pages add content and text."""
+
+    def __init__(self, limits: PdfLimits, file_bytes: int, max_text_bytes: Optional[int], where: str) -> None:
+        self.limits, self.where, self.file_bytes, self.max_text_bytes = limits, where, file_bytes, max_text_bytes
+        self.started = time.thread_time()
+        self.budget = limits.seconds_for(file_bytes)
+        self.deadline = self.started + self.budget
+        self.operators = 0
+        self.page, self.pages = 0, 0  # the page being read, of how many (for the message)
+        self.content = 0
+        self.text = 0
+        self.spent = False
+
+    def visit(self, operator: Any, operands: Any, cm: Any, tm: Any) -> None:
+        # Called by pypdf before every operator, inside forms too. Raising stops the page: pypdf
+        # swallows an error inside a form, but the next operator raises again, up to the page's
+        # own operators, where it leaves pypdf.
+        self.operators += 1
+        if self.spent or (not self.operators & 255 and time.thread_time() > self.deadline):
+            self.spent = True
+            raise self._over(self.page, self.pages)
+
+    def check_pages(self, count: int) -> None:
+        if count > self.limits.max_pages:
+            raise InvalidDocumentError(
+                f"{self.where}: has {count:,} pages, above the limit of {self.limits.max_pages:,} pages per PDF; "
+                "split it (e.g. qpdf --split-pages), or raise the limit (pdf_limits=PdfLimits(max_pages=...)).")
+
+    def add_content(self, size: int) -> None:
+        self.content += size
+        if self.content > self.limits.max_content_bytes:
+            raise InvalidDocumentError(
+                f"{self.where}: its pages' content streams decode to more than "
+                f"{self.limits.max_content_bytes / (1024 * 1024):.0f} MB (a decompression bomb, or a broken file); "
+                "re-export or repair it (e.g. qpdf in.pdf out.pdf), or raise the limit "
+                "(pdf_limits=PdfLimits(max_content_bytes=...)).")
+
+    def after_page(self, done: int, total: int, text: str) -> None:
+        self.text += len(text)  # characters <= UTF-8 bytes: over in characters is over in bytes
+        if self.max_text_bytes is not None and self.text > self.max_text_bytes:
+            raise InvalidDocumentError(
+                f"{self.where}: its text passed the {self.max_text_bytes / (1024 * 1024):.1f} MB limit per document at "
+                f"page {done} of {total} (embedding that much takes hours); split it into parts, or raise the limit "
+                "(--max-text-mb, or max_text_bytes=).")
+        if self.spent or time.thread_time() > self.deadline:
+            raise self._over(done, total)
+
+    def _over(self, done: int, total: int) -> InvalidDocumentError:
+        spent = time.thread_time() - self.started
+        return InvalidDocumentError(
+            f"{self.where}: takes far more work to read than a PDF of its size should (over {spent:.1f} s of CPU "
+            f"for {self.file_bytes / 1024:.0f} KB, at page {done} of {total}; the limit is {self.budget:.1f} s): a "
+            "hostile or broken file, skipped. Re-export or repair it (e.g. qpdf in.pdf out.pdf), or raise the "
+            "limit (pdf_limits=PdfLimits(seconds_per_mb=...)).")
+
+
+def _text_operators() -> Any:
+    """pypdf's own test for "this content can show text" (it skips other pages unparsed, unless a
+    visitor asks for their operators): the budget's visitor goes only where pypdf parses anyway."""
+    try:
+        from pypdf._text_extraction import _has_text_operator
+    except ImportError:  # another pypdf: visit every page (same text, slower on drawings)
+        return lambda data: True
+    return _has_text_operator
+
+
+def _page_text(page: Any, work: _PdfWork, has_text: Any) -> str:
+    getter = getattr(page, "_get_contents_as_bytes", None)
+    data = getter() if getter is not None else None
+    if data is not None:
+        work.add_content(len(data))
+    if data is not None and not has_text(data):
+        return page.extract_text() or ""  # pypdf skips it unparsed; no visitor, no extra work
+    return page.extract_text(visitor_operand_before=work.visit) or ""
 
 
 def _import_pypdf() -> Any:
@@ -71,15 +191,18 @@ def ocr_settings(
 
 
 def read_pdf(
-    path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None
-) -> Tuple[List[str], Optional[str], List[int]]:
-    """A PDF's page texts (OCR'd where ``ocr`` says), its title if it has one, and the 1-based
-    numbers of the pages OCR'd."""
+    path: Path, where: str, ocr: Optional[OcrConfig] = None, progress: Optional[ProgressCallback] = None,
+    *, found: Optional[FoundFile] = None, limit: Optional[int] = None, max_text_bytes: Optional[int] = None,
+    limits: Optional[PdfLimits] = None,
+) -> Tuple[List[str], Optional[str], List[int], Any]:
+    """(pages, title, OCR'd page numbers, the reader) of a PDF, read once from one descriptor
+    (``found``: see :func:`.text._open_file`) within ``limits`` (:class:`PdfLimits`); the outline
+    comes from the same reader."""
     ocr = ocr or OcrConfig()
     pypdf = _import_pypdf()
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
-    raw = read_bytes(path, where)
+    raw = read_bytes(path, where, limit, found)
     if not raw.lstrip()[:5] == b"%PDF-":
         raise InvalidDocumentError(f"{where}: is not a PDF (no %PDF header); check the file or its suffix.")
     try:
@@ -98,9 +221,15 @@ def read_pdf(
                     f"{where}: is password-protected; decrypt it first, e.g. "
                     "qpdf --password=... --decrypt in.pdf out.pdf."
                 )
+        work = _PdfWork(limits or DEFAULT_PDF_LIMITS, len(raw), max_text_bytes, where)
+        total = len(reader.pages)
+        work.check_pages(total)
+        has_text = _text_operators()
         pages = []
-        for page in reader.pages:
-            pages.append(_clean_page(page.extract_text() or ""))
+        for number, page in enumerate(reader.pages, start=1):
+            work.page, work.pages = number, total
+            pages.append(_clean_page(_page_text(page, work, has_text)))
+            work.after_page(number, total, pages[-1])
         title = None
         try:
             meta = reader.metadata
@@ -123,7 +252,7 @@ def read_pdf(
     if not pages:
         raise InvalidDocumentError(f"{where}: has no pages; there is nothing to index.")
     pages, ocr_pages, ocr_problem = _ocr_pages(raw, pages, ocr, path, where, progress)
-    if not any(p.strip() for p in pages):
+    if not any(has_visible_text(p) for p in pages):
         if ocr_problem:
             raise InvalidDocumentError(f"{where}: has no extractable text (a scanned or image-only PDF?); {ocr_problem}")
         if ocr.mode == "never":
@@ -138,7 +267,7 @@ def read_pdf(
     empty = sum(1 for p in pages if not p.strip())
     if empty:
         log.info("%s: %d of %d pages have no text (kept, so page numbers stay true)", path, empty, len(pages))
-    return pages, title, ocr_pages
+    return pages, title, ocr_pages, reader
 
 
 def _ocr_pages(
@@ -154,14 +283,17 @@ def _ocr_pages(
     return fill_pages(raw, pages, ocr, name=path.name, progress=progress)
 
 
-def pdf_outline(path: PathLike, page_count: int) -> Optional[List[Dict[str, Any]]]:
+def pdf_outline(source: Any, page_count: int) -> Optional[List[Dict[str, Any]]]:
     """A PDF's bookmarks as ``[{"title", "page" (1-based), "level" (0 = top)}]`` in document
     order, or ``None`` when it has none or they cannot be read (an outline is optional: a broken
-    one must never lose the pages). Entries that point at no page of the document are skipped."""
+    one must never lose the pages). Entries that point at no page of the document are skipped.
+
+    ``source``: a path, or the ``pypdf.PdfReader`` the pages were read with (the loaders pass the
+    reader: the file is not opened a second time)."""
     try:
         import pypdf
 
-        reader = pypdf.PdfReader(str(path))
+        reader = source if isinstance(source, pypdf.PdfReader) else pypdf.PdfReader(str(source))
         entries: List[Dict[str, Any]] = []
 
         def visit(items: Any, level: int) -> None:
@@ -179,7 +311,8 @@ def pdf_outline(path: PathLike, page_count: int) -> Optional[List[Dict[str, Any]
 
         visit(reader.outline, 0)
     except Exception as exc:  # pypdf raises many kinds of errors on odd outlines
-        log.info("%s: outline not read (%s: %s); the pages are grouped without it", path, type(exc).__name__, exc)
+        where = "a PDF" if type(source).__name__ == "PdfReader" else source
+        log.info("%s: outline not read (%s: %s); the pages are grouped without it", where, type(exc).__name__, exc)
         return None
     return entries or None
 

@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import unicodedata
 from pathlib import Path
 from typing import Any, Dict, Optional, TextIO, Union
 
 from ..errors import InvalidDocumentError
 from ..nodes import Document
-from .discover import DEFAULT_MAX_TEXT_BYTES, kind_of_entry, kind_of
+from .discover import DEFAULT_MAX_TEXT_BYTES, FoundFile, kind_of_entry, kind_of
 
 # Enough bytes to tell text from binary without reading a whole large file twice.
 _SNIFF_BYTES = 8192
 # Control characters that never appear in text files (everything below 0x20 except \t \n \f \r
 # and ESC, which shows up in logs with colour codes).
 _BINARY_CONTROL = bytes(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B})
+
+
+#: Unicode categories that show nothing: format characters (zero-width space, joiners, BOM, soft
+#: hyphen, direction marks), controls, and separators.
+_INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether ``text`` shows anything: a text of zero-width characters (U+200B, U+2060, U+FEFF ...)
+    and spaces looks empty and has nothing to index. Stops at the first visible character, so a
+    real text costs one look."""
+    for char in text:
+        if not char.isspace() and unicodedata.category(char) not in _INVISIBLE:
+            return True
+    return False
+
+
+_NOTHING_VISIBLE = ("has no visible text (only zero-width, control or space characters); there is nothing "
+                    "to index.")
 
 
 def check_byte_limit(name: str, value: Any) -> None:
@@ -42,6 +63,8 @@ def load_text(
         raise InvalidDocumentError(f"{where}: a PDF cannot be given as text; pass the file path instead.")
     if not text.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
+    if not has_visible_text(text):
+        raise InvalidDocumentError(f"{where}: {_NOTHING_VISIBLE}")
     base: Dict[str, Any] = dict(metadata or {})
     base.update({"source": doc_id, "path": doc_id, "kind": kind})
     title = markdown_title(text) if kind == "markdown" else text_title(text)
@@ -135,25 +158,57 @@ def check_file(path: Path, where: str, limit: int) -> int:
     return info.st_size
 
 
-def read_bytes(path: Path, where: str, limit: Optional[int] = None) -> bytes:
-    """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
+def _open_file(path: Path, where: str, found: Optional[FoundFile] = None) -> int:
+    """A descriptor of the file to read: opened once, then checked on the descriptor itself.
 
-    The file is opened without blocking (a FIFO swapped in after discovery cannot hang the
-    read) and checked again on the open descriptor; the read stops one byte past the limit, so a
-    file that grows, or reports a false size (``/proc``), cannot exhaust memory.
+    Opened without blocking (a FIFO swapped in after discovery cannot hang the read). For a file
+    :func:`~.discover.discover` found (``found``), the path discovery resolved is opened without
+    following a link (``O_NOFOLLOW``) and the descriptor's (device, inode) must be the one discovery
+    checked: a file swapped for a link (to ``/etc/shadow``) or for another file after the folder was
+    read is refused, never read. Every later read (text, PDF, outline, OCR) uses these bytes only.
     """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    target: Union[Path, str] = path
+    if found is not None and found.real is not None:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+        target = found.real
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(target, flags)
     except PermissionError:
         raise InvalidDocumentError(f"{where}: permission denied; check the file's permissions.") from None
     except OSError as exc:
+        if found is not None and exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW met a link
+            raise InvalidDocumentError(f"{where}: {_CHANGED} (it is a link now).") from None
         raise InvalidDocumentError(f"{where}: cannot be read ({exc.strerror or exc}).") from None
+    try:
+        info = os.fstat(fd)
+        if found is not None and found.identity is not None and (info.st_dev, info.st_ino) != found.identity:
+            raise InvalidDocumentError(f"{where}: {_CHANGED} (another file took its place).")
+        what = kind_of_entry(info.st_mode)
+        if what is not None:
+            raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+#: Why a file that changed between discovery and the read is skipped.
+_CHANGED = ("changed after the folder was read, so it was not read (a file replaced by a link or by another file "
+            "could show a file from outside the folder); run the command again")
+
+
+def read_bytes(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> bytes:
+    """The file's bytes: a regular file only, and never more than ``limit`` bytes read.
+
+    See :func:`_open_file` (one open, checked on the descriptor; ``found`` ties it to what
+    discovery saw). The read stops one byte past the limit, so a file that grows, or reports a
+    false size (``/proc``), cannot exhaust memory.
+    """
+    fd = _open_file(path, where, found)
     with os.fdopen(fd, "rb") as handle:
         try:
             info = os.fstat(fd)
-            what = kind_of_entry(info.st_mode)
-            if what is not None:
-                raise InvalidDocumentError(f"{where}: is {what}, not a regular file; only regular files are read.")
             if limit is not None and info.st_size > limit:
                 raise InvalidDocumentError(
                     f"{where}: is {_mb(info.st_size)}, above the {_mb(limit)} limit per file; split it, or raise "
@@ -194,9 +249,9 @@ def _decode(raw: bytes, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def read_text(path: Path, where: str, limit: Optional[int] = None) -> str:
+def read_text(path: Path, where: str, limit: Optional[int] = None, found: Optional[FoundFile] = None) -> str:
     """A text file's content (see :func:`read_bytes`), refused when empty, a PDF or not UTF-8 text."""
-    raw = read_bytes(path, where, limit)
+    raw = read_bytes(path, where, limit, found)
     if not raw.strip():
         raise InvalidDocumentError(f"{where}: is empty; there is nothing to index.")
     if raw.startswith(b"%PDF-"):
@@ -204,4 +259,6 @@ def read_text(path: Path, where: str, limit: Optional[int] = None) -> str:
     text = _decode(raw, where)
     if not text.strip():
         raise InvalidDocumentError(f"{where}: has only whitespace; there is nothing to index.")
+    if not has_visible_text(text):
+        raise InvalidDocumentError(f"{where}: {_NOTHING_VISIBLE}")
     return text

@@ -20,13 +20,19 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 # The two engine constants that shape a search are declared and documented with the settings.
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
+# Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
+from ..config import check_collection_name  # noqa: F401
 from ..errors import ModelMismatchError
 from ..nodes import QueryVectors, TreeNode
+from ..point_schema import SCHEMA_VERSION
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .integrity import RecordFile
 
 # A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
 FilterSpec = Tuple[Any, ...]
@@ -152,6 +158,22 @@ LOCAL_DIR = "collection"
 LOCAL_MARKER = "storage.sqlite"
 
 
+def lock_file_error(lock: Union[str, os.PathLike], exc: OSError) -> Optional[Exception]:
+    """A clear error for an index's lock file that cannot be opened because it is not a file
+    (replaced by a folder, a FIFO ...), or None for other failures."""
+    from ..errors import StoreError
+
+    path = Path(os.fspath(lock))
+    if not (isinstance(exc, IsADirectoryError) or (path.exists() and not path.is_file() and not path.is_symlink())):
+        return None
+    what = "a folder" if path.is_dir() else "not a regular file"
+    return StoreError(
+        f"The index's lock file {str(path)!r} is {what}, so the index cannot be locked for this process. Nothing "
+        f"was changed; if no other program uses the index, remove it (rm -r {str(path)!r}) and run the command "
+        "again."
+    )
+
+
 def detect_engine(folder: Union[str, os.PathLike], collection: str) -> Optional[str]:
     """Which engine holds ``collection`` in ``folder``: ``"edge"``, ``"local"`` or None (none yet).
 
@@ -204,16 +226,41 @@ class NodeStore(abc.ABC):
     #: an orphan sweep must list every node). See :mod:`~drag_knee_retriever.store.pending`.
     pending: Optional[PendingDocs] = None
 
+    #: The record file of an embedded folder (None: the collection's bookkeeping points only).
+    #: See :mod:`~drag_knee_retriever.store.integrity`.
+    record: Optional["RecordFile"] = None
+
     def __init__(self) -> None:
         self.requests = 0
         self._count_lock = threading.Lock()
+        #: Why this store refuses writes (an index of a newer format), or None.
+        self.read_only: Optional[str] = None
+        self._write_noted = False
+        self._record_cache: Any = None
+        #: Set once the collection passed the check on open (or was created here): only then are
+        #: its counts recorded at close (a damaged index must never be recorded as whole).
+        self._checked = False
 
     def writing(self, doc_ids: Sequence[str]) -> ContextManager[None]:
         """Around a sequence of writes of these documents: noted as pending until it all succeeds."""
+        self._note_write()
         return self.pending.hold(doc_ids) if self.pending is not None else contextlib.nullcontext()
+
+    def _note_write(self) -> None:
+        """Before any write: refused on a read-only index; the first one of a session marks the
+        record's counts as no longer valid (see :mod:`.integrity`)."""
+        if self.read_only:
+            from ..errors import StoreError
+
+            raise StoreError(self.read_only)
+        if self.record is not None and not self._write_noted:
+            from .integrity import note_write
+
+            note_write(self)
 
     def _begin_records(self, records: Sequence["NodeRecord"]) -> None:
         """Before an upsert: note the documents whose non-root nodes are written (see ``pending``)."""
+        self._note_write()
         if self.pending is not None:
             self.pending.begin({r.node.doc_id for r in records if r.node.parent_id is not None})
 
@@ -276,16 +323,51 @@ class NodeStore(abc.ABC):
         return self.engine
 
     def _check_existing_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        """An existing collection must have been built with this model; an old one gets recorded."""
-        info = self.collection_info()
-        check_collection_compatible(info, collection=str(getattr(self, "collection", "?")), model_id=model_id,
-                                    dense_size=dense_size, sparse_model=sparse_model)
-        if not info.get("model_id"):
-            self._write_meta(dense_size, model_id, sparse_model)
+        """An existing collection: its format, its model (against every record of it) and its
+        integrity, checked before it answers (:func:`.integrity.open_existing`); lost records are
+        written again, a model is never adopted."""
+        from .integrity import open_existing
+
+        open_existing(self, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model,
+                      current_format=SCHEMA_VERSION, compatible=check_collection_compatible)
+        self._checked = True
 
     @abc.abstractmethod
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
-        """Record which model built the collection (a bookkeeping point no search can see)."""
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
+                    meta: Optional[Mapping[str, Any]] = None) -> None:
+        """Record which model built the collection in both bookkeeping points (no search sees
+        them); ``meta``: the payload to write as it is (restoring a lost point from another record)."""
+
+    def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
+        """The payloads of the two bookkeeping points (None where one is missing), in one request."""
+        return [None, None]
+
+    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
+        """Up to ``limit`` stored nodes as (id, walk fields, dense vector or None): what the check
+        on open reads (see :mod:`.integrity`)."""
+        return []
+
+    def count_roots(self) -> int:
+        """Number of documents (stored roots)."""
+        return len(self.scroll_nodes(level=0, with_text=False))
+
+    def count_points(self) -> int:
+        """Every point of the collection, the bookkeeping points included: the engine's own count
+        (what the check on open compares, see :mod:`.integrity`; Edge answers it in microseconds)."""
+        return self.count()
+
+    def _close_record(self) -> None:
+        """At close, after the writes were flushed: record the counts (see :mod:`.integrity`)."""
+        if self.record is None or self.read_only or not self._checked:
+            return
+        from .integrity import record_counts
+
+        try:
+            record_counts(self)
+        except Exception:  # closing must not raise: the next open only skips the count check once
+            import logging
+
+            logging.getLogger(__name__).warning("could not record the index's counts on close", exc_info=True)
 
     # Async variants: an in-process engine answers in microseconds, so a worker thread is enough;
     # a store that talks to a server overrides these with its native async client.

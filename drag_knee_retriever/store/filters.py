@@ -286,6 +286,30 @@ def _from_qdrant_filter(flt: Any) -> List[Condition]:
     return out
 
 
+#: Deepest nesting of $and / $or / $not (or Filter in Filter) a filter may have: a hand-written
+#: filter nests a few levels; 2,000 raised a bare RecursionError from the parser.
+MAX_FILTER_DEPTH = 32
+
+
+def _check_depth(filters: Any) -> None:
+    """Refuse a filter nested deeper than :data:`MAX_FILTER_DEPTH`, looked at without recursion."""
+    stack = [(filters, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            raise InvalidQueryError(
+                f"filter is nested more than {MAX_FILTER_DEPTH} levels deep ($and / $or / $not inside each other); "
+                "flatten it: conditions side by side in one mapping (or one $and list) all hold."
+            )
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (Mapping, list, tuple)))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth) for v in value if isinstance(v, (Mapping, list, tuple)) or _is_qdrant_filter(v))
+        elif _is_qdrant_filter(value):
+            for part in ("must", "should", "must_not"):
+                stack.extend((v, depth + 1) for v in _as_list(getattr(value, part, None)) if _is_qdrant_filter(v))
+
+
 def parse_filters(filters: Any) -> FilterSpec:
     """Parse a user's filter into conditions that must all hold (``()`` for no filter).
 
@@ -295,6 +319,7 @@ def parse_filters(filters: Any) -> FilterSpec:
     """
     if filters is None:
         return ()
+    _check_depth(filters)
     if _is_qdrant_filter(filters):
         return tuple(_from_qdrant_filter(filters))
     if not isinstance(filters, Mapping):

@@ -33,12 +33,13 @@ import numpy as np
 
 from ..bm25_idf import IDF_SCALE, quantize_document
 from ..errors import ConfigError, InvalidQueryError, StoreError
-from ..ids import META_ID
+from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
 from ..point_schema import collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
 from .base import score_limit, side_scores, stable_order
+from .integrity import recorded_meta
 
 
 def _canonical(point_id: Any) -> str:
@@ -95,14 +96,21 @@ class MemoryStore(NodeStore):
         self._open = True
         self._write_meta(dense_size, model_id, sparse_model)
 
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
+                    meta: Optional[Dict[str, Any]] = None) -> None:
+        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model)
         with self._lock:
-            self._put(META_ID, meta_payload(dense_size, model_id, sparse_model), meta_vector(dense_size), (), ())
+            for point_id in META_IDS:
+                self._put(point_id, dict(payload), meta_vector(dense_size), (), ())
+
+    def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
+        self._count()
+        points = [self._points.get(i) if self._open else None for i in META_IDS]
+        return [dict(p.payload) if p is not None else None for p in points]
 
     def collection_info(self) -> Dict[str, Any]:
         self._count()
-        point = self._points.get(META_ID) if self._open else None
-        return collection_info(point.payload if point else None, engine=self.engine, collection=self.collection)
+        return collection_info(recorded_meta(self), engine=self.engine, collection=self.collection)
 
     # -- writes --------------------------------------------------------------------------------
 

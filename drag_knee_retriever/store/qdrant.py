@@ -15,13 +15,15 @@ from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ..disk import io_error
 from ..redact import protect, redact_text, redact_url
 from ..errors import DragKneeError, StoreError, StoreLockedError
-from ..ids import META_ID
+from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
 from ..point_schema import (DENSE, SPARSE, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload,
                             meta_vector, node_payload)
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .base import PENDING_FILE, FilterSpec, PendingDocs, score_limit, side_scores, stable_order
+from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
+from .base import stable_order
+from .integrity import RECORD_FILE, RecordFile, recorded_meta
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,23 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------
 # qdrant-client: local mode (":memory:" or a folder) and servers / clusters (url=)
 # ---------------------------------------------------------------------------------------------
+
+
+def _client_engine(client: Any) -> Tuple[str, Optional[str], Optional[str], Optional[str]]:
+    """(engine, url, api key, local location) of a user's ``QdrantClient``, read without a request.
+
+    Its ``init_options`` decide as ``QdrantClient.__init__`` does: ``":memory:"`` or ``path=`` is local
+    mode, anything else (``url=``, ``host=``, a URL as ``location``, or no argument: localhost) a server."""
+    options = getattr(client, "init_options", None)
+    if not isinstance(options, dict):  # not a QdrantClient of the versions we know: ask its backend's type
+        remote = type(getattr(client, "_client", None)).__name__ == "QdrantRemote"
+        return ("server", None, None, None) if remote else ("local", None, None, "<your QdrantClient>")
+    if options.get("location") == ":memory:":
+        return "local", None, None, ":memory:"
+    if options.get("path") is not None:
+        return "local", None, None, str(options["path"])
+    url = options.get("url") or options.get("location") or options.get("host")
+    return "server", (str(url) if url else None), options.get("api_key"), None
 
 
 class QdrantClientStore(NodeStore):
@@ -55,10 +74,14 @@ class QdrantClientStore(NodeStore):
             has_id=lambda ids: models.HasIdCondition(has_id=list(ids)),
             match_value=lambda value: models.MatchValue(value=value), match_any=lambda values: models.MatchAny(any=values),
             on_range=self._ensure_range_index)
-        self.collection = collection
+        self.collection = check_collection_name(collection)
         self.upsert_batch_size = upsert_batch_size
-        self.engine = "server" if url else "local"
-        self._where = url or location
+        # A client handed in says itself whether it is local mode or a server (a QdrantClient() with
+        # no arguments is localhost:6333): everything below is decided from that, never patched later.
+        if client is not None:
+            self.engine, url, api_key, location = _client_engine(client)
+        else:
+            self.engine = "server" if url else "local"
         self._range_indexes: set = set()  # payload fields given a float index for range filters
         self.timeout = timeout
         # Local mode: BM25 IDF kept here in exact arithmetic (bm25_idf.py), like Qdrant Edge, so both
@@ -66,7 +89,7 @@ class QdrantClientStore(NodeStore):
         self._idf = ClientIdf(enabled=self.engine == "local")
         # Credentials written into the URL never reach a message or a log line (see redact.py).
         self._secrets = protect(url, [api_key] if api_key else []) if url else []
-        self._where = redact_url(url) if url else location
+        self._where = redact_url(url) if url else (location if self.engine == "local" else "<your QdrantClient>")
         # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);
         # it runs under the GIL anyway, so serialising its calls costs no parallelism.
         self._engine_lock: Any = threading.RLock() if self.engine == "local" else contextlib.nullcontext()
@@ -101,8 +124,19 @@ class QdrantClientStore(NodeStore):
                             "--engine edge or auto), or use another folder for local mode."
                         )
                     self.client = QdrantClient(path=str(location))
+                    folder = Path(os.fspath(location)).expanduser()
                     # Rootless leftovers can only be among these documents (store/pending.py).
-                    self.pending = PendingDocs(Path(os.fspath(location)).expanduser() / f"{PENDING_FILE}.{collection}")
+                    self.pending = PendingDocs(folder / f"{PENDING_FILE}.{collection}")
+                    # What the index records about itself beside the engine's files (store/integrity.py).
+                    self.record = RecordFile(folder / f"{RECORD_FILE}.{collection}")
+            except OSError as exc:  # e.g. its lock file replaced by a folder
+                problem = lock_file_error(Path(os.fspath(location)).expanduser() / ".lock", exc)
+                if problem is not None:
+                    raise problem from None
+                refused = io_error(exc, "open the index", location)
+                if refused is not None:
+                    raise refused from None
+                raise
             except RuntimeError as exc:
                 if "already accessed" in str(exc) or "lock" in str(exc).lower():
                     raise StoreLockedError(
@@ -125,16 +159,20 @@ class QdrantClientStore(NodeStore):
         except Exception as exc:
             if self.engine != "server":
                 raise
-            # Never format the exception's request (headers carry the API key); the cause, masked.
-            raise StoreError(
-                f"Could not reach the Qdrant server at {self._where}: {_server_failure(exc, self.timeout, self._secrets)}. "
-                "Check that it runs and the URL and port; for 401/403 check the API key (api_key= or "
-                "QDRANT_API_KEY)."
-            ) from None
+            raise self._unreachable(exc) from None
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
         if not exists and self.pending is not None:
             self.pending.reset()  # a new collection: the list covers every write from here on
+
+    def _unreachable(self, exc: BaseException) -> StoreError:
+        """The server did not answer as a Qdrant server: why, in words (never the request itself,
+        whose headers carry the API key; the cause is masked too)."""
+        return StoreError(
+            f"Could not reach the Qdrant server at {self._where}: {_server_failure(exc, self.timeout, self._secrets)}. "
+            "Check that it runs and the URL and port; for 401/403 check the API key (api_key= or "
+            "QDRANT_API_KEY)."
+        )
 
     def _check_own_schema(self) -> None:
         """Refuse a collection this library did not build (e.g. langchain-qdrant's: one unnamed
@@ -165,25 +203,63 @@ class QdrantClientStore(NodeStore):
         )
         if self._idf.enabled:
             self._idf.rebuild([])
+        self._checked = True  # made here: nothing to check
         if self.engine == "server":
             for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(self.collection, field, field_schema=schema)
         self._write_meta(dense_size, model_id, sparse_model)
 
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
+                    meta: Optional[Dict[str, Any]] = None) -> None:
         m = self._m
-        # The collection records which model built it in a bookkeeping point (see payload.meta_payload).
-        point = m.PointStruct(id=META_ID, vector={DENSE: meta_vector(dense_size)},
-                              payload=meta_payload(dense_size, model_id, sparse_model,
-                                                   IDF_SCHEME if self._idf.enabled else None))
-        self.client.upsert(self.collection, [point])
+        self._note_write()
+        # The collection records which model built it in two bookkeeping points (see payload.meta_payload).
+        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model,
+                                                       IDF_SCHEME if self._idf.enabled else None)
+        points = [m.PointStruct(id=point_id, vector={DENSE: meta_vector(dense_size)}, payload=payload)
+                  for point_id in META_IDS]
+        with self._engine_lock:
+            self.client.upsert(self.collection, points)
+
+    def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
+        self._count()
+        try:
+            with self._engine_lock:
+                found = {str(p.id): p.payload for p in self.client.retrieve(self.collection, list(META_IDS),
+                                                                            with_payload=True)}
+        except Exception as exc:
+            # A server that does not answer fails here, once: the caller must not wait out the
+            # timeout again on its next request (a silent server cost twice the timeout).
+            if self.engine == "server" and getattr(exc, "status_code", None) != 404:
+                raise self._unreachable(exc) from None
+            raise
+        return [dict(found[i]) if found.get(i) else None for i in META_IDS]
 
     def collection_info(self) -> Dict[str, Any]:
+        return collection_info(recorded_meta(self), engine=self.engine, collection=self.collection)
+
+    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
+        m = self._m
         self._count()
         with self._engine_lock:
-            found = self.client.retrieve(self.collection, [META_ID], with_payload=True)
-        return collection_info(found[0].payload if found else None, engine=self.engine, collection=self.collection)
+            points, _ = self.client.scroll(self.collection, scroll_filter=m.Filter(
+                must=self._filters.conditions(F.count_conditions())), limit=limit, with_payload=list(WALK_FIELDS),
+                with_vectors=[DENSE])
+        return [(str(p.id), p.payload, (p.vector or {}).get(DENSE) if isinstance(p.vector, dict) else None)
+                for p in points]
+
+    def count_points(self) -> int:
+        self._count()
+        with self._engine_lock:
+            return self.client.count(self.collection, exact=True).count
+
+    def count_roots(self) -> int:
+        m = self._m
+        self._count()
+        with self._engine_lock:
+            return self.client.count(self.collection, count_filter=m.Filter(must=[
+                m.FieldCondition(key="level", match=m.MatchValue(value=0))]), exact=True).count
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -262,6 +338,7 @@ class QdrantClientStore(NodeStore):
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         m = self._m
+        self._note_write()
         steps, excluded = F.delete_plan(doc_id, except_hash)
         must_not = self._filters.conditions(excluded) or None
         with self._engine_lock:
@@ -394,6 +471,9 @@ class QdrantClientStore(NodeStore):
                 must=self._filters.conditions(F.count_conditions())), exact=True).count
 
     def close(self) -> None:
+        if self.record is not None and not getattr(self, "_closed", False):
+            self._closed = True
+            self._close_record()  # the counts, before the client lets the folder go (store/integrity.py)
         if not self._owns_clients:
             return
         try:

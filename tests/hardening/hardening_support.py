@@ -289,3 +289,46 @@ def bounded(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -
     if worker.is_alive():
         pytest.fail(f"{getattr(fn, '__name__', fn)} did not finish within {seconds}s (a hang)")
     return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# the drag-knee command, as a user runs it
+# ---------------------------------------------------------------------------------------------
+
+
+def cli_command(*args: str) -> List[str]:
+    """The ``drag-knee`` command line of this interpreter's installation."""
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("drag-knee")
+    return ([str(script)] if script.exists() else [sys.executable, "-m", "drag_knee_retriever.cli"]) + list(args)
+
+
+def cli_env(cwd: Any, **extra: str) -> Dict[str, str]:
+    """The environment of a ``drag-knee`` subprocess: the offline model, a private data folder."""
+    env = dict(os.environ, XDG_DATA_HOME=str(cwd) + "/xdg", COLUMNS="200")
+    env.pop("DRAG_KNEE_DEBUG", None)
+    env.update(extra)
+    return env
+
+
+def cli(cwd: Any, *args: str, timeout: float = 240, **env: str) -> Any:
+    """Run ``drag-knee ARGS`` in ``cwd`` and return the finished process (text output captured)."""
+    import subprocess
+
+    return subprocess.run(cli_command(*args), capture_output=True, text=True, timeout=timeout,
+                          env=cli_env(cwd, **env), cwd=cwd)
+
+
+def cli_all(cwd: Any, commands: Sequence[Sequence[str]], timeout: float = 240) -> List[Any]:
+    """Several ``drag-knee`` commands at once (each a subprocess); their finished processes, in order."""
+    import subprocess
+
+    running = [subprocess.Popen(cli_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=cli_env(cwd), cwd=cwd) for args in commands]
+    done = []
+    for proc, args in zip(running, commands):
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(list(args), proc.returncode, out, err))
+    return done

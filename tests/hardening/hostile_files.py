@@ -79,3 +79,51 @@ def aes256_pdf() -> bytes:
          + b"> /Perms <" + b"55" * 16 + b"> >>"),
     ]
     return pdf_from_objects(objects, trailer_extra=b"/Encrypt 5 0 R /ID [<00112233445566778899aabbccddeeff> <00112233445566778899aabbccddeeff>] ")
+
+
+_FONT = b"/Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >>"
+
+
+def operator_flood_pdf(operators: int = 900_000, operator: bytes = b"(a) Tj\n") -> bytes:
+    """One page whose compressed content stream repeats a text operator: 900,000 in 9.5 KB, inside
+    every pypdf limit (2,000,000 tokens per stream), ~23-88 s of pypdf's text extraction."""
+    data = zlib.compress(b"BT /F1 12 Tf " + operator * operators + b" ET", 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        _text_page(2, 4),
+        _stream(data, b"/Filter /FlateDecode "),
+    ]
+    return pdf_from_objects(objects)
+
+
+def form_fanout_pdf(pages: int = 1, invocations: int = 5_000, form_operators: int = 200) -> bytes:
+    """``pages`` pages sharing one content stream that invokes a form ``invocations`` times (pypdf
+    stops at 5,000 per page), the form holding ``form_operators`` text operators: under 1 KB,
+    millions of operators and megabytes of text for pypdf (one page: ~30 s)."""
+    form = zlib.compress(b"BT /F1 12 Tf " + b"(abcd) Tj\n" * form_operators + b" ET", 9)
+    content = zlib.compress(b"/X Do\n" * invocations, 9)
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+        _stream(form, b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << " + _FONT
+                + b" >> /Filter /FlateDecode "),
+        _stream(content, b"/Filter /FlateDecode "),
+    ]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << " + _FONT
+                + b" /XObject << /X 3 0 R >> >> >>"] * pages
+    return pdf_from_objects(objects)
+
+
+def text_pages_pdf(pages: List[str]) -> bytes:
+    """A plain PDF with one line of text per page (a genuine file, for comparison)."""
+    count = len(pages)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(count))
+               + b"] /Count %d >>" % count]
+    for i, text in enumerate(pages):
+        escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("latin-1")
+        objects.append(_text_page(2, 4 + 2 * i))
+        objects.append(_stream(b"BT /F1 12 Tf 72 720 Td (" + escaped + b") Tj ET"))
+    return pdf_from_objects(objects)

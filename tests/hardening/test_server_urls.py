@@ -87,3 +87,44 @@ def test_redaction_rules():
     assert redact_url("http://localhost:6333") == "http://localhost:6333"
     with pytest.raises(Exception, match="timeout"):
         StoreConfig(engine="server", timeout=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25, items 3 and 7
+# ---------------------------------------------------------------------------------------------
+
+
+def test_vv_never_prints_the_key_on_any_command(tmp_path):
+    """Issue 25 item 3: ``drag-knee -vv stats --url 'http://...?api_key=KEY'`` printed
+    "DEBUG: opening index http://...?api_key=KEY" (search, stats, docs list, ingest): the debug line
+    came before the key was registered for masking."""
+    from hardening_support import cli_all
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "note.txt").write_text("A note about lighthouses and their keepers.\n")
+    url = f"http://127.0.0.1:{_closed_port()}/?api_key={KEY}"
+    other = "aNoThEr-kEy-0815"  # given with --api-key as well
+    commands = [["-vv", *command, "--url", url, "--api-key", other]
+                for command in (["stats"], ["search", "lighthouse"], ["docs", "list"], ["ingest", "docs"])]
+    for proc in cli_all(tmp_path, commands):
+        said = proc.stdout + proc.stderr
+        assert proc.returncode == 1, (proc.args, proc.returncode, said[-2000:])
+        assert "DEBUG" in said, (proc.args, said[-2000:])  # -vv was heard: the debug lines are there
+        assert KEY not in said and other not in said, (proc.args, [l for l in said.splitlines() if KEY in l or other in l])
+        assert "connection refused" in said and "***" in said, (proc.args, said[-1000:])
+
+
+def test_a_silent_server_costs_one_timeout_not_two(caching_encoder):
+    """Issue 25 item 7: with ``timeout=2`` a socket that never answers took 4.9 s (22.2 s for the
+    CLI's 10 s): the first request's timeout was swallowed (read as "no collection yet") and the
+    next request waited out a second one."""
+    _warm_client_imports()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        started = time.perf_counter()
+        with pytest.raises(StoreError, match="no answer within the 3 s timeout"):
+            DragKneeIndex(f"http://127.0.0.1:{silent.getsockname()[1]}", embedding=caching_encoder,
+                          store=StoreConfig(timeout=3))
+        seconds = time.perf_counter() - started
+    assert 2.9 <= seconds < 3 + 1.5, f"a silent server took {seconds:.1f} s with a 3 s timeout (two timeouts: >= 6)"

@@ -336,6 +336,10 @@ def test_ctrl_c_during_ingest_keeps_the_index_usable(workdir):
     proc = subprocess.Popen(
         _command() + ["ingest", str(source), "--index", str(target)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(workdir), cwd=workdir,
+        # A shell without job control starts background jobs with SIGINT ignored, and a child
+        # inherits that (Python then installs no KeyboardInterrupt handler): give the CLI the
+        # default disposition a user's terminal gives it, however pytest was launched.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     seen = []
     for line in proc.stderr:

@@ -7,6 +7,8 @@ gone (``RuntimeError: QdrantLocal instance is closed``). Real local-mode client,
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from qdrant_client import QdrantClient, models
 
@@ -74,3 +76,28 @@ async def test_core_async_ingestion_runs_off_the_event_loop(encoder):
     assert (await index.asearch("tides lava")).nodes
     assert await index.adelete_document("d0") and len(index.list_documents()) == 11
     index.close()
+
+
+@pytest.mark.parametrize("make, engine", [
+    (lambda tmp: QdrantClient(":memory:"), "local"),
+    (lambda tmp: QdrantClient(path=str(tmp / "local")), "local"),
+    (lambda tmp: QdrantClient(url="http://127.0.0.1:1", api_key="s3cret-key", check_compatibility=False), "server"),
+    (lambda tmp: QdrantClient(host="127.0.0.1", port=1, check_compatibility=False), "server"),
+    (lambda tmp: QdrantClient(check_compatibility=False), "server"),  # no argument: localhost:6333
+])
+def test_the_store_over_a_users_client_is_decided_from_that_client(make, engine, tmp_path):
+    # The index used to build a local-mode store and relabel it "server" afterwards, so a server
+    # client kept client-side BM25 IDF (a new collection made without the server's IDF modifier)
+    # and a lock serialising every call. Nothing here contacts a server: the store is only built.
+    from drag_knee_retriever.index import _open_store
+
+    client = make(tmp_path)
+    store, _ = _open_store(client, StoreConfig(collection="ours"))
+    assert store.engine == engine
+    assert store._idf.enabled is (engine == "local")  # a server keeps its own IDF (other clients write too)
+    assert isinstance(store._engine_lock, type(threading.RLock())) is (engine == "local")
+    assert "s3cret-key" not in store.describe() + str(store._where)
+    if client.init_options.get("api_key"):
+        assert "s3cret-key" in store._secrets  # masked in any message about the server
+    store.close()
+    client.close()  # still the user's: the store left it open

@@ -91,8 +91,23 @@ def test_an_async_client_alone_and_wrong_objects_are_refused(encoder):
         DragKneeIndex(AsyncQdrantClient(":memory:"), embedding=encoder)
     with pytest.raises(ConfigError, match="store= takes a StoreConfig"):
         DragKneeIndex(embedding=encoder, store={"collection": "x"})
-    with pytest.raises(TypeError, match="unexpected keyword argument.*colection"):
+    with pytest.raises(TypeError, match="unexpected keyword argument.*'colection' \\(did you mean 'collection'\\?\\)"):
         DragKneeIndex(embedding=encoder, colection="x")
+
+
+def test_a_misspelled_keyword_names_the_one_meant_and_old_spellings_still_work(encoder, tmp_path):
+    with pytest.raises(TypeError, match="'serach' \\(did you mean 'search'\\?\\)"):
+        DragKneeIndex(":memory:", embedding=encoder, serach=SearchConfig())
+    with pytest.raises(TypeError, match="'embeding' \\(did you mean 'embedding'\\?\\)"):
+        DragKneeIndex(":memory:", embeding=encoder)
+    with pytest.raises(TypeError, match="'xyzzy';"):  # nothing close: named, no guess
+        DragKneeIndex(":memory:", embedding=encoder, xyzzy=1)
+    with pytest.warns(DeprecationWarning, match=r"store=StoreConfig\(collection="):
+        old = DragKneeIndex(embedding=encoder, collection="old_spelling")
+    with old:
+        assert old.store_config.collection == "old_spelling"
+        with pytest.raises(TypeError, match="'max_result' \\(did you mean 'max_results'\\?\\)"):
+            old.search("bees", max_result=2)
 
 
 def test_the_api_key_comes_from_the_config_or_the_environment(encoder, monkeypatch):

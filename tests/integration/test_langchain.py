@@ -240,6 +240,37 @@ def test_k_caps_the_results_in_the_constructor_and_per_call(index: Any) -> None:
     assert [d.id for d in DragKneeRetriever(index=index).invoke("bread", k=50)] == [d.id for d in knee]
 
 
+def test_every_search_setting_reaches_the_index_as_index_search_would_take_it(index: Any) -> None:
+    # The settings are one list (WalkOptions + filters/score_threshold, RetrieverOptions), passed through
+    # under their own names: the retriever built with them, given them per call and index.search agree.
+    from drag_knee_retriever import FusionConfig
+    from drag_knee_retriever.integrations._common import SEARCH_SETTINGS
+    from drag_knee_retriever.integrations.langchain import LangChainRetrieverOptions
+
+    assert set(LangChainRetrieverOptions.__annotations__) <= set(DragKneeRetriever.model_fields)
+    fusion = FusionConfig(weights=[(0.3, 0.7)])
+    for settings, same in (
+        (dict(method="fixed", beam_width=2, order="document", fusion=fusion, k=3, score_threshold=0.0),
+         dict(method="fixed", beam_width=2, order="document", fusion=fusion, max_results=3, min_score=0.0)),
+        (dict(method="sensitive_knee", sensitivity=0.5, max_roots=2, focus=False, filters={"source": "notes/sourdough.txt"}),
+         dict(method="sensitive_knee", sensitivity=0.5, max_roots=2, focus=False, filters={"source": "notes/sourdough.txt"})),
+    ):
+        assert set(settings) - {"k"} <= set(SEARCH_SETTINGS)
+        want = [(h.node.id, h.score) for h in index.search("bread crust", **same).nodes]
+        built = DragKneeRetriever(index=index, **settings).invoke("bread crust")
+        per_call = DragKneeRetriever(index=index).invoke("bread crust", **settings)
+        for docs in (built, per_call):
+            assert [(d.metadata["drag_node_id"], d.metadata["drag_score"]) for d in docs] == want, settings
+        assert want
+
+
+def test_from_documents_splits_search_settings_from_index_keywords() -> None:
+    with pytest.raises(TypeError, match="'methd' \\(did you mean 'method'\\?\\)"):
+        DragKneeRetriever.from_documents(corpus(), methd="knee")
+    with pytest.raises(TypeError, match="'embeding' \\(did you mean 'embedding'\\?\\)"):
+        DragKneeRetriever.from_documents(corpus(), embeding=None)
+
+
 def test_per_call_filters(retriever: DragKneeRetriever) -> None:
     docs = retriever.invoke("honeybees", filters={"doc_id": "notes/sourdough.txt"})
     assert docs and {d.metadata["drag_doc_id"] for d in docs} == {"notes/sourdough.txt"}
@@ -380,8 +411,15 @@ def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeR
         retriever.invoke("bees", k=0)
     with pytest.raises(InvalidQueryError, match="Unknown search option"):
         retriever.invoke("bees", top_k=3)
+    with pytest.raises(InvalidQueryError, match="'methd' \\(did you mean 'method'\\?\\)"):
+        retriever.invoke("bees", methd="knee")
     with pytest.raises(TypeError, match="DragKneeIndex"):
         DragKneeRetriever(index="not an index")
+    # A misspelled keyword is a TypeError naming the keyword meant (not pydantic's "extra inputs").
+    with pytest.raises(TypeError, match="'serach_kwargs' \\(did you mean 'search_kwargs'\\?\\)"):
+        DragKneeRetriever(index=index, serach_kwargs={"k": 2})
+    with pytest.raises(TypeError, match="'score_treshold' \\(did you mean 'score_threshold'\\?\\)"):
+        DragKneeRetriever(index=index, score_treshold=0.1)
 
 
 def test_bad_documents_ingest_nothing(retriever: DragKneeRetriever, index: Any) -> None:

@@ -273,6 +273,10 @@ def test_bad_settings_and_documents(index: Any) -> None:
         DragKneeRetriever(index, similarity_top_k=0)
     with pytest.raises(TypeError, match="DragKneeIndex"):
         DragKneeRetriever("not an index")
+    with pytest.raises(TypeError, match="'similarity_topk' \\(did you mean 'similarity_top_k'\\?\\)"):
+        DragKneeRetriever(index, similarity_topk=2)
+    with pytest.raises(InvalidQueryError, match="'beam_widht' \\(did you mean 'beam_width'\\?\\)"):
+        DragKneeRetriever(index).retrieve("tides", beam_widht=2)
     before = index.stats()["nodes"]
     with pytest.raises(InvalidDocumentError, match=r"documents\[1\].*JSON"):
         DragKneeRetriever.from_documents(

@@ -31,3 +31,21 @@ def test_main_exits_with_the_code() -> None:
 def test_cli_error_is_a_drag_knee_error() -> None:
     assert issubclass(CliError, DragKneeError)
     assert CliError("x", 7).code == 7
+
+
+def test_the_search_commands_options_reach_index_search_under_their_own_names() -> None:
+    # The command's per-search options are read from its parameters by name (SEARCH_OPTIONS), so a
+    # new setting needs only its option; the CLI's own spellings map to the index's.
+    import inspect
+
+    from drag_knee_retriever.cli.commands import _search_kwargs, search
+    from drag_knee_retriever.cli.options import Engine, Method, Order
+    from drag_knee_retriever.config import SEARCH_OPTIONS
+
+    shared = set(inspect.signature(search).parameters) & set(SEARCH_OPTIONS)
+    assert shared == {"method", "sensitivity", "beam_width", "max_roots", "order"}
+    params = dict(query="q", method=Method.fixed, beam_width=2, sensitivity=None, max_roots=None, order=Order.document,
+                  top_k=3, score_threshold=0.5, filter_=["kind=pdf"], trace=True, chars=240, engine=Engine.auto)
+    assert _search_kwargs(params) == {"method": "fixed", "beam_width": 2, "order": "document", "max_results": 3,
+                                      "min_score": 0.5, "filters": {"kind": "pdf"}}
+    assert _search_kwargs(dict(query="q", trace=False, filter_=None)) == {}

@@ -168,3 +168,15 @@ def test_pdf_loader_reads_bookmarks_as_the_outline(tmp_path):
     assert load_file(plain).outline is None
     tree = build_document_trees([doc], BuildConfig(sections=SectionConfig(outline=True)))[0]
     assert {n.title for n in tree.nodes if not n.is_leaf} >= {"2 Method"}
+
+
+def test_abbreviations_and_initials_end_no_sentence_and_no_passage():
+    from drag_knee_retriever.summarize import split_sentences
+
+    army = "Dr. Smith met Mr. Jones in the U.S. Army."
+    text = f"{army} They talked, e.g. about J. R. R. Tolkien. Then they left!"
+    assert split_sentences(text) == [army, "They talked, e.g. about J. R. R. Tolkien.", "Then they left!"]
+    assert split_sentences("А. С. Пушкин родился в Москве. Он писал стихи.") == [
+        "А. С. Пушкин родился в Москве.", "Он писал стихи."]
+    # A passage of at most 10 words: "Dr." was a sentence end, so the first passage took "Dr. Smith met Mr."
+    assert split_passages(f"One two three four five six. {army}", 10) == ["One two three four five six.", army]

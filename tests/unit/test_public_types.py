@@ -2,8 +2,9 @@
 
 ``from drag_knee_retriever import DragKneeIndex`` was ``Any`` to mypy (a lazy import), so
 ``search(methd=...)`` passed a type check and results were untyped. mypy runs here on a small user
-script: a correct one checks clean, a misspelled keyword of ``search`` / ``flat_search`` /
-the constructor is an error naming it. Third-party packages are skipped (not what is tested, and
+script: a correct one checks clean (the old constructor spellings included: they are deprecated, not
+errors), a misspelled keyword of the constructor, ``search`` / ``asearch`` / ``flat_search`` and both
+retrievers' constructors is an error naming it. Third-party packages are skipped (not what is tested, and
 analysing them costs a minute).
 """
 
@@ -31,22 +32,43 @@ follow_imports = skip
 
 GOOD = """
 from typing import List
-from drag_knee_retriever import DragKneeIndex, ScoredNode, SearchResult
+from drag_knee_retriever import (DragKneeIndex, FusionConfig, LeafConfig, BuildConfig, ScoredNode, SearchConfig,
+                                 SearchResult, StoreConfig)
+from drag_knee_retriever.integrations.langchain import DragKneeRetriever as LangChainRetriever
+from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever as LlamaIndexRetriever
 
-with DragKneeIndex(":memory:") as index:
-    result: SearchResult = index.search("q", method="knee", max_results=3, min_score=0.5)
+search = SearchConfig(method="fixed", beam_width=2, fusion=FusionConfig(weights=[(0.2, 0.8)]))
+build = BuildConfig(leaves=LeafConfig(passage_words=None))
+with DragKneeIndex(":memory:", build=build, search=search, store=StoreConfig(collection="c")) as index:
+    result: SearchResult = index.search("q", method="knee", max_results=3, min_score=0.5, filters={"y": 1})
+    fixed = index.search("q", method="fixed", beam_width=2, fusion=FusionConfig(), focus=False, explain=True)
     best: float = result.nodes[0].score
     raw = result.nodes[0].raw_score
     flat: List[ScoredNode] = index.flat_search("q", k=5, mode="dense")
+    LangChainRetriever(index=index, k=3, filter={"y": 1}, score_threshold=0.1, tags=["t"])
+    LlamaIndexRetriever(index, similarity_top_k=3, method="fixed", beam_width=2)
+old_spelling = DragKneeIndex(path="folder", collection="c", model_name="m")
+
+async def later(index: DragKneeIndex) -> SearchResult:
+    return await index.asearch("q", max_results=2)
 """
 
 BAD = """
-from drag_knee_retriever import DragKneeIndex
+from drag_knee_retriever import DragKneeIndex, SearchConfig
+from drag_knee_retriever.integrations.langchain import DragKneeRetriever as LangChainRetriever
+from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever as LlamaIndexRetriever
 
-index = DragKneeIndex(":memory:", colection="x")
+index = DragKneeIndex(":memory:")
 index.search("q", methd="knee")
 index.flat_search("q", kk=5)
 wrong: str = index.search("q")
+DragKneeIndex(":memory:", serach=SearchConfig())
+LangChainRetriever(index=index, kk=3)
+LlamaIndexRetriever(index, similarity_topk=3)
+index.search("q", beam_width="3")
+
+async def later() -> None:
+    await index.asearch("q", max_result=2)
 """
 
 
@@ -59,7 +81,10 @@ def test_mypy_sees_the_index_its_methods_and_results(tmp_path):
                            "good.py", "bad.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
     lines = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert not [line for line in lines if line.startswith("good.py")], proc.stdout
-    # The constructor and search() take **deprecated (issue 23's old spellings, one release), so
-    # mypy cannot flag colection= / methd= until that release ends (issue 27 note: follow-up).
-    assert any('bad.py:6' in line and '"kk"' in line for line in lines), proc.stdout
-    assert any('bad.py:7' in line and "SearchResult" in line for line in lines), proc.stdout
+    errors: dict = {}
+    for line in lines:
+        if line.startswith("bad.py"):
+            errors[int(line.split(":")[1])] = errors.get(int(line.split(":")[1]), "") + line
+    for line, word in ((7, '"methd"'), (8, '"kk"'), (9, "SearchResult"), (10, '"serach"'), (11, '"kk"'),
+                       (12, '"similarity_topk"'), (13, '"beam_width"'), (16, '"max_result"')):
+        assert word in errors.get(line, ""), f"bad.py:{line} should be an error naming {word}:\n{proc.stdout}"

@@ -226,7 +226,7 @@ def test_the_package_exports_what_public_methods_take_and_return():
     assert "CliError" not in exported
     assert {"DocumentInfo", "StoredDocument", "OrphanSweep", "IngestReport", "QueryVectors", "NodeStore", "Encoder",
             "StoreConfig", "FocusConfig", "FusionConfig", "LeafConfig", "SectionConfig", "SummaryConfig",
-            "VectorConfig", "EncoderRuntime"} <= exported
+            "VectorConfig", "EncoderRuntime", "SearchOptions"} <= exported
     from drag_knee_retriever.index import DocumentInfo, StoredDocument
     from drag_knee_retriever.ingest import OrphanSweep
 
@@ -247,3 +247,17 @@ def test_the_constructor_reads_at_a_glance():
     assert list(params) == ["self", "location", "embedding", "build", "search", "summarizer", "store", "deprecated"]
     assert params["location"].default == ":memory:"
     assert re.search(r"one argument", DragKneeIndex.__doc__ or "")
+
+
+def test_a_misspelled_setting_names_the_one_meant():
+    with pytest.raises(TypeError, match=r"SearchConfig\(\) got .*'beam_widht' \(did you mean 'beam_width'\?\)"):
+        drag_knee_retriever.SearchConfig(beam_widht=3)
+    with pytest.raises(TypeError, match=r"'colection' \(did you mean 'collection'\?\); its settings are collection,"):
+        drag_knee_retriever.StoreConfig(colection="x")
+    with pytest.raises(TypeError, match=r"'focus_pol' \(did you mean 'focus_pool'\?\)"):  # an old spelling is meant
+        drag_knee_retriever.SearchConfig(focus_pol=3)
+    with pytest.raises(TypeError, match=r"its settings are method,.*explain\.$"):  # the old ones are not offered
+        drag_knee_retriever.SearchConfig(xyzzy=1)
+    with pytest.warns(DeprecationWarning):
+        assert drag_knee_retriever.SearchConfig(focus_pool=20).focus.pool == 20  # old spellings still work
+    assert dataclasses.replace(drag_knee_retriever.SearchConfig(), explain=True).explain  # replace() unaffected

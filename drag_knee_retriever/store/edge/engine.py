@@ -24,8 +24,9 @@ import numpy as np
 
 from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
-from ...errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError, StoreLockedError
-from ...ids import META_ID
+from ...errors import (ConfigError, IndexDamagedError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError,
+                       StoreLockedError)
+from ...ids import META_ID, META_IDS
 from ...nodes import TreeNode
 from ...point_schema import (
     DENSE,
@@ -44,6 +45,7 @@ from ..base import (
     PENDING_FILE,
     PendingDocs,
     FilterSpec,
+    check_collection_name,
     NodeRecord,
     NodeStore,
     QueryVectors,
@@ -57,6 +59,7 @@ from ..base import (
     stable_order,
 )
 from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
+from ..integrity import RECORD_FILE, RecordFile, describe, recorded_meta
 from .fast import fuse_rrf, point_id_set, hits_from_map, point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
 from .node_map import NodeCache
@@ -130,13 +133,7 @@ class EdgeStore(NodeStore):
     def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
                  node_map_capacity: int = 200_000, payload_memory: Optional[str] = None) -> None:
         super().__init__()
-        if not isinstance(collection, str) or not collection.strip() or collection in (".", "..") or any(
-            sep in collection for sep in ("/", "\\", "\0")
-        ):
-            raise ConfigError(
-                f"collection {collection!r} is used as a folder name by the Edge engine; give a plain name "
-                "without path separators, e.g. 'drag_knee'."
-            )
+        check_collection_name(collection)
         if not isinstance(upsert_batch_size, int) or upsert_batch_size < 1:
             raise ConfigError(f"upsert_batch_size must be an integer >= 1, got {upsert_batch_size!r}.")
         if isinstance(node_map_capacity, bool) or not isinstance(node_map_capacity, int) or node_map_capacity < 0:
@@ -174,6 +171,8 @@ class EdgeStore(NodeStore):
         # Rootless leftovers can only be among these documents (store/pending.py); an ephemeral
         # index keeps the list in memory.
         self.pending = PendingDocs(None if self.in_memory else self.path / PENDING_FILE)
+        # What the index records about itself beside the engine's files (store/integrity.py).
+        self.record = None if self.in_memory else RecordFile(self.path / RECORD_FILE)
         self._shard: Any = None
         self._flush_deferred = 0  # inside writing(): flushes wait for its end
         self._flush_owed = False
@@ -295,28 +294,64 @@ class EdgeStore(NodeStore):
             self._idf.rebuild([])
             for field, schema in _PAYLOAD_INDEXES:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
+        self._checked = True  # made here: nothing to check
         self._write_meta(dense_size, model_id, sparse_model)
         self.pending.reset()  # a new shard: the list covers every write from here on
 
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str) -> None:
+    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
+                    meta: Optional[Dict[str, Any]] = None) -> None:
         qe = self._qe
-        # The same bookkeeping point as every engine (see payload.meta_payload).
-        point = qe.Point(META_ID, {DENSE: meta_vector(dense_size)}, meta_payload(dense_size, model_id, sparse_model,
-                                                                               IDF_SCHEME if self._idf.enabled else None))
+        self._note_write()
+        # The same bookkeeping points as every engine (see payload.meta_payload), the point and its copy.
+        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model,
+                                                       IDF_SCHEME if self._idf.enabled else None)
+        points = [qe.Point(point_id, {DENSE: meta_vector(dense_size)}, payload) for point_id in META_IDS]
         with _engine_errors("write the collection's bookkeeping point"):
-            self.shard.update(qe.UpdateOperation.upsert_points([point]))
+            self.shard.update(qe.UpdateOperation.upsert_points(points))
             self.shard.flush()
 
-    def collection_info(self) -> Dict[str, Any]:
+    def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
+        if self._shard is None or self._closed:
+            return [None, None]
         self._count()
-        meta = None
-        if self._shard is not None and not self._closed:
-            with _engine_errors("read the collection's bookkeeping point"):
-                found = self._shard.retrieve([META_ID], with_payload=True, with_vector=False)
-            if found and found[0].payload:
-                meta = found[0].payload
+        try:
+            found = {str(r.id): r.payload for r in self._shard.retrieve(list(META_IDS), with_payload=True,
+                                                                        with_vector=False)}
+        except Exception as exc:
+            refused = io_error(exc, "read the index", self.location)
+            if refused is not None:
+                raise refused from exc
+            # The shard loaded but cannot read its own first points: its files are damaged.
+            raise IndexDamagedError(
+                f"The index {describe(self)} is damaged: the engine cannot read its bookkeeping points "
+                f"({type(exc).__name__}: {str(exc)[:200]}). Nothing was changed; restore the folder from a "
+                "backup, or move it aside and ingest the documents again.") from None
+        return [dict(found[i]) if found.get(i) else None for i in META_IDS]
+
+    def collection_info(self) -> Dict[str, Any]:
+        meta = recorded_meta(self) if self._shard is not None and not self._closed else None
         return collection_info(meta, engine=self.engine, collection=self.collection, location=self.location,
                                edge_version=EDGE_VERSION)
+
+    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
+        qe = self._qe
+        self._count()
+        records, _ = self.shard.scroll(qe.ScrollRequest(
+            limit=limit, filter=qe.Filter(must=self._filters.conditions(F.count_conditions())),
+            with_payload=self._walk_payload, with_vector=[DENSE]))
+        return [(str(r.id), r.payload, (r.vector or {}).get(DENSE)) for r in records]
+
+    def count_points(self) -> int:
+        self._count()
+        with _engine_errors("count points"):
+            return int(self.shard.info().points_count)
+
+    def count_roots(self) -> int:
+        qe = self._qe
+        self._count()
+        with _engine_errors("count documents"):
+            return int(self.shard.count(qe.CountRequest(exact=True, filter=qe.Filter(
+                must=[qe.FieldCondition(key="level", match=qe.MatchValue(0))]))))
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -444,6 +479,7 @@ class EdgeStore(NodeStore):
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         qe = self._qe
+        self._note_write()
         steps, excluded = F.delete_plan(doc_id, except_hash)
         must_not = self._filters.conditions(excluded) or None
         of_doc = self._filters.conditions(steps[-1])
@@ -657,12 +693,10 @@ class EdgeStore(NodeStore):
         """
         if self._closed:
             return
-        self._closed = True
         self._loader_stop.set()
         if self._loader is not None:
             self._loader.join()  # at most one scroll page: the shard closes only after it
-        self._node_map.drop()
-        shard, self._shard = self._shard, None
+        shard = self._shard
         try:
             if shard is not None:
                 if self._deleted and not self.in_memory:
@@ -670,6 +704,14 @@ class EdgeStore(NodeStore):
                     # segments above the vacuum threshold (indexing is off, so no HNSW is built).
                     shard.optimize()
                 shard.flush()
+                self._close_record()  # the counts, once the writes are on disk (store/integrity.py)
+        except Exception:  # closing at interpreter exit or after an engine error must not raise
+            log.warning("flushing the Qdrant Edge shard in %s failed", self.path, exc_info=True)
+        self._closed = True
+        self._node_map.drop()
+        self._shard = None
+        try:
+            if shard is not None:
                 shard.close()
         except Exception:  # closing at interpreter exit or after an engine error must not raise
             log.warning("closing the Qdrant Edge shard in %s failed", self.path, exc_info=True)

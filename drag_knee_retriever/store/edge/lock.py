@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Optional
@@ -37,10 +38,18 @@ class FolderLock:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # O_NONBLOCK: a FIFO put in the lock file's place must not hang the open.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o644)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise IsADirectoryError(21, "not a regular file", str(self.path))
         except OSError as exc:
             from ...disk import io_error
+            from ..base import lock_file_error
 
+            problem = lock_file_error(self.path, exc)
+            if problem is not None:
+                raise problem from None
             refused = io_error(exc, "open the index", self.path.parent.parent)
             if refused is None:
                 raise
