@@ -79,7 +79,11 @@ def load_dataset(name: str, root: Optional[os.PathLike | str] = None, *, limit_d
         raise DatasetError(f"{name} takes no {', '.join(refused)}: " + "; ".join(
             f"{k} applies to {', '.join(v) or 'no dataset'}" for k, v in takes.items()) + ".")
     ds = loader(root, limit_docs=limit_docs, limit_questions=limit_questions, **given)
-    ds.load_options = {**RECORDED_OPTIONS, "limit_docs": limit_docs, "limit_questions": limit_questions, **options}
+    # An option left None is recorded as the loader's own default (financebench: the shared store).
+    said = {k: (v if v is not None else accepted[k].default) for k, v in options.items()
+            if v is not None or k in accepted}
+    ds.load_options = {**RECORDED_OPTIONS, "limit_docs": limit_docs, "limit_questions": limit_questions,
+                       **{k: v for k, v in said.items() if v is not inspect.Parameter.empty}}
     return ds
 
 
