@@ -3,9 +3,10 @@
     python benchmarks/eval.py --dataset hotpotqa --out runs/hotpot --embedding-cache DIR --json
     python benchmarks/eval.py --dataset covidqa --limit-docs 30 --out runs/covidqa -m 'flat_hybrid_*' -m drag_knee
     python benchmarks/eval.py --dataset mmlongbench --max-doc-pages 20 --out /work/cache/me/mmlb20
+    python benchmarks/eval.py --dataset financebench --single --index-dir /work/cache/me/idx --out /work/cache/me/fb
 
 The dataset options are this script's (``--dataset``, ``--datasets``, ``--limit-docs``,
-``--limit-questions``, ``--max-doc-pages``, ``--shared-store``); every other option is that of
+``--limit-questions``, ``--max-doc-pages``, ``--shared-store`` / ``--single``); every other option is that of
 ``drag-knee eval`` (``--help`` lists both), and the run is the library's own
 (:func:`drag_knee_retriever.eval.cli.main` with the loaded dataset), so the table, JSON and plot
 are those a user gets on their corpus. The loaders are :mod:`benchmarks.datasets` (one module per
@@ -41,9 +42,11 @@ def dataset_options() -> argparse.ArgumentParser:
                         help="keep N questions, evenly spread over those on kept documents")
     parser.add_argument("--max-doc-pages", type=int, metavar="N",
                         help="mmlongbench: only documents of at most N pages (a cheaper run)")
-    parser.add_argument("--shared-store", action="store_true",
+    parser.add_argument("--shared-store", action="store_true", default=None,
                         help="mmlongbench / qmsum: index every document and search them all "
-                             "(default: each question filtered to its own document)")
+                             "(default: each question filtered to its own document; financebench: the default)")
+    parser.add_argument("--single", dest="shared_store", action="store_false",
+                        help="financebench: each question filtered to its own filing (default: the shared store)")
     return parser
 
 

@@ -1,19 +1,25 @@
 """Search latency: DRAG methods against flat hybrid top-10, same index, same questions, same run.
 
     python benchmarks/latency.py [--papers 20] [--questions 120] [--engine auto|edge|local] [--index DIR]
+    python benchmarks/latency.py ... --budget 500 --budget 2000   # also search(max_tokens=N)
     python benchmarks/latency.py --dataset mmlongbench --engine edge --index /work/cache/peer/latency-index \
         --embedding-cache /work/cache/peer/emb [--filtered]
+    python benchmarks/latency.py --dataset financebench --engine edge --index DIR --embedding-cache DIR [--filtered]
 
 Builds one collection from the first N COVID-QA papers (one leaf per paragraph) — or, with
 ``--dataset mmlongbench``, every MMLongBench-Doc page with a text layer in one store (``Document(pages=...)``
-per PDF, the default build) — or reuses the folder given by --index (documents already there
+per PDF, the default build), or with ``--dataset financebench`` the 48 filings in one store (as the eval
+loads them) — or reuses the folder given by --index (documents already there
 unchanged are skipped by ingest), then times, per question and including query encoding: (a) flat
 hybrid RRF top-10 over leaves, (b) the default method (``index.search(q)``) and each DRAG method.
 Calls are interleaved question by question so machine noise hits all methods alike. Prints median
 and p95 and the ratio b/a; the last line reads ``knee_vs_flat_latency_ratio=<x> knee_median_ms=<y>
 default_vs_flat_latency_ratio=<z>``. ``--filtered`` restricts every search to the question's
 document (the single-document setting); ``--embedding-cache`` keeps passage vectors on disk so a
-rebuild on a changed default re-encodes only new texts.
+rebuild on a changed default re-encodes only new texts. ``--budget N`` also times
+``index.search(q, max_tokens=N)`` (rows ``max_tokens=N``), against the same flat hybrid top-10.
+``knee_plain_cut`` is the default with the cut before near-best / standout (``SearchConfig(near_best=None,
+standout=None)``), timed in the same run.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ METHODS = ["fixed", "knee", "sensitive_knee", "branch"]
 # The knee with the focus of before the magnitude default (RRF over the regions' leaves only), timed
 # next to today's default so the cost of the magnitude focus is a ratio in the same run.
 RRF_FOCUS = "knee_rrf_focus"
+NO_IDENTITY = "default_no_identity"
+PLAIN_CUT = "knee_plain_cut"
 
 
 def load_mmlongbench_pages(limit_docs=None, max_doc_pages=None):
@@ -44,6 +52,16 @@ def load_mmlongbench_pages(limit_docs=None, max_doc_pages=None):
     from benchmarks.datasets.mmlongbench import load_mmlongbench
 
     ds = load_mmlongbench(shared_store=True, limit_docs=limit_docs, max_doc_pages=max_doc_pages)
+    return ds.documents, [(q.text, q.metadata["doc_id"]) for q in ds.questions]
+
+
+def load_financebench_filings():
+    """The FinanceBench filings in one store and their questions as ``(question, doc_id)``. CC BY-NC:
+    only timings are printed, never text."""
+    os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
+    from benchmarks.datasets.financebench import load_financebench
+
+    ds = load_financebench()
     return ds.documents, [(q.text, q.metadata["doc_id"]) for q in ds.questions]
 
 
@@ -58,13 +76,15 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=120)
     parser.add_argument("--engine", default="auto")
     parser.add_argument("--index", help="a folder to keep the index in between runs")
-    parser.add_argument("--dataset", choices=["covidqa", "mmlongbench"], default="covidqa")
+    parser.add_argument("--dataset", choices=["covidqa", "mmlongbench", "financebench"], default="covidqa")
     parser.add_argument("--filtered", action="store_true",
                         help="mmlongbench: filter every search to the question's document")
     parser.add_argument("--limit-docs", type=int, help="mmlongbench: the first N documents (a smoke test)")
     parser.add_argument("--max-doc-pages", type=int, help="mmlongbench: only documents of at most N pages")
     parser.add_argument("--embedding-cache", help="a folder for passage vectors (reused across runs)")
     parser.add_argument("--threads", type=int, help="ONNX threads of the dense model")
+    parser.add_argument("--budget", type=int, action="append", default=[],
+                        help="also time search(max_tokens=N) (repeatable)")
     args = parser.parse_args()
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import DragKneeIndex
@@ -74,6 +94,10 @@ def main() -> None:
     if args.dataset == "mmlongbench":
         docs, questions = load_mmlongbench_pages(args.limit_docs, args.max_doc_pages)
         collection = "latency_mmlongbench"
+        filters_of = (lambda doc: {"doc_id": doc}) if args.filtered else (lambda doc: None)
+    elif args.dataset == "financebench":
+        docs, questions = load_financebench_filings()
+        collection = "latency_financebench"
         filters_of = (lambda doc: {"doc_id": doc}) if args.filtered else (lambda doc: None)
     else:
         docs, raw = load(args.papers)
@@ -104,7 +128,12 @@ def main() -> None:
     from drag_knee_retriever import SearchConfig
 
     rrf_focus = SearchConfig(focus=FocusConfig(scores="rrf", global_leaves=None))
-    timings = {name: [] for name in ["flat_hybrid_top10", "default"] + METHODS + [RRF_FOCUS]}
+    plain_cut = SearchConfig(focus=FocusConfig(near_best=None, standout=None))
+    # The default without the document's identity (issue 24), timed in the same run.
+    no_identity = SearchConfig(identity_weight=0.0, focus=FocusConfig(identity_weight=0.0))
+    budgets = {f"max_tokens={b}": b for b in args.budget}
+    timings = {name: [] for name in ["flat_hybrid_top10", "default", NO_IDENTITY] + METHODS
+               + [RRF_FOCUS, PLAIN_CUT] + list(budgets)}
     context_tokens = {name: [] for name in timings}
     for q, doc in asked:
         flt = filters_of(doc)
@@ -116,10 +145,20 @@ def main() -> None:
         result = index.search(q, filters=flt)
         timings["default"].append((time.perf_counter() - t) * 1e3)
         context_tokens["default"].append(sum(len(h.text.split()) for h in result.nodes))
-        for method in METHODS + [RRF_FOCUS]:
+        t = time.perf_counter()
+        result = index.search(q, config=no_identity, filters=flt)
+        timings[NO_IDENTITY].append((time.perf_counter() - t) * 1e3)
+        context_tokens[NO_IDENTITY].append(sum(len(h.text.split()) for h in result.nodes))
+        for method in METHODS + [RRF_FOCUS, PLAIN_CUT] + list(budgets):
             t = time.perf_counter()
-            result = (index.search(q, config=rrf_focus, filters=flt) if method == RRF_FOCUS
-                      else index.search(q, method=method, filters=flt))
+            if method == RRF_FOCUS:
+                result = index.search(q, config=rrf_focus, filters=flt)
+            elif method == PLAIN_CUT:
+                result = index.search(q, config=plain_cut, filters=flt)
+            elif method in budgets:
+                result = index.search(q, max_tokens=budgets[method], filters=flt)
+            else:
+                result = index.search(q, method=method, filters=flt)
             timings[method].append((time.perf_counter() - t) * 1e3)
             context_tokens[method].append(sum(len(h.text.split()) for h in result.nodes))
     flat_median = statistics.median(timings["flat_hybrid_top10"])

@@ -2,6 +2,12 @@
 
     python benchmarks/longdoc_table.py RUN.json [RUN.json ...] [--methods drag_knee drag_knee_global ...]
     python benchmarks/longdoc_table.py RUN.json ... --against passage_words=none
+    python benchmarks/longdoc_table.py RUN.json ... --budgets
+
+``--budgets``: instead, per run, the default's own curve point (recall @ words, gain over flat) and, at
+each word budget of the run (``headline["word_budgets"]``), ``search(max_tokens=B)`` against flat
+hybrid's leaves filled to B words on the same questions (paired difference, 95% bootstrap), and flat
+pages ranked by their passages filled to B.
 
 ``--against LABEL``: instead, each run's default method against the flat hybrid curve of the build
 variant ``LABEL`` (another index of the same documents, e.g. whole pages) at the default's mean tokens:
@@ -95,6 +101,34 @@ def against(payload: Dict[str, Any], label: str) -> str:
             f"{' (beyond its curve)' if beyond else ''}: {means['recall'] - at:+.3f}{smallest}")
 
 
+def budget_row(payload: Dict[str, Any]) -> str:
+    """One row: the default's curve point, then each budget's recall against flat's at that budget."""
+    headline, summary = payload["headline"], payload["summary"]
+    default = headline.get("default_method", "drag_knee")
+    cells = [payload["dataset"], str(payload["meta"]["dataset"]["questions"])]
+    if default in summary:
+        means = summary[default]
+        cells.append(f"{_f(means['recall'])} @ {means['tokens']:.0f}: "
+                     f"{_f(headline.get('default_recall_gain_at_equal_tokens'), sign=True)} "
+                     f"({_ci(headline.get('default_recall_gain_ci95'))})")
+    else:
+        cells.append("–")
+    for budget, entry in headline.get("word_budgets", {}).items():
+        ours, flat = entry.get(f"drag_knee_w{budget}", {}), entry.get(f"flat_hybrid_w{budget}", {})
+        pages = entry.get(f"flat_hybrid_page_w{budget}", {})
+        gain = entry.get(f"gain_over_flat_hybrid_w{budget}", {})
+        cells.append(f"{_f(ours.get('recall'))} vs {_f(flat.get('recall'))}: **{_f(gain.get('gain'), sign=True)}** "
+                     f"({_ci(gain.get('ci95'))}); pages {_f(pages.get('recall'))}")
+    return "| " + " | ".join(cells) + " |"
+
+
+def budget_header(payload: Dict[str, Any]) -> str:
+    budgets = list(payload["headline"].get("word_budgets", {}))
+    head = "| dataset | questions | default: recall @ words, gain over flat (95%) | " + " | ".join(
+        f"{b} words: max_tokens vs flat leaves, gain (95%); flat pages" for b in budgets) + " |"
+    return head + "\n|---|---:|---|" + "---|" * len(budgets)
+
+
 HEADER = ("| dataset | questions | method | recall | tokens | p90 tokens | gain @ equal tokens | 95% interval "
           "| gain @ matched budget (95%) | all-gold, multi-gold q: method vs flat @ tokens |\n"
           "|---|---:|---|---:|---:|---:|---:|---|---|---|")
@@ -105,7 +139,18 @@ def main() -> None:
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--methods", nargs="*")
     parser.add_argument("--against", help="a build variant's label: the default against its flat curve")
+    parser.add_argument("--budgets", action="store_true", help="recall within each word budget against flat's")
     args = parser.parse_args()
+    if args.budgets:
+        payloads = []
+        for path in args.runs:
+            with open(path, encoding="utf-8") as handle:
+                payloads.append(json.load(handle))
+        if payloads:
+            print(budget_header(payloads[0]))
+        for payload in payloads:
+            print(budget_row(payload))
+        return
     if args.against:
         for path in args.runs:
             with open(path, encoding="utf-8") as handle:

@@ -1,10 +1,13 @@
 """What a LangChain user builds instead: chunked langchain-qdrant hybrid search against our default, same models.
 
     python benchmarks/peer_langchain.py [--docs text|le20] [--cache /work/cache/peer] [--limit-questions N]
-        [--build passage_words=120,...] [--search focus_scores=rrf,...]
+        [--build leaves.passage_words=120,...] [--search focus.scores=rrf,...]
+    python benchmarks/peer_langchain.py --dataset financebench --setting both [--ours-dir DIR] [--peer-dir DIR]
 
-MMLongBench-Doc, single-document setting (every search filtered to the question's document), in
-one run on the same questions and the same offline models:
+MMLongBench-Doc (single-document setting: every search filtered to the question's document) or
+FinanceBench (``--setting shared``: all 48 filings in one store, no filter; ``single``: the
+question's filing; ``both``: one run, the same stores, both settings), on the same questions and
+the same offline models:
 
 - peer: each page split by ``RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200)``
   (one LangChain ``Document`` per page, as ``PyPDFLoader`` + ``split_documents`` give), stored in a
@@ -19,9 +22,12 @@ one run on the same questions and the same offline models:
 
 Metric: page recall (share of gold pages that some returned chunk/node lies on) against returned
 words (whitespace words of the returned texts, chunk overlaps counted twice as an LLM reads them).
-Printed: both curves, our default's recall against the peer's interpolated at our mean words, the
-gain with a 95% paired bootstrap (questions resampled; the peer curve rebuilt on each sample), and
-latency per query including query encoding (interleaved question by question).
+Printed per setting: both curves, our default's recall against the peer's interpolated at our mean
+words, the gain with a 95% paired bootstrap (questions resampled; the peer curve rebuilt on each
+sample), the right-document rate (a result in the question's document), recall within 500 / 1,000 /
+2,000 words (each list filled to the budget in rank order, as the eval's ``flat_hybrid_w*``), and
+latency per query including query encoding (interleaved question by question). ``--ours-dir`` /
+``--peer-dir`` keep both stores in folders and reuse them (a re-run then costs only the searches).
 
 Dense passage vectors (chunks and pages) are cached on disk in ``<cache>/emb`` (keyed by text
 SHA-1, one file per encoder fingerprint), so a re-run costs only BM25, upserts and search time.
@@ -168,43 +174,115 @@ def bootstrap_gain(ours: Sequence[Tuple[float, float]], curve: Dict[int, List[Tu
 
 
 def parse_config(cls: Any, spec: str | None) -> Any:
-    """``"passage_words=120,use_outline=false"`` -> ``cls(passage_words=120, use_outline=False)``."""
-    kwargs: Dict[str, Any] = {}
+    """``"leaves.passage_words=120,sections.outline=false"`` -> ``cls()`` with those settings (dotted paths)."""
+    config = cls()
     for part in (spec or "").split(","):
         if not part.strip():
             continue
         if "=" not in part:
-            raise SystemExit(f"{part!r} is not key=value (e.g. passage_words=120).")
+            raise SystemExit(f"{part!r} is not key=value (e.g. leaves.passage_words=120).")
         key, value = (x.strip() for x in part.split("=", 1))
-        if key not in cls.__dataclass_fields__:
-            raise SystemExit(f"unknown {cls.__name__} field {key!r}; use one of {', '.join(cls.__dataclass_fields__)}.")
+        parsed: Any
         if value.lower() in ("true", "false"):
-            kwargs[key] = value.lower() == "true"
+            parsed = value.lower() == "true"
         elif value.lower() == "none":
-            kwargs[key] = None
+            parsed = None
         else:
             try:
-                kwargs[key] = int(value)
+                parsed = int(value)
             except ValueError:
                 try:
-                    kwargs[key] = float(value)
+                    parsed = float(value)
                 except ValueError:
-                    kwargs[key] = value
-    return cls(**kwargs)
+                    parsed = value
+        config = config.with_path(key, parsed)
+    return config
+
+
+def fill(items: Sequence[Tuple[int, Any]], budget: int) -> List[Tuple[int, Any]]:
+    """(words, item) pairs in rank order that fit in ``budget`` words (an item too long is skipped)."""
+    kept, left = [], budget
+    for words_, item in items:
+        if words_ <= left:
+            kept.append((words_, item))
+            left -= words_
+    return kept
+
+
+BUDGETS = (500, 1000, 2000)
+
+
+def load_questions(args: Any):
+    from benchmarks.datasets.financebench import load_financebench
+    from benchmarks.datasets.mmlongbench import load_mmlongbench
+
+    if args.dataset == "financebench":
+        return load_financebench(limit_questions=args.limit_questions, limit_docs=args.limit_docs)
+    return load_mmlongbench(max_doc_pages=20 if args.docs == "le20" else None, limit_questions=args.limit_questions,
+                            limit_docs=args.limit_docs)
+
+
+def open_peer(documents: Sequence[Any], encoder: Any, shared: "SharedQuery", folder: str | None):
+    """The peer store, built (or, with ``folder``, reopened when it holds the same chunk count)."""
+    if folder is None:
+        return build_peer(documents, encoder, shared)
+    from langchain_core.documents import Document as LCDocument
+    from langchain_qdrant import QdrantVectorStore, RetrievalMode
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from qdrant_client import QdrantClient
+
+    splitter = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200)
+    chunks = splitter.split_documents([LCDocument(page_content=text, metadata={"doc_id": d.id, "page": i})
+                                       for d in documents for i, text in enumerate(d.pages)])
+    client = QdrantClient(path=folder)
+    dense, sparse = make_peer_models(encoder, shared)
+    if client.collection_exists("peer") and client.count("peer").count == len(chunks):
+        store = QdrantVectorStore(client=client, collection_name="peer", embedding=dense, sparse_embedding=sparse,
+                                  retrieval_mode=RetrievalMode.HYBRID, vector_name="dense", sparse_vector_name="sparse")
+        return store, len(chunks), 0.0
+    client.close()
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    started = time.perf_counter()
+    store, n, _ = _build_peer_in(QdrantClient(path=folder), chunks, encoder, shared)
+    return store, n, time.perf_counter() - started
+
+
+def _build_peer_in(client: Any, chunks: Sequence[Any], encoder: Any, shared: "SharedQuery"):
+    from langchain_qdrant import QdrantVectorStore, RetrievalMode
+    from qdrant_client import models
+
+    dense, sparse = make_peer_models(encoder, shared)
+    client.create_collection(
+        "peer",
+        vectors_config={"dense": models.VectorParams(size=encoder.dense_size, distance=models.Distance.COSINE)},
+        sparse_vectors_config={"sparse": models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
+    store = QdrantVectorStore(client=client, collection_name="peer", embedding=dense, sparse_embedding=sparse,
+                              retrieval_mode=RetrievalMode.HYBRID, vector_name="dense", sparse_vector_name="sparse")
+    store.add_documents(list(chunks), batch_size=256)
+    return store, len(chunks), 0.0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", choices=["mmlongbench", "financebench"], default="mmlongbench")
+    parser.add_argument("--setting", choices=["single", "shared", "both"], default=None,
+                        help="single: each question filtered to its document; shared: no filter; "
+                             "default: single for mmlongbench, both for financebench")
     parser.add_argument("--docs", choices=["text", "le20"], default="text",
-                        help="text: every document with a text layer that has a question (64 docs, 173 q); "
+                        help="mmlongbench: text: every document with a text layer that has a question (57 docs, 172 q); "
                              "le20: the documents of <= 20 pages (23 docs, 93 q)")
     parser.add_argument("--cache", default="/work/cache/peer", help="folder for the passage-vector cache (emb/)")
+    parser.add_argument("--ours-dir", help="keep our index in this folder and reuse it")
+    parser.add_argument("--peer-dir", help="keep the peer's langchain-qdrant store in this folder and reuse it")
     parser.add_argument("--limit-questions", type=int)
     parser.add_argument("--limit-docs", type=int, help="the first N documents only (a smoke test)")
     parser.add_argument("--engine", default="edge", help="our index's engine (edge or local)")
     parser.add_argument("--threads", type=int, default=1, help="ONNX threads of the dense model (shared machine)")
-    parser.add_argument("--build", help="our BuildConfig as key=value,... (e.g. passage_words=120)")
-    parser.add_argument("--search", help="our SearchConfig as key=value,... (e.g. focus_scores=rrf)")
+    parser.add_argument("--build", help="our BuildConfig as key=value,... (e.g. leaves.passage_words=120)")
+    parser.add_argument("--search", help="our SearchConfig as key=value,... (e.g. focus.scores=rrf)")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json", help="write the aggregate figures to this file")
     args = parser.parse_args()
@@ -216,22 +294,23 @@ def main() -> None:
     from drag_knee_retriever.embeddings.encoder import Encoder
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))  # benchmarks.datasets
-    from benchmarks.datasets.mmlongbench import load_mmlongbench
     from drag_knee_retriever.eval.encoding import CachingEncoder
 
-    ds = load_mmlongbench(max_doc_pages=20 if args.docs == "le20" else None, limit_questions=args.limit_questions,
-                          limit_docs=args.limit_docs)
+    setting = args.setting or ("both" if args.dataset == "financebench" else "single")
+    settings = ["shared", "single"] if setting == "both" else [setting]
+    ds = load_questions(args)
     questions = ds.questions
     gold_pages = [set(q.gold) for q in questions]  # (doc_id, unit ordinal) = (doc_id, 0-based page)
     total_pages = sum(len(d.pages) for d in ds.documents)
-    print(f"MMLongBench ({args.docs}): {len(ds.documents)} documents, {total_pages} pages with text, "
-          f"{len(questions)} questions, single-document setting")
+    print(f"{ds.name} ({args.docs if args.dataset == 'mmlongbench' else 'all filings'}): {len(ds.documents)} documents, "
+          f"{total_pages} pages with text, {len(questions)} questions; settings {', '.join(settings)}")
     encoder = CachingEncoder(Encoder(EmbeddingConfig(runtime=EncoderRuntime(threads=args.threads))), Path(args.cache) / "emb")
     shared = SharedQuery(encoder)
 
     started = time.perf_counter()
     build, search = parse_config(BuildConfig, args.build), parse_config(SearchConfig, args.search)
-    ours = DragKneeIndex(":memory:", embedding=encoder, build=build, search=search, store=StoreConfig(collection="peer_ours", engine=args.engine))
+    ours = DragKneeIndex(args.ours_dir or ":memory:", embedding=encoder, build=build, search=search,
+                         store=StoreConfig(collection="peer_ours", engine=args.engine))
     ours.add_documents(ds.documents)
     ours_build_s = time.perf_counter() - started
     encoder.save()
@@ -239,53 +318,86 @@ def main() -> None:
     print(f"ours: {stats['nodes']} nodes ({stats['leaves']} leaves), engine {stats['engine']}, "
           f"built in {ours_build_s:.0f}s; method {ours.search_config.method!r}; --build {args.build or '(default)'}; "
           f"--search {args.search or '(default)'}")
-    peer, n_chunks, peer_build_s = build_peer(ds.documents, encoder, shared)
+    peer, n_chunks, peer_build_s = open_peer(ds.documents, encoder, shared, args.peer_dir)
     encoder.save()
     print(f"peer: {n_chunks} chunks in langchain-qdrant (local mode), built in {peer_build_s:.0f}s; "
           f"vector cache hits {encoder.hits}, misses {encoder.misses}")
 
-    for q in questions[:3]:  # warm up the ONNX session and both stores
-        f = {"doc_id": q.metadata["doc_id"]}
-        ours.search(q.text, filters=f)
-        peer.similarity_search_with_score(q.text, k=4, filter=peer_filter(q.metadata["doc_id"]))
+    out: Dict[str, Any] = {"dataset": ds.name, "docs": args.docs, "documents": len(ds.documents), "pages": total_pages,
+                           "questions": len(questions), "peer_chunks": n_chunks, "ours_nodes": stats["nodes"],
+                           "ours_leaves": stats["leaves"], "ours_method": ours.search_config.method,
+                           "build": args.build, "search": args.search,
+                           "build_s": {"ours": ours_build_s, "peer": peer_build_s}, "settings": {}}
+    for name in settings:
+        out["settings"][name] = run_setting(name, ours, peer, encoder, shared, questions, gold_pages, args.resamples)
+    ours.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
 
-    rows: Dict[str, Any] = {"ours_default": [], **{f"flat_k{k}": [] for k in KS}, **{f"peer_k{k}": [] for k in KS}}
+
+def run_setting(setting: str, ours: Any, peer: Any, encoder: Any, shared: "SharedQuery", questions: Sequence[Any],
+                gold_pages: Sequence[set], resamples: int) -> Dict[str, Any]:
+    """Every question in one setting: our default, our flat sweep and the peer's (figures and a printout)."""
+    def scope(q: Any) -> Dict[str, Any]:
+        return {"filters": {"doc_id": q.metadata["doc_id"]}} if setting == "single" else {}
+
+    def peer_scope(q: Any) -> Dict[str, Any]:
+        return {"filter": peer_filter(q.metadata["doc_id"])} if setting == "single" else {}
+
+    for q in questions[:3]:  # warm up the ONNX session and both stores
+        ours.search(q.text, **scope(q))
+        peer.similarity_search_with_score(q.text, k=4, **peer_scope(q))
+
+    names = ["ours_default", *[f"flat_k{k}" for k in KS], *[f"peer_k{k}" for k in KS],
+             *[f"{who}_w{b}" for who in ("flat", "peer") for b in BUDGETS]]
+    rows: Dict[str, Any] = {n: [] for n in names}
+    right: Dict[str, List[float]] = {"ours_default": [], "flat_k5": [], "flat_k10": [], "peer_k4": [], "peer_k10": []}
     latency: Dict[str, List[float]] = {"ours_default": [], "flat_k10": [], "peer_k4": [], "peer_k10": []}
     encodings_before = encoder.query_encodings
     t_run = time.perf_counter()
     for n, (q, gold) in enumerate(zip(questions, gold_pages), 1):
         doc = q.metadata["doc_id"]
-        flt = {"doc_id": doc}
         t = time.perf_counter()
-        result = ours.search(q.text, filters=flt)
+        result = ours.search(q.text, **scope(q))
         latency["ours_default"].append((time.perf_counter() - t) * 1e3)
-        rows["ours_default"].append((sum(words(h.text) for h in result.nodes),
-                                     page_recall(node_pages(result.nodes), gold)))
+        rows["ours_default"].append((sum(words(h.text) for h in result.nodes), page_recall(node_pages(result.nodes), gold)))
+        right["ours_default"].append(float(any(h.node.doc_id == doc for h in result.nodes)))
         vectors = encoder.encode_query(q.text)  # one encoding serves the flat sweep (timed at k=10 below)
+        top = ours.flat_search(q.text, k=max(KS), query_vectors=vectors, **scope(q))
         for k in KS:
-            hits = ours.flat_search(q.text, k=k, filters=flt, query_vectors=vectors)
+            hits = top[:k]
             rows[f"flat_k{k}"].append((sum(words(h.text) for h in hits), page_recall(node_pages(hits), gold)))
+            if f"flat_k{k}" in right:
+                right[f"flat_k{k}"].append(float(any(h.node.doc_id == doc for h in hits)))
+        for b in BUDGETS:
+            kept = [h for _, h in fill([(words(h.text), h) for h in top], b)]
+            rows[f"flat_w{b}"].append((sum(words(h.text) for h in kept), page_recall(node_pages(kept), gold)))
         t = time.perf_counter()
-        ours.flat_search(q.text, k=10, filters=flt)
+        ours.flat_search(q.text, k=10, **scope(q))
         latency["flat_k10"].append((time.perf_counter() - t) * 1e3)
-        pf = peer_filter(doc)
         for k in KS:
             shared._text = None  # every peer search encodes its query, as LangChain does
             t = time.perf_counter()
-            docs = peer.similarity_search_with_score(q.text, k=k, filter=pf)
+            docs = peer.similarity_search_with_score(q.text, k=k, **peer_scope(q))
             ms = (time.perf_counter() - t) * 1e3
             if f"peer_k{k}" in latency:
                 latency[f"peer_k{k}"].append(ms)
             found = {(d.metadata["doc_id"], d.metadata["page"]) for d, _ in docs}
             rows[f"peer_k{k}"].append((sum(words(d.page_content) for d, _ in docs), page_recall(found, gold)))
+            if f"peer_k{k}" in right:
+                right[f"peer_k{k}"].append(float(any(d.metadata["doc_id"] == doc for d, _ in docs)))
+            if k == max(KS):
+                for b in BUDGETS:
+                    kept = [d for _, d in fill([(words(d.page_content), d) for d, _ in docs], b)]
+                    found = {(d.metadata["doc_id"], d.metadata["page"]) for d in kept}
+                    rows[f"peer_w{b}"].append((sum(words(d.page_content) for d in kept), page_recall(found, gold)))
         if n % 20 == 0:
-            log.info("%d/%d questions, %.0fs", n, len(questions), time.perf_counter() - t_run)
-    ours.close()
+            log.info("%s: %d/%d questions, %.0fs", setting, n, len(questions), time.perf_counter() - t_run)
 
     def mean(name: str) -> Tuple[float, float]:
         return (statistics.mean(w for w, _ in rows[name]), statistics.mean(r for _, r in rows[name]))
 
-    print(f"\n{'k':>3} {'peer words':>10} {'peer recall':>11} {'flat words':>10} {'flat recall':>11}")
+    print(f"\n== {setting} ==\n{'k':>3} {'peer words':>10} {'peer recall':>11} {'flat words':>10} {'flat recall':>11}")
     for k in KS:
         pw, pr = mean(f"peer_k{k}")
         fw, fr = mean(f"flat_k{k}")
@@ -293,16 +405,20 @@ def main() -> None:
     ow, orc = mean("ours_default")
     peer_curve = {k: rows[f"peer_k{k}"] for k in KS}
     flat_curve = {k: rows[f"flat_k{k}"] for k in KS}
-    g_peer, at_peer, lo_peer, hi_peer = bootstrap_gain(rows["ours_default"], peer_curve, args.resamples)
-    g_flat, at_flat, lo_flat, hi_flat = bootstrap_gain(rows["ours_default"], flat_curve, args.resamples)
-    # The peer against our flat hybrid on whole pages, at the peer's LangChain-default k=4 words.
-    g_pf, at_pf, lo_pf, hi_pf = bootstrap_gain(rows["peer_k4"], flat_curve, args.resamples)
+    g_peer, at_peer, lo_peer, hi_peer = bootstrap_gain(rows["ours_default"], peer_curve, resamples)
+    g_flat, at_flat, lo_flat, hi_flat = bootstrap_gain(rows["ours_default"], flat_curve, resamples)
+    # The peer against our flat hybrid, at the peer's LangChain-default k=4 words.
+    g_pf, at_pf, lo_pf, hi_pf = bootstrap_gain(rows["peer_k4"], flat_curve, resamples)
     print(f"\nours default: recall {orc:.3f} at {ow:.0f} words")
     print(f"  peer at {ow:.0f} words: {at_peer:.3f}; gain vs peer {g_peer:+.3f} (95% CI {lo_peer:+.3f} .. {hi_peer:+.3f})")
     print(f"  flat hybrid at {ow:.0f} words: {at_flat:.3f}; gain vs flat {g_flat:+.3f} (95% CI {lo_flat:+.3f} .. {hi_flat:+.3f})")
     print(f"peer k=4 vs our flat hybrid at its words: {g_pf:+.3f} (95% CI {lo_pf:+.3f} .. {hi_pf:+.3f})")
+    print("right document: " + ", ".join(f"{n} {statistics.mean(v):.3f}" for n, v in right.items()))
+    print("recall within a word budget (words used): " + "; ".join(
+        f"{b}: flat {mean(f'flat_w{b}')[1]:.3f} ({mean(f'flat_w{b}')[0]:.0f}), peer {mean(f'peer_w{b}')[1]:.3f} "
+        f"({mean(f'peer_w{b}')[0]:.0f})" for b in BUDGETS))
     queries = len(questions)
-    print(f"\nlatency per query incl. query encoding, ms ({queries} questions):")
+    print(f"latency per query incl. query encoding, ms ({queries} questions):")
     print(f"{'method':<14} {'p50':>7} {'p95':>7}")
     for name, values in latency.items():
         print(f"{name:<14} {statistics.median(values):>7.1f} {p95(values):>7.1f}")
@@ -311,19 +427,14 @@ def main() -> None:
     print(f"peer_gain_at_equal_words={g_peer:+.3f} ci95=[{lo_peer:+.3f},{hi_peer:+.3f}] ours_words={ow:.0f} "
           f"ours_p50_ms={statistics.median(latency['ours_default']):.1f} "
           f"peer_k4_p50_ms={statistics.median(latency['peer_k4']):.1f}")
-    if args.json:
-        out = {
-            "docs": args.docs, "documents": len(ds.documents), "pages": total_pages, "questions": queries,
-            "peer_chunks": n_chunks, "ours_nodes": stats["nodes"], "ours_leaves": stats["leaves"],
-            "ours_method": ours.search_config.method, "build": args.build, "search": args.search,
-            "curves": {name: {"words": mean(name)[0], "recall": mean(name)[1]} for name in rows},
-            "ours_gain_vs_peer": {"gain": g_peer, "peer_at_ours_words": at_peer, "ci95": [lo_peer, hi_peer]},
-            "ours_gain_vs_flat": {"gain": g_flat, "flat_at_ours_words": at_flat, "ci95": [lo_flat, hi_flat]},
-            "peer_k4_gain_vs_flat": {"gain": g_pf, "ci95": [lo_pf, hi_pf]},
-            "latency_ms": {n: {"p50": statistics.median(v), "p95": p95(v)} for n, v in latency.items()},
-            "build_s": {"ours": ours_build_s, "peer": peer_build_s},
-        }
-        Path(args.json).write_text(json.dumps(out, indent=2))
+    return {
+        "curves": {name: {"words": mean(name)[0], "recall": mean(name)[1]} for name in rows},
+        "ours_gain_vs_peer": {"gain": g_peer, "peer_at_ours_words": at_peer, "ci95": [lo_peer, hi_peer]},
+        "ours_gain_vs_flat": {"gain": g_flat, "flat_at_ours_words": at_flat, "ci95": [lo_flat, hi_flat]},
+        "peer_k4_gain_vs_flat": {"gain": g_pf, "ci95": [lo_pf, hi_pf]},
+        "right_document": {n: statistics.mean(v) for n, v in right.items()},
+        "latency_ms": {n: {"p50": statistics.median(v), "p95": p95(v)} for n, v in latency.items()},
+    }
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #   bash benchmarks/run_default.sh            # all eight runs
 #   bash benchmarks/run_default.sh qmsum      # one of the names below
 # MMLongBench-Doc (CC BY-NC) and QMSum text must never enter git: output goes to $OUT (outside the
-# repository); commit only the rows `python benchmarks/longdoc_table.py $OUT/*.json` prints.
+# repository); commit only the rows `python benchmarks/longdoc_table.py $OUT/*.json` prints (and, with
+# --budgets, recall within 500 / 1,000 / 2,000 words: search(max_tokens=N) against flat filled to N).
 set -euo pipefail
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
@@ -17,7 +18,7 @@ export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" 
 export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
 mkdir -p "$OUT"
 which=${1:-all}
-M=(-m 'flat_hybrid_*' -m drag_knee -m 'drag_knee[[]*' -m drag_knee_rrf)
+M=(-m 'flat_hybrid_*' -m drag_knee -m 'drag_knee[[]*' -m drag_knee_rrf -m 'drag_knee_w[0-9]*')
 run() {  # name, dataset, extra arguments
   local name=$1 ds=$2; shift 2
   if [[ $which == all || $which == "$name" ]]; then

@@ -155,6 +155,30 @@ class FocusConfig(Settings):
     global_docs: int = setting(
         50, kind=int, low=1, high=MAX_SETTING,
         doc="With global_scope='roots': how many best-ranked documents' leaves the global list ranks.")
+    # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
+    # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
+    identity_weight: float = setting(
+        0.0, kind=float, low=0.0,
+        doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
+            "match (the title or file name and the metadata that names it, against the query's words: "
+            "drag_knee_retriever.identity): a leaf inherits its document's match. 0: off.")
+    root_weight: float = setting(
+        0.0, kind=float, low=0.0,
+        doc="Each leaf's focus score gains this weight x the z-score of its document root's score in the walk's "
+            "roots ranking (text and identity: the document's evidence as a whole). Experimental; 0: off.")
+    near_best: Optional[float] = setting(
+        1.0, kind=float, low=0.0, low_open=True, optional=True,
+        doc="The cut also keeps every leaf whose focus score is within this much of the best leaf's (sums of "
+            "z-scores: 1.0 is about half a standard deviation of the pool), up to near_best_limit: where nothing "
+            "stands out the knee's place among near-equal scores is arbitrary and a reader needs them all. None: "
+            "the knee alone. Chosen by replaying cuts over every dataset's focus pools (benchmarks/RESULTS.md, "
+            "'budget').")
+    near_best_limit: int = setting(
+        20, kind=int, low=1, high=MAX_SETTING, doc="Leaves the near_best widening may keep at most.")
+    standout: Optional[float] = setting(
+        4.0, kind=float, low=0.0, low_open=True, optional=True,
+        doc="A best leaf whose focus score is ahead of the second's by more than this comes back alone (it is "
+            "the answer; the knee would add its runner-up). None: never.")
 
 
 _DEFAULT_FOCUS = FocusConfig()
@@ -226,6 +250,25 @@ class SearchConfig(Settings):
         False, kind=bool,
         doc="Also record each candidate's dense and BM25 rank in the trace (same round trips, about 10% of a "
             "search). The trace always has the fused scores, the knee and every decision.")
+    # The document's identity as evidence and a word budget (issue 24).
+    identity_weight: float = setting(
+        0.0, kind=float, low=0.0,
+        doc="How much a document's identity (its title or file name and the metadata that names it, matched "
+            "against the query's words: drag_knee_retriever.identity) adds to its root's fused score; a "
+            "document the query names fully (a name only it holds, or its company and year) adds the full "
+            "weight, and the roots of named documents join the roots ranking. focus.identity_weight passes the "
+            "match on to the leaves. 0: off.")
+    identity_keys: Optional[Tuple[str, ...]] = setting(
+        None, kind="names", optional=True,
+        doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "
+            "and every metadata value that is a short text or a year (identity.document_identity).")
+    max_tokens: Optional[int] = setting(
+        None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' word budget, e.g. 1500",
+        doc="A word budget for the results (per call: search(q, max_tokens=1500)). The knee methods rank their "
+            "focus pool past the knee and fill the budget with the best evidence in order (a leaf that no longer "
+            "fits is skipped for a later, shorter one; a page or region most of whose leaves are chosen comes "
+            "back whole when it fits, without repeating a passage); the other methods keep the results that "
+            "fit. Words, not model tokens (about 1.3 tokens a word of English). None: the method's cut decides.")
 
     def _check(self) -> None:
         if self.method not in FOCUS_METHODS and self.focus not in (None, _DEFAULT_FOCUS):
@@ -274,6 +317,7 @@ class WalkOptions(TypedDict, total=False):
     focus: Union[FocusConfig, bool, None]  # False: skip the focus step
     order: Optional[str]
     fusion_weights: Optional[Sequence[Tuple[float, float]]]  # deprecated: fusion=FusionConfig(weights=...)
+    max_tokens: Optional[int]  # a word budget for the results (SearchConfig.max_tokens)
 
 
 class SearchOptions(WalkOptions, total=False):

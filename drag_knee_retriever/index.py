@@ -24,18 +24,20 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
 
 from .compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
 from .config import MAX_SETTING, SEARCH_OPTIONS, BuildConfig, EmbeddingConfig, SearchConfig, SearchOptions, StoreConfig
+from .budget import BudgetFill, FillSteps, arun_fill, fill_steps, first_words, mark_trace, pack, run_fill
 from .redact import redact_url
 from .settings import unexpected_keywords, warn_deprecated
-from .context import afetch_context, fetch_context
+from .context import Context, afetch_context, fetch_context, live_with_text, prune_trace, unrooted_docs
 from .embeddings import Encoder
 from .errors import ConfigError, InvalidQueryError, InvalidSettingError, StoreError
+from .identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
 from .nodes import Document, NodeText, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .page_ranking import rank_pages
 from .relevance import relevance_request, relevance_scores
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
-from .traversal import awalk, walk
+from .traversal import FocusRanking, abudget_ranking, awalk, budget_ranking, focuses, walk
 from .vectorize import Vectorizer
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ log = logging.getLogger(__name__)
 __all__ = ["DocumentInfo", "DragKneeIndex", "IngestReport", "MAX_QUERY_CHARS", "StoredDocument"]
 
 #: search()'s keywords besides its per-search settings (SEARCH_OPTIONS).
-_SEARCH_ARGUMENTS = ("filters", "config", "query_vectors")
+_SEARCH_ARGUMENTS = ("filters", "config", "query_vectors", "self_query")
 
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
@@ -195,6 +197,14 @@ class DragKneeIndex:
         # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
         # a document being replaced by a concurrent writer must not make its keys "unknown".
         self._metadata_keys: frozenset = frozenset()
+        # The documents' identities (identity.py), per identity_keys setting, read from the roots on
+        # first use; dropped by this index's writes and when a search meets a document they miss.
+        self._identities: Dict[Optional[Tuple[str, ...]], IdentityIndex] = {}
+        self._roots_meta: Optional[List[Tuple[str, Mapping[str, Any]]]] = None
+        #: A self-query model (``drag_knee_retriever.llm.LangChainSelfQuery(chat_model)`` or
+        #: ``LlamaIndexSelfQuery(llm)``): every search first asks it which documents the query names
+        #: and filters to them (see :meth:`search`). None: no model (identity matching alone).
+        self.self_query: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -233,11 +243,17 @@ class DragKneeIndex:
         Every document is checked before anything is written, so bad input loses nothing stored.
         A document becomes visible to search only when its root (written last) is stored.
         """
-        return self._ingestor.add_documents(documents, progress)
+        try:
+            return self._ingestor.add_documents(documents, progress)
+        finally:
+            self._forget_identities()
 
     def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""
-        return self._ingestor.add_nodes(nodes, progress)
+        try:
+            return self._ingestor.add_nodes(nodes, progress)
+        finally:
+            self._forget_identities()
 
     def file_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
         """doc_id -> stored file stamp (``"<size>:<mtime_ns>"``) for ``load_paths(stored_stamps=...)``:
@@ -247,7 +263,10 @@ class DragKneeIndex:
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""
-        return self._ingestor.delete_document(doc_id)
+        try:
+            return self._ingestor.delete_document(doc_id)
+        finally:
+            self._forget_identities()
 
     async def aadd_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
         """:meth:`add_documents` without blocking the event loop (building and encoding are
@@ -362,6 +381,7 @@ class DragKneeIndex:
         filters: Any = None,
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
+        self_query: Any = None,
         **options: Unpack[SearchOptions],
     ) -> SearchResult:
         """Walk the trees for ``query``; the settings are :class:`SearchConfig`'s, grouped the same way.
@@ -369,14 +389,33 @@ class DragKneeIndex:
         Each setting given here (:class:`~drag_knee_retriever.config.SearchOptions`: ``method`` and its
         own knobs ``beam_width`` / ``max_roots`` / ``sensitivity``, ``fusion=FusionConfig(...)``,
         ``focus=FocusConfig(...)`` (``focus=False`` skips the focus step), ``order``, ``max_results``,
-        ``min_score``, ``explain``) replaces the index's (or ``config``'s) for this search. ``filters``
-        (applied at every level of the walk) is a LangChain / Mongo-style dict
+        ``min_score``, ``max_tokens`` (a word budget for the results, filled with the best evidence in
+        order: :mod:`drag_knee_retriever.budget`), ``explain``) replaces the index's (or ``config``'s) for
+        this search. ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
         (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
         :mod:`drag_knee_retriever.store.filters`.
+
+        ``self_query`` (default: the index's :attr:`self_query`; ``False``: none for this call): a
+        model that reads from the query which documents it names (``llm/self_query.py``); its
+        filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
+        it leaves no result.
         """
         plan = self._plan(query, filters=filters, config=config, options=options)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
+        model = self.self_query if self_query is None else (self_query or None)
+        if model is not None:
+            extra = model.filters(plan.query, self.metadata_values(getattr(model, "keys", None)))
+            plan.mark("self_query")
+            if extra:
+                result = self._walk(plan.narrowed(parse_filters(extra)), vectors)
+                result.trace.self_query = {"filters": extra, "used": bool(result.nodes)}
+                if result.nodes:
+                    return result
+                plan.trace.self_query = result.trace.self_query
+        return self._walk(plan, vectors)
+
+    def _walk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
         rrf_k = plan.settings.fusion.rrf_k
 
         # The walk reads only the nodes' structure (light rankings); the final fetch brings the
@@ -384,12 +423,28 @@ class DragKneeIndex:
         def rank(requests: Sequence[RankRequest]):
             return self.store.rank(requests, vectors, rrf_k=rrf_k, explain=plan.settings.explain, light=True)
 
-        hits = walk(rank, plan.settings, plan.filters, plan.trace)
-        plan.mark("walk")
-        extra = relevance_request(hits)
-        plan.score(hits, self.store.rank([extra], vectors, rrf_k=rrf_k, explain=False,
-                                         light=True)[0] if extra else ())
-        return self._result(plan, *fetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
+        def score(hits: Sequence[Any]) -> None:  # the public [0, 1] scores (relevance.py)
+            extra = relevance_request(hits)
+            plan.score(hits, self.store.rank([extra], vectors, rrf_k=rrf_k, explain=False,
+                                             light=True)[0] if extra else ())
+
+        identity = self._identity_match(plan)
+        if plan.fills_budget:
+            ranking = budget_ranking(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+            if ranking.ranked:
+                filled = run_fill(plan.fill_steps(ranking), self.store.retrieve)
+                score(filled.hits)
+                return self._result(plan, *plan.budget_context(ranking, filled))
+            hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
+        else:
+            hits = walk(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+        score(hits)
+        return self._result(plan, *plan.packed(fetch_context(self.store, plan.cap(hits), refresh=True,
+                                                             trace=plan.trace)))
 
     async def asearch(
         self,
@@ -398,6 +453,7 @@ class DragKneeIndex:
         filters: Any = None,
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
+        self_query: Any = None,
         **options: Unpack[SearchOptions],
     ) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same results.
@@ -408,17 +464,46 @@ class DragKneeIndex:
         plan = self._plan(query, filters=filters, config=config, options=options)
         vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
         plan.mark("encode")
+        model = self.self_query if self_query is None else (self_query or None)
+        if model is not None:
+            extra = await model.afilters(plan.query, self.metadata_values(getattr(model, "keys", None)))
+            plan.mark("self_query")
+            if extra:
+                result = await self._awalk(plan.narrowed(parse_filters(extra)), vectors)
+                result.trace.self_query = {"filters": extra, "used": bool(result.nodes)}
+                if result.nodes:
+                    return result
+                plan.trace.self_query = result.trace.self_query
+        return await self._awalk(plan, vectors)
+
+    async def _awalk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
         rrf_k = plan.settings.fusion.rrf_k
 
         async def rank(requests: Sequence[RankRequest]):
             return await self.store.arank(requests, vectors, rrf_k=rrf_k, explain=plan.settings.explain, light=True)
 
-        hits = await awalk(rank, plan.settings, plan.filters, plan.trace)
-        plan.mark("walk")
-        extra = relevance_request(hits)
-        plan.score(hits, (await self.store.arank([extra], vectors, rrf_k=rrf_k, explain=False,
-                                                 light=True))[0] if extra else ())
-        return self._result(plan, *await afetch_context(self.store, plan.cap(hits), refresh=True, trace=plan.trace))
+        async def score(hits: Sequence[Any]) -> None:
+            extra = relevance_request(hits)
+            plan.score(hits, (await self.store.arank([extra], vectors, rrf_k=rrf_k, explain=False,
+                                                     light=True))[0] if extra else ())
+
+        identity = self._identity_match(plan)
+        if plan.fills_budget:
+            ranking = await abudget_ranking(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+            if ranking.ranked:
+                filled = await arun_fill(plan.fill_steps(ranking), self.store.aretrieve)
+                await score(filled.hits)
+                return self._result(plan, *plan.budget_context(ranking, filled))
+            hits = ranking.regions
+        else:
+            hits = await awalk(rank, plan.settings, plan.filters, plan.trace, identity)
+            plan.mark("walk")
+            self._check_identities(plan)
+        await score(hits)
+        return self._result(plan, *plan.packed(await afetch_context(self.store, plan.cap(hits), refresh=True,
+                                                                    trace=plan.trace)))
 
     def _plan(self, query: Any, *, filters: Any, config: Optional[SearchConfig],
               options: Mapping[str, Any]) -> "_SearchPlan":
@@ -448,6 +533,46 @@ class DragKneeIndex:
         return _SearchPlan(query=query, settings=settings, filters=spec,
                            trace=Trace(query=query, method=settings.method),
                            requests_before=self.store.requests, started=started)
+
+    def _forget_identities(self) -> None:
+        self._identities = {}
+        self._roots_meta = None
+
+    def _root_metadata(self) -> List[Tuple[str, Mapping[str, Any]]]:
+        """Every document's (doc_id, metadata), read from the roots once and kept until a write."""
+        if self._roots_meta is None:
+            self._roots_meta = [(r.doc_id, r.metadata) for r in self.store.scroll_nodes(level=0, with_text=False)]
+        return self._roots_meta
+
+    def metadata_values(self, keys: Optional[Sequence[str]] = None) -> Dict[str, List[Any]]:
+        """The values the indexed documents hold for each metadata key that can name a document
+        (``keys``, else the identity keys of :func:`~drag_knee_retriever.identity.identity_fields`),
+        most frequent first; ``doc_id`` lists readable document ids. What a self-query model is shown."""
+        return identity_fields(self._root_metadata(), keys)
+
+    def _identity_match(self, plan: "_SearchPlan") -> IdentityMatch:
+        """The documents the query names (identity.py), or none when identity is switched off."""
+        settings = plan.settings
+        if not (settings.identity_weight or (settings.focus is not None and settings.focus.identity_weight)):
+            return NO_MATCH
+        table = self._identities.get(settings.identity_keys)
+        if table is None:
+            # Roots carry their document's metadata; read once (without text) and kept until a write.
+            roots = self.store.scroll_nodes(level=0, with_text=False)
+            table = IdentityIndex.from_roots(roots, settings.identity_keys)
+            self._roots_meta = [(r.doc_id, r.metadata) for r in roots]
+            self._identities[settings.identity_keys] = table
+        match = table.match(plan.query, limit=settings.max_roots or settings.beam_width or 20)
+        plan.mark("identity")
+        return match
+
+    def _check_identities(self, plan: "_SearchPlan") -> None:
+        """Forget the identities when the walk met a root they do not know (another process wrote)."""
+        table = self._identities.get(plan.settings.identity_keys)
+        if table is None or not plan.trace.steps:
+            return
+        if any(not table.knows(c.doc_id, c.doc_hash) for c in plan.trace.steps[0].candidates):
+            self._forget_identities()
 
     def _check_filter_keys(self, spec: Any) -> None:
         """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
@@ -550,6 +675,12 @@ class _SearchPlan:
         self.public = dict(zip((h.node.id for h in hits), relevance_scores(hits, answered)))
         self.mark("score")
 
+    def narrowed(self, extra: Any) -> "_SearchPlan":
+        """The same search with ``extra`` conditions joined to its filters (a fresh trace)."""
+        return _SearchPlan(query=self.query, settings=self.settings, filters=tuple(self.filters) + tuple(extra),
+                           trace=Trace(query=self.query, method=self.settings.method, timings_ms=dict(self.trace.timings_ms)),
+                           requests_before=self.requests_before, started=self.started, last=self.last)
+
     def cap(self, hits: Sequence[Any]) -> List[Any]:
         """The walk's results within ``min_score`` (on the public score) and ``max_results``
         (the method's best by its own raw score kept)."""
@@ -560,6 +691,36 @@ class _SearchPlan:
             keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
             out = [h for h in out if id(h) in keep]
         return out
+
+    @property
+    def fills_budget(self) -> bool:
+        """A word budget over a knee method's focus ranking (the other methods pack their results)."""
+        return self.settings.max_tokens is not None and focuses(self.settings)
+
+    def fill_steps(self, ranking: FocusRanking) -> FillSteps:
+        """The budget fill's reads, bringing also the roots the trace's leaf rankings need."""
+        assert self.settings.max_tokens is not None
+        assert self.settings.focus is not None
+        return fill_steps(ranking.ranked, ranking.regions, self.settings.max_tokens, self.settings.focus.merge_ratio,
+                          root_docs=sorted(unrooted_docs(self.trace)))
+
+    def budget_context(self, ranking: FocusRanking, filled: BudgetFill) -> Context:
+        """The live hits of a fill (within ``min_score`` / ``max_results``) and their texts; the
+        focus step of the trace says which leaves were kept, merged or left out."""
+        assert self.settings.max_tokens is not None
+        prune_trace(self.trace, filled.fetched)
+        hits, texts = live_with_text(self.cap(filled.hits), filled.fetched, refresh=True)
+        if filled.cut_to_budget:
+            texts = {i: first_words(t, self.settings.max_tokens) for i, t in texts.items()}
+        if ranking.step is not None:
+            mark_trace(ranking.step, hits)
+        return hits, texts
+
+    def packed(self, context: Context) -> Context:
+        """The results within ``max_tokens`` words, if a budget is set (see :func:`~.budget.pack`)."""
+        if self.settings.max_tokens is None:
+            return context
+        return pack(context[0], context[1], self.settings.max_tokens)
 
     def mark(self, phase: str) -> None:
         now = time.perf_counter()

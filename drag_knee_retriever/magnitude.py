@@ -13,7 +13,7 @@ with no extra round trip. Chosen by replaying rules over per-question dumps
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from .store.base import RankedHit
 
@@ -34,11 +34,19 @@ def _filled(values: Sequence[Optional[float]], missing: float) -> List[float]:
     return [missing if v is None else float(v) for v in values]
 
 
-def magnitude_ranking(hits: Sequence[RankedHit], sibling_weight: float) -> List[RankedHit]:
+def magnitude_ranking(hits: Sequence[RankedHit], sibling_weight: float,
+                      document_scores: Optional[Mapping[str, float]] = None,
+                      document_weight: float = 0.0, root_scores: Optional[Mapping[str, float]] = None,
+                      root_weight: float = 0.0) -> List[RankedHit]:
     """``hits`` (each with ``dense_score`` / ``sparse_score``) re-scored and ordered best first.
 
     Score = z(dense) + z(BM25) + ``sibling_weight`` x the mean of that sum over the hits with the
-    same ``parent_id`` (the hit itself included; a hit without a parent counts alone). A missing
+    same ``parent_id`` (the hit itself included; a hit without a parent counts alone), plus
+    ``document_weight`` x z(its document's score in ``document_scores``, 0 where absent): a leaf
+    inherits its document's evidence (e.g. how strongly the query names the document,
+    :mod:`~drag_knee_retriever.identity`); with every hit in one document that term is 0. Likewise
+    ``root_weight`` x z(its document root's score in the walk's roots ranking, ``root_scores``; a
+    document the ranking did not reach takes its lowest score). A missing
     side score (a global hit below that side's limit) takes the lowest score seen on that side.
     Ties by node id, as the stores order them. Duplicated nodes keep their first hit.
     """
@@ -67,6 +75,13 @@ def magnitude_ranking(hits: Sequence[RankedHit], sibling_weight: float) -> List[
                  for h, value in zip(pool, own)]
     else:
         score = own
+    if document_weight and document_scores:
+        inherited = _z([float(document_scores.get(h.node.doc_id, 0.0)) for h in pool])
+        score = [value + document_weight * extra for value, extra in zip(score, inherited)]
+    if root_weight and root_scores:
+        lowest = min(root_scores.values())
+        inherited = _z([float(root_scores.get(h.node.doc_id, lowest)) for h in pool])
+        score = [value + root_weight * extra for value, extra in zip(score, inherited)]
     scored = [RankedHit(h.node, s, h.dense_rank, h.sparse_rank, h.dense_score, h.sparse_score)
               for h, s in zip(pool, score)]
     scored.sort(key=lambda h: (-h.score, h.node.id))

@@ -321,12 +321,15 @@ class TraceCandidate:
     # "kept", "suppressed", "cut" (beyond the knee or the beam width)
     outcome: str = "kept"
     suppressed_by: Optional[str] = None
-    # With SearchConfig.focus_scores="magnitude": the focus candidate's dense cosine and BM25 score
+    # With SearchConfig.focus.scores="magnitude": the focus candidate's dense cosine and BM25 score
     # (fused_score is then their z-scored sum with the siblings' evidence).
     dense_score: Optional[float] = None
     sparse_score: Optional[float] = None
     # The candidate's tree version: the final fetch drops leaf-ranking candidates of uncommitted trees.
     doc_hash: str = ""
+    # How strongly the query names this candidate's document (identity.py: 1.0 for the best match),
+    # where it counted in the candidate's score (roots and the focus step).
+    identity_score: Optional[float] = None
 
 
 @dataclass
@@ -356,6 +359,9 @@ class Trace:
     steps: List[TraceStep] = field(default_factory=list)
     requests: int = 0
     timings_ms: Dict[str, float] = field(default_factory=dict)
+    # With a self-query model (llm/self_query.py): the filter it read from the query and whether
+    # the search kept it (False: it left no result, so the search ran without it).
+    self_query: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return _clean_json(asdict(self))

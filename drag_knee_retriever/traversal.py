@@ -23,6 +23,12 @@ sections, but a knee over the few candidates of one beam step decides badly betw
 its children (the per-step lists are short and RRF scores depend only on ranks). So the walk cuts
 generously (``focus.region_sensitivity``) and the leaves compete once, directly.
 
+The focus cut (:func:`focus_cut`) is the knee of the best ``focus_pool`` leaves; with magnitude
+scores, whose differences mean something (sums of z-scores over the pool), it also keeps every leaf
+within ``near_best`` of the best (nothing tells them apart: the knee's place among them is
+arbitrary) and returns a best leaf ``standout`` ahead of the second alone. A word budget
+(``max_tokens``, :mod:`.budget`) reads on past the cut in the order of :func:`budget_order`.
+
 Where the global list looks (``focus.global_scope``): by default among the leaves of the
 ``focus.global_docs`` best documents of the first step (which ranks that many roots in its round
 trip), so it reads a few thousand leaves whatever the index size; ``"collection"`` ranks every
@@ -37,9 +43,12 @@ parent wins it is a result, where children outrank it those children descend (le
 from __future__ import annotations
 
 import logging
+import math
+from dataclasses import dataclass, field, replace
 from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .config import FOCUS_METHODS, SearchConfig
+from .identity import NO_MATCH, IdentityMatch
 from .ids import span_leaf_ids
 from .knee import knee_index
 from .magnitude import magnitude_ranking
@@ -96,16 +105,22 @@ def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
     return candidate
 
 
-def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
-    """The walk as a generator: yields each step's requests, receives their hits, returns the result."""
-    roots, ranked = yield from _rank_roots(config, filters, trace)
+def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
+               identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The walk as a generator: yields each step's requests, receives their hits, returns the result.
+
+    ``identity``: the documents the query names (:mod:`.identity`); their roots join the roots
+    ranking and their scores count there (``config.identity_weight``) and in the magnitude focus
+    (``config.focus.identity_weight``)."""
+    roots, ranked = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return []
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
     if focuses(config):
-        return (yield from _focus(config, _global_filters(config, filters, ranked), filters, trace, regions))
+        return (yield from _focus(config, _global_filters(config, filters, ranked), filters, trace, regions,
+                                  identity))
     return regions
 
 
@@ -116,26 +131,23 @@ def _global_filters(config: SearchConfig, filters: FilterSpec, ranked: Sequence[
     return tuple(filters) + (any_of("doc_id", sorted({h.node.doc_id for h in ranked})),)
 
 
-def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+         identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
-    steps = walk_steps(config, filters, trace)
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(rank(requests))
-    except StopIteration as done:
-        return done.value
+    return _run(walk_steps(config, filters, trace, identity), rank)
 
 
-async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace) -> List[RankedHit]:
+async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+                identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with an asynchronous ranker (same steps as :func:`walk`)."""
-    steps = walk_steps(config, filters, trace)
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(await rank(requests))
-    except StopIteration as done:
-        return done.value
+    return await _arun(walk_steps(config, filters, trace, identity), rank)
+
+
+def _root_scores(trace: Trace) -> Dict[str, float]:
+    """Each ranked document's root score (kept or cut) in the walk's roots step."""
+    if not trace.steps or trace.steps[0].kind != "roots":
+        return {}
+    return {c.doc_id: c.fused_score for c in trace.steps[0].candidates}
 
 
 def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int]]:
@@ -146,22 +158,38 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
     return keep, keep
 
 
-def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Steps:
-    """Rank the roots; returns the walk's start (cut at the knee) and every root ranked.
+def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identity: IdentityMatch = NO_MATCH) -> Steps:
+    """Rank the roots; returns the walk's start (cut at the knee) and every root ranked (the
+    documents the focus step's global list looks in, :func:`_global_filters`).
 
     With a focus step whose global list looks at the best documents (``focus.global_scope="roots"``)
     the same request ranks ``focus.global_docs`` roots; the walk reads its first ``max_roots``,
     which are the same hits a request of ``max_roots`` returns while ``focus.global_docs`` is at most
-    ``MIN_SIDE_LIMIT`` (100: each side ranks that many before the fusion; ties are cut by id).
+    ``MIN_SIDE_LIMIT`` (100: each side ranks that many before the fusion; ties are cut by id). The
+    roots of the documents the query names (``identity``) join the walk's start as they would
+    without the wider request, and their documents join the ranked ones.
     """
     limit = config.beam_width if config.method == "fixed" else config.max_roots
     scope = limit
     focus = config.focus
     if focuses(config) and focus.global_leaves and focus.global_scope == "roots":  # type: ignore[union-attr]
         scope = max(limit, focus.global_docs)  # type: ignore[union-attr]
-    ranked = (yield [RankRequest(limit=scope, weights=_weights(config, 0), level=0, filters=filters)])[0]
+    weights = _weights(config, 0)
+    requests = [RankRequest(limit=scope, weights=weights, level=0, filters=filters)]
+    named = identity.root_ids[:limit] if identity and config.identity_weight else ()
+    if named:
+        # The roots of the documents the query names, in the same round trip (the filters hold for
+        # them too): a document named by its title ranks even where its text ranks below the limit.
+        requests.append(RankRequest(limit=len(named), weights=weights, candidate_ids=tuple(named), level=0,
+                                    filters=filters))
+    answers = yield requests
+    ranked = answers[0]
     hits = ranked[:limit]
-    step = TraceStep(step=0, kind="roots", level=0, weights=_weights(config, 0))
+    if named:
+        hits = with_identity(hits, answers[1], identity, config.identity_weight)
+        ranked_docs = {r.node.doc_id for r in ranked}
+        ranked = list(ranked) + [h for h in hits if h.node.doc_id not in ranked_docs]
+    step = TraceStep(step=0, kind="roots", level=0, weights=weights)
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
         keep = min(keep, config.beam_width)
@@ -169,10 +197,30 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace) -> Step
     for position, hit in enumerate(hits):
         candidate = _candidate(hit, position)
         candidate.outcome = "kept" if position < keep else "cut"
+        if named:
+            candidate.identity_score = identity.of(hit.node.doc_id)
         step.candidates.append(candidate)
     step.kept_count = min(keep, len(hits))
     trace.steps.append(step)
     return hits[:keep], ranked
+
+
+def with_identity(ranked: Sequence[RankedHit], named: Sequence[RankedHit], identity: IdentityMatch,
+                  weight: float) -> List[RankedHit]:
+    """The roots ranking with the named documents' roots joined and each root's fused score raised
+    by ``weight`` x its document's identity score; best first, ties by node id.
+
+    A named root the text ranking did not return counts 0 from the text (as a list that does not
+    hold an item adds nothing to its reciprocal-rank fusion): its identity alone places it."""
+    by_id: Dict[str, RankedHit] = {h.node.id: h for h in ranked}
+    for hit in named:
+        if hit.node.id not in by_id:
+            by_id[hit.node.id] = RankedHit(node=hit.node, score=0.0)
+    scored = [RankedHit(node=h.node, score=h.score + weight * identity.of(h.node.doc_id), dense_rank=h.dense_rank,
+                        sparse_rank=h.sparse_rank, dense_score=h.dense_score, sparse_score=h.sparse_score)
+              for h in by_id.values()]
+    scored.sort(key=lambda h: (-h.score, h.node.id))
+    return scored
 
 
 def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[RankedHit]) -> Steps:
@@ -229,38 +277,111 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
     return beam
 
 
-def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
-           regions: List[RankedHit]) -> Steps:
-    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions.
+@dataclass
+class FocusPool:
+    """The focus step's ranking of its pool (best first), and the global leaf rankings it read."""
 
-    ``global_filters``: the global list's filter (see :func:`_global_filters`)."""
-    focus = config.focus
-    assert focus is not None
+    ranked: List[RankedHit]
+    global_hits: List[RankedHit] = field(default_factory=list)
+    # A word budget's deeper global ranking (the same request, longer), read in the same round trip.
+    deeper: List[RankedHit] = field(default_factory=list)
+
+
+def _focus_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+                regions: List[RankedHit], deeper: Optional[int] = None,
+                identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The focus step's pool ranked (a :class:`FocusPool`): the leaves under the walk's nodes (and
+    the best leaves of the collection, with ``focus_global``), best first. ``deeper``: a word
+    budget's global ranking this many leaves long, in the same round trip.
+
+    ``global_filters``: the global list's filter (:func:`_global_filters`); the budget's deeper
+    ranking takes it too, as it is the global list read further (its head is the global list, and
+    with ``focus.global_scope="roots"`` it stays among the best documents' leaves instead of
+    becoming a flat search of the whole collection). The region request keeps ``filters``."""
+    assert config.focus.pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = _weights(config, config.max_depth)  # the leaves' weights: the deepest pair
-    if focus.scores == "magnitude":
-        hits = yield from _magnitude_pool(config, global_filters, filters, trace, candidate_ids, weights)
-    elif focus.global_leaves:
+    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=global_filters)]
+             if deeper and config.focus.global_leaves else [])
+    if config.focus.scores == "magnitude":
+        return (yield from _magnitude_pool(config, global_filters, filters, trace, candidate_ids, weights, extra,
+                                           identity))
+    if config.focus.global_leaves:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
         # each leaf's score sums its reciprocal ranks in both lists. A leaf the walk's regions
         # hold and the global ranking likes wins; a strong leaf whose region the walk cut is
         # still a candidate.
-        deep = min(max(focus.pool, focus.global_leaves), len(candidate_ids))
-        region_hits, global_hits = (yield [
-            RankRequest(limit=deep, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True, filters=global_filters),
-        ])
-        glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
-                         weights=weights)
-        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
-        glob.kept_count = len(global_hits)
-        trace.steps.append(glob)
-        hits = combine_rankings([region_hits, global_hits], config.fusion.rrf_k)[: focus.pool]
-    else:
-        limit = min(focus.pool, len(candidate_ids))
-        hits = (yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids, filters=filters)])[0]
+        deepest = len(candidate_ids) if deeper else min(max(config.focus.pool, config.focus.global_leaves),
+                                                          len(candidate_ids))
+        answers = (yield [
+            RankRequest(limit=deepest, weights=weights, candidate_ids=candidate_ids, filters=filters),
+            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=global_filters),
+        ] + extra)
+        region_hits, global_hits = answers[0], answers[1]
+        _global_step(trace, global_hits, weights)
+        return FocusPool(combine_rankings([region_hits, global_hits], config.fusion.rrf_k), list(global_hits),
+                         list(answers[2]) if extra else [])
+    limit = len(candidate_ids) if deeper else min(config.focus.pool, len(candidate_ids))
+    return FocusPool((yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids,
+                                         filters=filters)])[0])
+
+
+def _global_step(trace: Trace, global_hits: Sequence[RankedHit], weights: Tuple[float, float]) -> None:
+    glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
+                     weights=weights)
+    glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
+    glob.kept_count = len(global_hits)
+    trace.steps.append(glob)
+
+
+def focus_cut(config: SearchConfig, hits: Sequence[RankedHit]) -> int:
+    """How many of the focus ranking's best leaves the cut keeps: the knee of the best
+    ``focus_pool``; with magnitude scores (whose units mean something: sums of z-scores over the
+    pool) at least every leaf within ``near_best`` of the best (up to ``near_best_limit``), and the
+    best alone when it is ahead of the second by more than ``standout``."""
+    keep = knee_index([h.score for h in hits[: config.focus.pool]], knee_sensitivity(config)) if hits else 0
+    if config.focus.scores != "magnitude" or not hits:
+        return keep
+    best = hits[0].score
+    if config.focus.near_best is not None:
+        floor = best - config.focus.near_best
+        band = 0
+        for hit in hits[: config.focus.near_best_limit]:
+            if hit.score < floor:
+                break
+            band += 1
+        keep = max(keep, band)
+    if config.focus.standout is not None and len(hits) > 1 and best - hits[1].score > config.focus.standout:
+        keep = 1
+    return keep
+
+
+def _focus_depth(config: SearchConfig) -> int:
+    """How many of the focus ranking's leaves the cut may keep (the trace lists them)."""
+    assert config.focus.pool is not None
+    if config.focus.scores == "magnitude" and config.focus.near_best is not None:
+        return max(config.focus.pool, config.focus.near_best_limit)
+    return config.focus.pool
+
+
+def _identity_of(config: SearchConfig, identity: IdentityMatch) -> Optional[IdentityMatch]:
+    """The match the focus step's leaves inherit (and the trace shows), or None where it does not count."""
+    return identity if identity and config.focus.identity_weight and config.focus.scores == "magnitude" else None
+
+
+def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+           regions: List[RankedHit], identity: IdentityMatch = NO_MATCH) -> Steps:
+    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions.
+
+    ``global_filters``: the global list's filter (see :func:`_global_filters`)."""
+    focus = config.focus
+    assert focus is not None
+    pool = yield from _focus_pool(config, global_filters, filters, trace, regions, identity=identity)
+    inherited = _identity_of(config, identity)
+    hits = pool.ranked[: _focus_depth(config)]
+    weights = _weights(config, config.max_depth)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in hits), default=0),
                      weights=weights)
     trace.steps.append(step)
@@ -268,9 +389,10 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
         # No leaf under the regions matched (a filter that parents pass and leaves do not): the
         # walk's nodes are the best answer there is.
         return regions
-    keep = knee_index([h.score for h in hits], knee_sensitivity(config))
+    keep = focus_cut(config, hits)
     step.knee_index = keep
     survivors = {h.node.id for h in hits[:keep]}
+    leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     merged_into: Dict[str, str] = {}  # leaf id -> the region it is returned inside
     if focus.merge_ratio is not None:
         for region in regions:
@@ -283,6 +405,8 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
     for position, hit in enumerate(hits):
         candidate = _candidate(hit, position)
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
+        if inherited is not None:
+            candidate.identity_score = inherited.of(hit.node.doc_id)
         step.candidates.append(candidate)
         if position >= keep:
             candidate.outcome = "cut"
@@ -302,12 +426,110 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
     return results
 
 
-def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
-                    candidate_ids: Tuple[str, ...], weights: Tuple[float, float]) -> Steps:
-    """The focus pool scored by magnitude (``focus.scores="magnitude"``), best ``focus.pool`` first.
+@dataclass
+class FocusRanking:
+    """What a word budget fills from (:mod:`~drag_knee_retriever.budget`): the walk's nodes and
+    the focus step's whole ranking of the leaves under them (and the global leaves), best first."""
 
-    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves of
-    the whole filtered collection, each with its dense cosine and BM25 score; the union is
+    regions: List[RankedHit]
+    ranked: List[RankedHit]
+    step: Optional[TraceStep] = None  # the trace's focus step, whose outcomes the fill writes
+
+
+#: A word budget's deeper global ranking: about one leaf per this many words of the budget (so that
+#: short leaves, ~20-word paragraphs, can still fill it), at most ``_MAX_DEEPER`` leaves.
+_WORDS_PER_DEEPER_LEAF = 8
+_MAX_DEEPER = 2000
+
+
+def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
+                         identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The walk of a knee method up to its focus step, and the order a word budget is filled in:
+    returns a :class:`FocusRanking`.
+
+    The same roots, beam and focus pool as :func:`walk_steps`; the leaves the focus cut keeps come
+    first (so a budget starts with the default's own answer), then the global hybrid ranking of the
+    leaves (``focus_global``'s list, read deeper in the same round trip) in its own order, then the
+    rest of the pool. Why not the magnitude ranking past the cut: its siblings' term, which lifts a
+    page whose passages all match, ranks a chosen page's other passages next, and a budget then
+    spends its words on one page (measured: benchmarks/RESULTS.md, "budget"). A leaf keeps its
+    focus score where the pool scored it; a leaf only the deeper ranking reached gets the pool's
+    lowest."""
+    assert focuses(config) and config.max_tokens is not None
+    roots, ranked_roots = yield from _rank_roots(config, filters, trace, identity)
+    if not roots:
+        return FocusRanking(regions=[], ranked=[])
+    regions = yield from _beam(config, filters, trace, roots)
+    deeper = min(max(config.focus.global_leaves or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
+    pool = yield from _focus_pool(config, _global_filters(config, filters, ranked_roots), filters, trace, regions,
+                                  deeper=deeper, identity=identity)
+    inherited = _identity_of(config, identity)
+    keep = focus_cut(config, pool.ranked) if pool.ranked else 0
+    ranked = budget_order(pool, keep)
+    step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
+                     weights=_weights(config, config.max_depth))
+    step.knee_index = keep
+    for position, hit in enumerate(ranked):
+        candidate = _candidate(hit, position)
+        candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
+        if inherited is not None:
+            candidate.identity_score = inherited.of(hit.node.doc_id)
+        candidate.outcome = "cut"
+        step.candidates.append(candidate)
+    trace.steps.append(step)
+    return FocusRanking(regions=regions, ranked=ranked, step=step)
+
+
+def budget_order(pool: FocusPool, keep: int) -> List[RankedHit]:
+    """The order a budget is filled in: the ``keep`` leaves the focus cut keeps, then the global
+    ranking and its deeper part, then the rest of the pool; each leaf with its pool score (a leaf
+    only the deeper ranking reached: the pool's lowest)."""
+    scored = {h.node.id: h for h in pool.ranked}
+    lowest = min((h.score for h in pool.ranked), default=0.0)
+    order = dict.fromkeys([h.node.id for h in pool.ranked[:keep]] + [h.node.id for h in pool.global_hits]
+                          + [h.node.id for h in pool.deeper] + [h.node.id for h in pool.ranked[keep:]])
+    others = {h.node.id: h for h in pool.deeper}
+    return [scored[i] if i in scored else replace(others[i], score=lowest) for i in order]
+
+
+def _run(steps: Steps, rank: Ranker):
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+async def _arun(steps: Steps, rank: AsyncRanker):
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(await rank(requests))
+    except StopIteration as done:
+        return done.value
+
+
+def budget_ranking(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+                   identity: IdentityMatch = NO_MATCH) -> FocusRanking:
+    """:func:`budget_ranking_steps` with a synchronous ranker."""
+    return _run(budget_ranking_steps(config, filters, trace, identity), rank)
+
+
+async def abudget_ranking(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
+                          identity: IdentityMatch = NO_MATCH) -> FocusRanking:
+    """:func:`budget_ranking_steps` with an asynchronous ranker."""
+    return await _arun(budget_ranking_steps(config, filters, trace, identity), rank)
+
+
+def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+                    candidate_ids: Tuple[str, ...], weights: Tuple[float, float], extra: Sequence[RankRequest] = (),
+                    identity: IdentityMatch = NO_MATCH) -> Steps:
+    """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first (a :class:`FocusPool`;
+    ``extra``: a budget's deeper global request, answered as ``deeper``).
+
+    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves
+    ``global_filters`` admits, each with its dense cosine and BM25 score; the union is
     re-scored by :func:`~drag_knee_retriever.magnitude.magnitude_ranking`. Why the whole region
     and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
     parent's evidence.
@@ -322,17 +544,16 @@ def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: F
         requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True,
                                     filters=global_filters, with_scores=True))
     if not requests:
-        return []
-    answers = yield requests
+        return FocusPool([])
+    answers = yield requests + list(extra)
     region_hits = answers[0] if candidate_ids else []
-    global_hits = answers[-1] if focus.global_leaves else []
-    if focus.global_leaves:
-        glob = TraceStep(step=len(trace.steps), kind="global",
-                         level=max((h.node.level for h in global_hits), default=0), weights=weights)
-        glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
-        glob.kept_count = len(global_hits)
-        trace.steps.append(glob)
-    return magnitude_ranking(list(region_hits) + list(global_hits), focus.sibling_weight or 0.0)[: focus.pool]
+    global_hits = answers[len(requests) - 1] if config.focus.global_leaves else []
+    if config.focus.global_leaves:
+        _global_step(trace, global_hits, weights)
+    ranked = magnitude_ranking(list(region_hits) + list(global_hits), (config.focus.sibling_weight or 0.0),
+                               identity.scores if identity else None, config.focus.identity_weight,
+                               _root_scores(trace) if config.focus.root_weight else None, config.focus.root_weight)
+    return FocusPool(ranked, list(global_hits), list(answers[-1]) if extra else [])
 
 
 def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:

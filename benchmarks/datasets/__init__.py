@@ -2,7 +2,7 @@
 
 Not part of the wheel: what a user evaluates on is their own corpus (``drag-knee eval --corpus DIR
 --questions FILE``); these loaders read the benchmark datasets of ``$DRAG_KNEE_DATASETS`` (COVID-QA,
-XQuAD en/ru, HotpotQA, MMLongBench-Doc, QMSum) for ``python benchmarks/eval.py --dataset NAME``
+XQuAD en/ru, HotpotQA, MMLongBench-Doc, QMSum, FinanceBench) for ``python benchmarks/eval.py --dataset NAME``
 and the other benchmark scripts, which run from the repository root (``benchmarks`` is importable
 from there; the tests import it too).
 
@@ -58,8 +58,9 @@ def dataset_names() -> Tuple[str, ...]:
 def load_dataset(name: str, root: Optional[os.PathLike | str] = None, *, limit_docs: Optional[int] = None,
                  limit_questions: Optional[int] = None, **options: Any) -> EvalDataset:
     """Load a benchmark dataset by name (see :func:`dataset_names`): ``covidqa``, ``xquad-en``,
-    ``xquad-ru``, ``hotpotqa``, ``mmlongbench`` or ``qmsum`` (the last two: one document per question
-    by default, ``shared_store=True`` for all; ``max_doc_pages`` for MMLongBench), or one added here.
+    ``xquad-ru``, ``hotpotqa``, ``mmlongbench``, ``qmsum`` (these two: one document per question
+    by default, ``shared_store=True`` for all; ``max_doc_pages`` for MMLongBench), ``financebench``
+    (the shared store by default, ``shared_store=False`` for one filing per question), or one added here.
 
     ``root``: the datasets folder (default ``$DRAG_KNEE_DATASETS``). The dataset's
     ``load_options`` record how it was loaded (the report's meta shows them).
@@ -69,14 +70,20 @@ def load_dataset(name: str, root: Optional[os.PathLike | str] = None, *, limit_d
         raise DatasetError(f"Unknown dataset {name!r}; use one of {', '.join(loaders)}.")
     loader = loaders[name]
     accepted = inspect.signature(loader).parameters
-    given = {k: v for k, v in options.items() if v is not None and v is not False}
+    # An option left None (or False for a loader without it: the flag's off state) is not given; a
+    # False for a loader that declares it is (financebench's shared_store defaults to True).
+    given = {k: v for k, v in options.items() if v is not None and (v is not False or k in accepted)}
     refused = sorted(k for k in given if k not in accepted)
     if refused:
         takes = {k: [n for n, f in loaders.items() if k in inspect.signature(f).parameters] for k in refused}
         raise DatasetError(f"{name} takes no {', '.join(refused)}: " + "; ".join(
             f"{k} applies to {', '.join(v) or 'no dataset'}" for k, v in takes.items()) + ".")
     ds = loader(root, limit_docs=limit_docs, limit_questions=limit_questions, **given)
-    ds.load_options = {**RECORDED_OPTIONS, "limit_docs": limit_docs, "limit_questions": limit_questions, **options}
+    # An option left None is recorded as the loader's own default (financebench: the shared store).
+    said = {k: (v if v is not None else accepted[k].default) for k, v in options.items()
+            if v is not None or k in accepted}
+    ds.load_options = {**RECORDED_OPTIONS, "limit_docs": limit_docs, "limit_questions": limit_questions,
+                       **{k: v for k, v in said.items() if v is not inspect.Parameter.empty}}
     return ds
 
 

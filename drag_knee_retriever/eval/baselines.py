@@ -30,6 +30,12 @@ FLAT_KS: Tuple[int, ...] = (1, 2, 3, 5, 10)
 # The flat sweeps go further than k=10 so that the curve reaches the context sizes of the adaptive
 # methods (a gain at equal tokens is then interpolated, not measured against a flat extension).
 CURVE_KS: Tuple[int, ...] = FLAT_KS + (20, 50)
+#: Word budgets at which recall is also read (a reader's context window, not a k): flat hybrid
+#: filled up to each budget from its top-50 list, and the default search given the budget where it
+#: takes one (``search(max_tokens=...)``).
+WORD_BUDGETS: Tuple[int, ...] = (500, 1000, 2000)
+# How far flat's ranking is read when its top-50 list holds fewer words than a budget.
+_FLAT_BUDGET_DEPTH = 250
 DEFAULT_FUSION_SCHEDULE: Tuple[Tuple[float, float], ...] = ((0.2, 0.8), (0.5, 0.5), (0.8, 0.2), (1.0, 0.0))
 
 LeafTokens = Mapping[str, Sequence[int]]
@@ -174,11 +180,29 @@ class _SharedCall:
         return self._value, self._latency
 
 
+def fill_budget(hits: Sequence[ContextHit], budget: int) -> List[ContextHit]:
+    """The ranked hits that fit in ``budget`` words, in rank order: each hit is taken whole if it
+    fits in what is left and skipped if not (a later, shorter one may still fit). What a flat
+    retriever given a word budget instead of a k returns."""
+    kept: List[ContextHit] = []
+    left = budget
+    for hit in hits:
+        if hit.tokens <= left:
+            kept.append(hit)
+            left -= hit.tokens
+    return kept
+
+
 def flat_methods(index: Any, leaf_tokens: LeafTokens, *, ks: Sequence[int] = FLAT_KS,
-                 modes: Sequence[str] = ("dense", "sparse", "hybrid"), pages: bool = True) -> List[Method]:
+                 modes: Sequence[str] = ("dense", "sparse", "hybrid"), pages: bool = True,
+                 budgets: Sequence[int] = ()) -> List[Method]:
     """Flat top-k over leaves for each mode (dense, BM25, hybrid RRF); ``pages``: also hybrid top-k
     *pages* (``flat_search(unit="page")``: passages grouped into their page, the page returned
-    whole; the same as ``flat_hybrid`` on an index without passages)."""
+    whole; the same as ``flat_hybrid`` on an index without passages). ``budgets``: also flat hybrid
+    (leaves and pages) filled up to each word budget from the same top-max(k) list
+    (``flat_hybrid_w500``: :func:`fill_budget`), read on in a longer ranking where that list holds
+    fewer words than the budget (short leaves: HotpotQA's 50 best paragraphs are ~1,200 words), so
+    that flat is measured at the budget and not below it."""
     methods: List[Method] = []
     names = {"dense": "flat_dense", "sparse": "flat_bm25", "hybrid": "flat_hybrid"}
     top = max(ks)
@@ -198,6 +222,25 @@ def flat_methods(index: Any, leaf_tokens: LeafTokens, *, ks: Sequence[int] = FLA
 
             params = {"mode": mode, "k": k, "scope": "leaves", **({"unit": unit} if unit != "leaf" else {})}
             methods.append(Method(f"{name}_k{k}", name, params, run, curve=name))
+        deeper = _SharedCall(
+            lambda text, qv, mode=mode, unit=unit: index.flat_search(text, k=_FLAT_BUDGET_DEPTH, mode=mode,
+                                                                     scope="leaves", query_vectors=qv, unit=unit)
+        )
+        for budget in budgets if mode == "hybrid" else ():
+            def run_budget(text: str, qv: Any, shared=shared, deeper=deeper, budget=budget) -> Retrieval:
+                nodes, latency = shared.get(text, qv)
+                if sum(count_tokens(n.text) for n in nodes) < budget:
+                    more, extra = deeper.get(text, qv)
+                    seen = {n.node.id for n in nodes}
+                    nodes = list(nodes) + [n for n in more if n.node.id not in seen]
+                    latency += extra
+                hits, returned = hits_from_scored(nodes, leaf_tokens)
+                kept = fill_budget(hits, budget)
+                ids = {id(h) for h in kept}
+                return Retrieval(kept, latency, [r for h, r in zip(hits, returned) if id(h) in ids])
+
+            params = {"mode": mode, "top": top, "budget_words": budget, **({"unit": unit} if unit != "leaf" else {})}
+            methods.append(Method(f"{name}_w{budget}", f"{name}_budget", params, run_budget))
     return methods
 
 
@@ -335,6 +378,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
         if isinstance(kwargs.get("config"), str):
             changes = _CONFIG_VARIANTS[kwargs["config"]]
             kwargs = {"config": _variant_config(index.search_config, changes)}
+        elif name.startswith("drag_knee{"):  # a search variant (runner.parse_search_variant): dotted settings
+            kwargs = {"config": _variant_config(index.search_config, kwargs)}
 
         def run(text: str, qv: Any, kwargs=kwargs) -> Retrieval:
             start = time.perf_counter()
@@ -357,7 +402,44 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
                            "focus_scores": focus.scores if focus else None,
                            "sibling_weight": focus.sibling_weight if focus else None,
                            "focus_global_scope": focus.global_scope if focus else None,
-                           "focus_global_docs": focus.global_docs if focus else None})
+                           "focus_global_docs": focus.global_docs if focus else None,
+                           "identity_weight": config.identity_weight,
+                           "identity_focus_weight": focus.identity_weight if focus else None})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,
                               curve=("drag_fixed" + suffix) if not adaptive else None))
+    return methods
+
+
+def search_takes(index: Any, option: str) -> bool:
+    """Whether ``index.search`` (through a :class:`ScopedIndex` too) takes the keyword ``option``."""
+    import inspect
+
+    target = getattr(index, "_index", index)
+    try:
+        return option in inspect.signature(target.search).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def drag_budget_methods(index: Any, leaf_tokens: LeafTokens, *, budgets: Sequence[int] = WORD_BUDGETS,
+                        label: str = "default") -> List[Method]:
+    """The default search given each word budget (``search(max_tokens=B)``, ``drag_knee_w500``...),
+    where the index's search takes one; its results are held to the budget as flat's are
+    (:func:`fill_budget`), so every ``_w`` row reads at most that many words. None otherwise."""
+    if not budgets or not search_takes(index, "max_tokens"):
+        return []
+    suffix = "" if label == "default" else f"[{label}]"
+    methods = []
+    for budget in budgets:
+        def run(text: str, qv: Any, budget=budget) -> Retrieval:
+            start = time.perf_counter()
+            result = index.search(text, query_vectors=qv, max_tokens=budget)
+            latency = (time.perf_counter() - start) * 1000.0
+            hits, returned = hits_from_scored(result.nodes, leaf_tokens)
+            kept = fill_budget(hits, budget)
+            ids = {id(h) for h in kept}
+            return Retrieval(kept, latency, [r for h, r in zip(hits, returned) if id(h) in ids], result.trace)
+
+        methods.append(Method(f"drag_knee_w{budget}{suffix}", "drag_budget" + suffix,
+                              {"method": "knee", "max_tokens": budget}, run, index_label=label))
     return methods

@@ -144,3 +144,37 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
     sums = np.bincount(inverse, weights=ranks)
     counts = np.bincount(inverse)
     return (sums / counts)[inverse]
+
+
+def word_budget_figures(rows: Mapping[str, Sequence[Any]], budgets: Sequence[int],
+                        gold_sizes: Sequence[int] = ()) -> Dict[str, Dict[str, Any]]:
+    """Recall within each word budget: the default search given the budget (``drag_knee_wB``, where
+    the index takes one) next to flat hybrid leaves and pages filled to the same budget
+    (``flat_hybrid_wB``, ``flat_hybrid_page_wB``), each with its mean words, right-document rate and
+    (``gold_sizes``) all-gold rate on multi-gold questions; the default's gain over each flat row is
+    a paired per-question difference at the same budget, with a 95% bootstrap interval."""
+    sizes = np.array(gold_sizes) if len(gold_sizes) else None
+    out: Dict[str, Dict[str, Any]] = {}
+    for budget in budgets:
+        entry: Dict[str, Any] = {}
+        for name in (f"drag_knee_w{budget}", f"flat_hybrid_w{budget}", f"flat_hybrid_page_w{budget}"):
+            if not rows.get(name):
+                continue
+            recall = np.array([float(r.recall) for r in rows[name]])
+            figures: Dict[str, Any] = {
+                "recall": float(recall.mean()),
+                "tokens": float(np.mean([float(r.tokens) for r in rows[name]])),
+                "right_document": float(np.mean([float(r.right_document) for r in rows[name]])),
+            }
+            if sizes is not None and len(sizes) == len(recall) and (sizes > 1).any():
+                figures["all_gold_multi"] = float(np.array([float(r.all_gold) for r in rows[name]])[sizes > 1].mean())
+            entry[name] = figures
+        default = rows.get(f"drag_knee_w{budget}")
+        for flat in (f"flat_hybrid_w{budget}", f"flat_hybrid_page_w{budget}"):
+            if default and rows.get(flat) and len(rows[flat]) == len(default):
+                diff = (np.array([float(r.recall) for r in default]) - np.array([float(r.recall) for r in rows[flat]]))
+                entry[f"gain_over_{flat}"] = {"gain": float(diff.mean()),
+                                              "ci95": _paired_interval(diff) if len(diff) > 1 else None}
+        if entry:
+            out[str(budget)] = entry
+    return out

@@ -43,11 +43,13 @@ def eval_command(
     methods: Annotated[Optional[List[str]], typer.Option("--method", "-m", help="Only methods matching this glob (repeatable), e.g. 'flat_hybrid_*'.")] = None,
     build: Annotated[Optional[str], typer.Option("--build", help="BuildConfig of the main index as key=value,... e.g. 'inner_vectors=summary,branching=4'.")] = None,
     build_variants: Annotated[Optional[List[str]], typer.Option("--build-variant", help="Extra index for DRAG/collapsed methods (repeatable), e.g. 'inner_vectors=centroid'.")] = None,
+    search_variants: Annotated[Optional[List[str]], typer.Option("--search-variant", help="The default search with other SearchConfig settings (repeatable), as dotted settings, e.g. 'identity_weight=0.5,focus.identity_weight=1': method drag_knee{identity_weight=0.5,focus.identity_weight=1}.")] = None,
     automerging_k: Annotated[Optional[List[int]], typer.Option("--automerging-k", help="AutoMergingRetriever similarity_top_k (repeatable; default 6).")] = None,
     traces: Annotated[int, typer.Option("--traces", min=0, help="Save DRAG traces of the first N questions to traces.jsonl.")] = 0,
     model_path: Annotated[Optional[str], typer.Option("--model-path", help="fastembed-ready dense model folder.")] = None,
     embedding_cache: Annotated[Optional[Path], typer.Option("--embedding-cache", help="Keep passage vectors in this folder between runs (same model => same vectors).")] = None,
     engine: Annotated[str, typer.Option("--engine", help="Store engine: auto, edge or local.")] = "auto",
+    index_dir: Annotated[Optional[Path], typer.Option("--index-dir", help="Keep each build's index in this folder and reuse it next run (unchanged documents are skipped); delete it after changing the build code.")] = None,
     plot: Annotated[bool, typer.Option("--plot/--no-plot", help="Write recall_vs_tokens.png (needs matplotlib).")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
@@ -87,7 +89,8 @@ def eval_command(
         report = run_eval(
             target, out, methods=methods or None, build=base_build, build_variants=variants,
             automerging_top_ks=tuple(automerging_k or (6,)), model_path=model_path, engine=engine,
-            embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot, **run_kwargs,
+            embedding_cache=embedding_cache, traces=traces, progress=not quiet, plot=plot, index_dir=index_dir,
+            search_variants=tuple(search_variants or ()), **run_kwargs,
         )
     except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:
         typer.echo(f"drag-knee eval: {exc}", err=True)

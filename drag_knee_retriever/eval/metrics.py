@@ -23,6 +23,8 @@ method. The formulas, for one question with gold leaves G and hits h_1..h_n in r
 - ``all_gold`` = 1 if every gold leaf is covered, else 0.
 - ``mrr`` = 1 / r where r is the 1-based rank of the first hit covering a gold leaf (0 if none).
 - ``results`` = n, the number of hits; ``latency_ms`` = the method's wall time for the question.
+- ``right_document`` = 1 if some hit lies in a document that holds gold, else 0 (mean = the share
+  of questions whose results reach the right document: routing, in a store of many documents).
 
 Means are plain averages over questions (each question weighs the same).
 """
@@ -46,6 +48,7 @@ METRIC_NAMES: Tuple[str, ...] = (
     "tokens",
     "gold_tokens",
     "latency_ms",
+    "right_document",
 )
 
 METRIC_FORMULAS: Dict[str, str] = {
@@ -59,6 +62,7 @@ METRIC_FORMULAS: Dict[str, str] = {
     "tokens": "context tokens: whitespace tokens of all returned text (an inner node returns all its leaves)",
     "gold_tokens": "whitespace tokens of the covered gold leaves",
     "latency_ms": "wall time of the method's search call for the question (query already encoded)",
+    "right_document": "1 if some result lies in a document holding gold, else 0 (mean = right-document rate)",
 }
 
 
@@ -142,6 +146,7 @@ class QuestionMetrics:
     tokens: int
     gold_tokens: int
     latency_ms: float
+    right_document: float = 0.0
 
     def to_dict(self) -> Dict[str, float]:
         """Plain dict of the metric values."""
@@ -161,6 +166,7 @@ def question_metrics(
     gold_set = frozenset(gold)
     if not gold_set:
         raise ValueError("A question needs at least one gold leaf to be scored; drop questions without gold.")
+    gold_docs = {doc for doc, _ in gold_set}
     covered: set = set()
     best_gold_tokens: Dict[GoldLeaf, int] = {}
     first_gold_rank: Optional[int] = None
@@ -196,6 +202,7 @@ def question_metrics(
         tokens=tokens,
         gold_tokens=gold_tokens,
         latency_ms=float(latency_ms),
+        right_document=1.0 if any(hit.doc_id in gold_docs for hit in hits) else 0.0,
     )
 
 

@@ -21,6 +21,7 @@ TABLE_COLUMNS = (
     ("recall", "recall", 3),
     ("recall_gain_at_equal_tokens", "Δrecall@tokens", 3),
     ("all_gold", "all-gold", 3),
+    ("right_document", "right doc", 3),
     ("mrr", "MRR", 3),
     ("leaf_precision", "leaf P", 3),
     ("token_precision", "token P", 3),
@@ -130,6 +131,26 @@ def headline_markdown(headline: Mapping[str, Any]) -> str:
     if headline.get("best_drag_variant"):
         lines.append(f"- Best adaptive DRAG variant at equal tokens: `{headline['best_drag_variant']}` "
                      f"({f('best_drag_variant_gain_at_equal_tokens')})")
+    return "\n".join(lines)
+
+
+def word_budget_markdown(headline: Mapping[str, Any]) -> str:
+    """Recall within each word budget (the headline's ``word_budgets``): the default search given
+    the budget next to flat hybrid leaves and pages filled to it; empty when the run has none."""
+    budgets = headline.get("word_budgets") or {}
+    if not budgets:
+        return ""
+    lines = ["| words | method | recall | words used | right doc | all-gold, multi-gold q | default's gain (95% interval) |",
+             "|---:|---|---:|---:|---:|---:|---|"]
+    for budget, entry in budgets.items():
+        for name, figures in entry.items():
+            if name.startswith("gain_over_"):
+                continue
+            gain = entry.get(f"gain_over_{name}") or {}
+            ci = gain.get("ci95")
+            gain_text = (f"{gain['gain']:+.3f} ({ci[0]:+.3f} to {ci[1]:+.3f})" if ci else f"{gain['gain']:+.3f}") if gain else "–"
+            lines.append(f"| {budget} | {name} | {_fmt(figures.get('recall'), 3)} | {_fmt(figures.get('tokens'), 0)} | "
+                         f"{_fmt(figures.get('right_document'), 3)} | {_fmt(figures.get('all_gold_multi'), 3)} | {gain_text} |")
     return "\n".join(lines)
 
 
@@ -264,6 +285,8 @@ def write_report(report: Any, out_dir: Path, *, trace_rows: Sequence[Mapping[str
         "",
         headline_markdown(report.headline),
         "",
+        *(["## Recall within a word budget", "", word_budget_markdown(report.headline), ""]
+          if report.headline.get("word_budgets") else []),
         "## All methods",
         "",
         markdown_table(report.summary, report.methods, beyond=report.headline.get("beyond_flat_curve", ())),

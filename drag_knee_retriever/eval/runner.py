@@ -20,16 +20,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import BuildConfig
+from ..config import BuildConfig, SearchConfig
+from ..errors import ConfigError
 from .automerging import automerging_methods, build_automerging, llama_index_available
 from .baselines import (
     CURVE_KS,
     DEFAULT_FUSION_SCHEDULE,
     FLAT_KS,
+    WORD_BUDGETS,
     LeafTokens,
     Method,
     ScopedIndex,
     collapsed_methods,
+    drag_budget_methods,
     drag_methods,
     drag_variants,
     flat_knee_methods,
@@ -86,15 +89,52 @@ def parse_build_variant(spec: str) -> BuildVariant:
         key, raw = (x.strip() for x in part.split("=", 1))
         if key not in known and key not in getattr(BuildConfig, "_moved", {}):
             raise EvalSetupError(f"unknown BuildConfig setting {key!r}; use one of {', '.join(known)}.")
-        value: Any
-        if raw.lower() in ("true", "false"):
-            value = raw.lower() == "true"
-        elif raw.lower() == "none":
-            value = None
-        else:
-            value = int(raw) if raw.lstrip("-").isdigit() else raw
-        build = build.with_path(key, value)
+        build = build.with_path(key, _parse_value(raw, floats=False))
     return BuildVariant(label=spec.replace(" ", ""), build=build)
+
+
+def _parse_value(raw: str, *, floats: bool = True) -> Any:
+    """A variant's value as written: true/false, none, an integer, a number (``floats``), else the text."""
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    if raw.lower() == "none":
+        return None
+    if raw.lstrip("-").isdigit():
+        return int(raw)
+    if floats:
+        try:
+            return float(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def parse_search_variant(spec: str) -> Tuple[str, Dict[str, Any]]:
+    """``"identity_weight=0.5,focus.pool=20"`` -> (``"drag_knee{identity_weight=0.5,focus.pool=20}"``,
+    the changes as dotted settings): the default search with those settings, on every index.
+
+    Keys are SearchConfig's settings as dotted paths (``focus.near_best``, ``fusion.rrf_k``); each
+    value is checked here (on the default SearchConfig), before any index is built.
+    """
+    from ..settings import iter_settings
+
+    known = [name for name, _, _ in iter_settings(SearchConfig)]
+    changes: Dict[str, Any] = {}
+    config = SearchConfig()
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise EvalSetupError(f"search variant part {part!r} is not key=value (e.g. focus.identity_weight=1).")
+        key, raw = (x.strip() for x in part.split("=", 1))
+        if key not in known:
+            raise EvalSetupError(f"unknown SearchConfig setting {key!r}; use one of {', '.join(known)}.")
+        changes[key] = _parse_value(raw)
+        try:
+            config = config.with_path(key, changes[key])
+        except ConfigError as exc:
+            raise EvalSetupError(f"search variant {spec!r}: {exc}") from None
+    return "drag_knee{" + spec.replace(" ", "") + "}", changes
 
 
 @dataclass
@@ -143,15 +183,35 @@ def _wanted(name: str, patterns: Optional[Sequence[str]]) -> bool:
 
 
 def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model_path: Optional[str],
-                engine: str, collection: str) -> Any:
+                engine: str, collection: str, folder: Optional[Path] = None) -> Any:
     from .. import DragKneeIndex
 
     from ..config import EmbeddingConfig, StoreConfig
 
     if encoder is None:
         encoder = EmbeddingConfig(language=dataset.language, **({"model_path": model_path} if model_path else {}))
-    return DragKneeIndex(":memory:", embedding=encoder, build=build,
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    return DragKneeIndex(str(folder) if folder is not None else ":memory:", embedding=encoder, build=build,
                          store=StoreConfig(engine=engine, collection=collection))  # type: ignore[arg-type]
+
+
+def _index_folder(index_dir: Optional[os.PathLike | str], ds: EvalDataset, label: str) -> Optional[Path]:
+    """Where a run keeps the index of one build (``index_dir``/<corpus>/<label>), or None (in memory).
+
+    The corpus folder is named by the dataset and a hash of its document ids, so two settings of
+    the same documents (FinanceBench shared and single) share an index and two different document
+    sets never do. A kept index is reopened by the next run and every unchanged document is skipped
+    (its content, metadata and build settings hash the same), so search variants over a long
+    dataset cost no re-build; a document whose tree would differ is rebuilt. Code changes that alter
+    a tree without changing its settings are not seen: delete the folder after such a change."""
+    if index_dir is None:
+        return None
+    import hashlib
+
+    corpus = hashlib.sha1("\x1f".join(sorted(d.id for d in ds.documents)).encode()).hexdigest()[:10]
+    safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in label)[:120] or "default"
+    return Path(index_dir) / f"{ds.name.split('-')[0]}-{corpus}" / safe
 
 
 def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
@@ -215,6 +275,9 @@ def run_eval(
     extra_methods: Optional[MethodFactory] = None,
     progress: bool = True,
     plot: bool = True,
+    index_dir: Optional[os.PathLike | str] = None,
+    budgets: Sequence[int] = WORD_BUDGETS,
+    search_variants: Sequence[str] = (),
 ) -> EvalReport:
     """Evaluate every method on ``dataset`` and (with ``out_dir``) write the report files.
 
@@ -231,7 +294,11 @@ def run_eval(
     matching ``trace_methods`` (glob patterns).
     ``encoder`` reuses an already loaded :class:`~drag_knee_retriever.embeddings.Encoder`
     (it must use the dataset's BM25 language). ``embedding_cache`` keeps passage vectors on disk
-    between runs (see :class:`CachingEncoder`).
+    between runs (see :class:`CachingEncoder`). ``index_dir`` keeps each build's index in a folder and reuses it in later
+    runs (see :func:`_index_folder`). ``budgets``: word budgets at which flat hybrid (and the
+    default search, where it takes ``max_tokens``) is also read (:data:`WORD_BUDGETS`).
+    ``search_variants``: the default search with other :class:`SearchConfig` settings as dotted paths
+    (``"focus.identity_weight=1"`` -> method ``drag_knee{focus.identity_weight=1}``), on every index.
     """
     started = time.perf_counter()
     if not isinstance(dataset, EvalDataset):
@@ -246,10 +313,14 @@ def run_eval(
             f"{ds.name}: no questions left on the {len(ds.documents)} kept documents; raise --limit-docs."
         )
     variants = [parse_build_variant(v) if isinstance(v, str) else v for v in build_variants]
+    searches = [parse_search_variant(v) for v in search_variants]
     leaf_tokens = leaf_token_table(ds)
     bar = ProgressBars(progress)
     meta: Dict[str, Any] = {"dataset": ds.describe(), "dataset_notes": ds.notes, **ds.load_options,
+                            "budgets": list(budgets),
                             "machine": machine_info(), "code": code_version(), "indexes": {}}
+    if meta.get("shared_store") is None:  # not said when loaded: every document in one store unless filtered
+        meta["shared_store"] = not scoped
     per_question: List[Dict[str, Any]] = [
         {"id": q.id, "question": q.text, "gold": sorted([d, o] for d, o in q.gold),
          "answer_spans": sorted([d, o, a, b] for (d, o), (a, b) in q.answer_spans.items()), "methods": {}}
@@ -272,7 +343,7 @@ def run_eval(
             encoder = Encoder(emb)
         encoder = caching = CachingEncoder(encoder, embedding_cache)
         index = _open_index(ds, base_build, encoder=encoder, model_path=None, engine=engine,
-                            collection="eval_default")
+                            collection="eval_default", folder=_index_folder(index_dir, ds, "default"))
         indexes = [index]
         try:
             meta["indexes"]["default"] = {"build": _build_dict(base_build), **_build(index, ds, bar, "default")}
@@ -303,10 +374,11 @@ def run_eval(
                 extra_methods = None
                 automerging_top_ks = ()
                 index = scope  # type: ignore[assignment]
-            default_methods += flat_methods(index, leaf_tokens, ks=flat_ks)
+            default_methods += flat_methods(index, leaf_tokens, ks=flat_ks, budgets=budgets)
             default_methods += flat_knee_methods(index, leaf_tokens)
             default_methods += collapsed_methods(index, leaf_tokens, ks=FLAT_KS)
-            default_methods += drag_methods(index, leaf_tokens, variants=drag_variants(fusion_schedule))
+            default_methods += drag_methods(index, leaf_tokens, variants=drag_variants(fusion_schedule) + searches)
+            default_methods += drag_budget_methods(index, leaf_tokens, budgets=budgets)
             if extra_methods is not None:
                 default_methods += extra_methods(index, leaf_tokens, "default")
             if any(_wanted(f"automerging_k{k}", methods) for k in automerging_top_ks):
@@ -328,7 +400,7 @@ def run_eval(
 
             for variant in variants:
                 vindex = _open_index(ds, variant.build, encoder=encoder, model_path=None, engine=engine,
-                                     collection="eval_variant")
+                                     collection="eval_variant", folder=_index_folder(index_dir, ds, variant.label))
                 indexes.append(vindex)
                 vscope = ScopedIndex(vindex) if scoped else None
                 searched = vscope if vscope is not None else vindex
@@ -336,7 +408,8 @@ def run_eval(
                                                   **_build(vindex, ds, bar, variant.label)}
                 vmethods = collapsed_methods(searched, leaf_tokens, ks=FLAT_KS, label=variant.label)
                 vmethods += drag_methods(searched, leaf_tokens, label=variant.label,
-                                         variants=drag_variants(fusion_schedule))
+                                         variants=drag_variants(fusion_schedule) + searches)
+                vmethods += drag_budget_methods(searched, leaf_tokens, budgets=budgets, label=variant.label)
                 # The flat sweep on the variant's own index: its leaves may differ (passages).
                 vmethods += [replace(m, name=f"{m.name}[{variant.label}]", family=f"{m.family}[{variant.label}]",
                                      curve=f"{m.curve}[{variant.label}]", index_label=variant.label)
@@ -428,7 +501,7 @@ def default_headline(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str
     index (``gains_on_own_index``): a variant may change the leaves (passages), and flat hybrid
     on those same leaves is the fair reference there.
     """
-    from .budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation
+    from .budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation, word_budget_figures
 
     out: Dict[str, Any] = {"default_method": DEFAULT_METHOD,
                            "default_recall_gain_at_equal_tokens": headline.get("knee_recall_gain_at_equal_tokens"),
@@ -436,6 +509,10 @@ def default_headline(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str
     gold_sizes = [len(q.gold) for q in ds.questions]
     adaptive = [n for n, info in method_info.items() if info.get("adaptive")]
     out["budget"] = budget_figures(rows, method_info, gold_sizes, adaptive)
+    budgets = sorted({int(n.rsplit("_w", 1)[1]) for n in rows if "[" not in n and n.rsplit("_w", 1)[-1].isdigit()
+                      and n.startswith(("flat_hybrid_w", "flat_hybrid_page_w", "drag_knee_w"))})
+    if budgets:
+        out["word_budgets"] = word_budget_figures(rows, budgets, gold_sizes)
     out["cut_size_vs_gold_spearman"] = {n: cut_size_correlation(rows, gold_sizes, n) for n in adaptive
                                         if n.startswith("drag_knee")}
     # Every adaptive DRAG method of the default index gets its interval too (a candidate default

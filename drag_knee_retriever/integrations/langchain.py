@@ -182,6 +182,9 @@ class DragKneeRetriever(DocumentIndex):
       ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
       ``models.Filter``; applied at every level of the walk.
     - ``score_threshold``: drop results whose fused score is below it.
+    - ``max_tokens``: a word budget for the returned documents: the best evidence in order until the
+      budget is full (whole pages where their passages cluster, no text twice); see
+      :class:`~drag_knee_retriever.SearchConfig`. Words, not model tokens (~1.3 tokens a word).
     - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
       ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
     - ``beam_width``, ``sensitivity``, ``max_roots``, ``order``, ``fusion`` (a
@@ -221,6 +224,7 @@ class DragKneeRetriever(DocumentIndex):
     focus: Any = Field(default=None, description="FocusConfig of the knee methods' focus step (False: skip it).")
     fusion_weights: Optional[List[Tuple[float, float]]] = Field(default=None, description="Deprecated: fusion=FusionConfig(weights=...).")
     order: Optional[Literal["score", "document"]] = None
+    max_tokens: Optional[int] = Field(default=None, description="Word budget for the returned documents.")
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)

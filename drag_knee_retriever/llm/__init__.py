@@ -1,4 +1,5 @@
-"""LLM-written node descriptions and keywords, through the user's own LangChain or LlamaIndex model.
+"""LLM-written node descriptions and keywords, and self-query filters, through the user's own LangChain
+or LlamaIndex model.
 
 >>> from drag_knee_retriever.llm import LangChainSummarizer          # doctest: +SKIP
 >>> summarizer = LangChainSummarizer(chat_model, cache="descriptions.sqlite", max_concurrency=8)
@@ -20,6 +21,7 @@ from .settings import SummarizerSettings
 from .langchain import LangChainBackend, LangChainSummarizer
 from .llamaindex import LlamaIndexBackend, LlamaIndexSummarizer
 from .prompts import DEFAULT_PROMPTS, SummaryPrompts
+from .self_query import LangChainSelfQuery, LlamaIndexSelfQuery, SelfQuery, validate_filters
 
 __all__ = [
     "DEFAULT_PROMPTS",
@@ -27,11 +29,14 @@ __all__ = [
     "InvalidOutputError",
     "LLMSummarizer",
     "LangChainBackend",
+    "LangChainSelfQuery",
     "LangChainSummarizer",
     "LlamaIndexBackend",
+    "LlamaIndexSelfQuery",
     "LlamaIndexSummarizer",
     "ModelReply",
     "PromptMessage",
+    "SelfQuery",
     "StructuredFallback",
     "SummarizerError",
     "SummarizerReport",
@@ -42,4 +47,5 @@ __all__ = [
     "detect_language",
     "parse_answer_text",
     "validate_answer",
+    "validate_filters",
 ]

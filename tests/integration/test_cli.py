@@ -180,6 +180,17 @@ def test_search_json_is_the_search_result(workdir, index_dir):
     assert data["trace"]["steps"][0]["kind"] == "roots"
 
 
+def test_search_max_tokens_keeps_the_results_within_the_word_budget(workdir, index_dir):
+    proc = run(workdir, "search", "How do I right a capsized kayak?", "--index", index_dir, "--json",
+               "--max-tokens", "12")
+    assert proc.returncode == 0, proc.stderr
+    nodes = json.loads(proc.stdout)["nodes"]
+    assert nodes and sum(len(n["text"].split()) for n in nodes) <= 12
+    for bad in ("0", "-5"):
+        refused = run(workdir, "search", "kayak", "--index", index_dir, "--max-tokens", bad)
+        assert refused.returncode == 2 and "--max-tokens" in error_line(refused)
+
+
 def test_search_top_k_and_a_json_filter_in_the_python_dialect(workdir, index_dir):
     """Issue 27 item 7: -k/--top-k caps the results; --filter takes a JSON object with ranges and
     $or, the same dialect as Python; --score-threshold is on the [0, 1] scale."""

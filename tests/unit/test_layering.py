@@ -119,7 +119,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages")),
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
-    ("read", ("magnitude", "traversal", "context", "page_ranking", "relevance", "compat")),
+    ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat")),
     ("write", ("headings", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
     ("facade", ("index", "render", "sample", "settings_reference", "")),
     ("edge", ("integrations", "eval", "cli")),

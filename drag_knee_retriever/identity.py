@@ -1,0 +1,299 @@
+"""Whose and which document: a document's identity (title, file name, the metadata that names it)
+matched against the words of a query.
+
+A folder of similar documents (annual and quarterly reports of several companies and years, the
+manuals of one product line) answers questions that name their document ("What is the FY2017
+return on assets for Coca Cola?"), while a passage of a cash-flow statement says neither whose nor
+which year it is. The document does, in its file name (``COCACOLA_2017_10K.pdf``), its PDF title and
+its metadata (``company``, ``doc_period``, ...). This module turns those into a small set of
+*identity terms* per document and scores every document by the query's terms it holds, weighted by
+how rare each term is among the documents' identities (an IDF over identities: a company name held
+by two filings weighs far more than "10k" held by thirty, a term every document holds nothing). No
+model, no build step: the identities are read from the stored roots' metadata, so the same index
+answers with or without them.
+
+How the walk uses the scores (:mod:`.traversal`): matched documents' roots join the roots ranking
+(even when their text ranks below ``max_roots``), each root's fused score gains
+``SearchConfig.identity_weight`` x its document's identity score (1.0: named fully), and in the
+focus step every leaf inherits its document's score (``identity_focus_weight`` x its z-score over
+the pool).
+A query that names no document matches nothing and the walk is unchanged; inside one document
+(a ``doc_id`` filter) every leaf has the same score and the focus is unchanged.
+
+Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
+martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), stop words and one-letter pieces
+dropped, a plural ``s`` cut; a query's adjacent terms are also joined (``coca cola`` -> ``cocacola``)
+so a file name written as one word matches a name written as two.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = ["IdentityIndex", "IdentityMatch", "document_identity", "identity_fields", "identity_terms",
+           "title_from_metadata"]
+
+#: Metadata keys that carry a document's title or file name (the loaders', LangChain's and
+#: LlamaIndex's spellings); a path-like value counts by its file name, without folder or suffix.
+TITLE_KEYS: Tuple[str, ...] = ("title", "file_name", "filename", "file_path", "source", "path")
+#: Metadata a loader or framework adds that says nothing about whose or which document it is.
+NOT_IDENTITY_KEYS: FrozenSet[str] = frozenset({
+    "page", "page_label", "page_number", "total_pages", "n_pages", "pages", "producer", "creator",
+    "creationdate", "creation_date", "moddate", "last_modified_date", "last_accessed_date", "file_size",
+    "file_type", "mime_type", "kind", "text_source", "ocr_pages", "url", "link", "start_index",
+    "trapped", "author", "row", "seq_num", "language", "lang",
+})
+_MAX_VALUE_WORDS = 12
+_MAX_VALUE_CHARS = 120
+_OPAQUE = re.compile(r"[0-9a-f]{16,}|[0-9a-f-]{32,}", re.IGNORECASE)
+_SUFFIX = re.compile(r"\.(pdf|md|markdown|txt|html?|docx?|rtf|xlsx?|pptx?|csv|json)$", re.IGNORECASE)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_WORDS = re.compile(r"[^\W_]+")
+# A four-digit year glued to letters: "fy2017" -> "fy", "2017"; "2023q2" -> "2023", "q2".
+_YEAR_EDGE = re.compile(r"(?<=[^\W\d_])(?=(?:19|20)\d\d(?!\d))|(?<=(?:19|20)\d\d)(?=[^\W\d_])")
+_JOIN = 3  # a query's runs of up to this many adjacent terms are joined as one more term
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> FrozenSet[str]:
+    folder = Path(__file__).resolve().parent / "data" / "stopwords"
+    words = set()
+    for name in ("english.txt", "russian.txt"):
+        path = folder / name
+        if path.is_file():
+            words.update(w.strip().lower() for w in path.read_text(encoding="utf-8").splitlines() if w.strip())
+    return frozenset(words)
+
+
+def _stem(term: str) -> str:
+    if len(term) > 4 and term.endswith("s") and not term.endswith("ss") and not term.isdigit():
+        return term[:-1]
+    return term
+
+
+def identity_terms(text: str) -> List[str]:
+    """The identity terms of a text, in order (see the module docstring); repeated terms stay."""
+    stop = _stop_words()
+    out: List[str] = []
+    for raw in _WORDS.findall(_CAMEL.sub(" ", text).lower()):
+        for part in _YEAR_EDGE.split(raw):
+            if len(part) < 2 or part in stop:
+                continue
+            out.append(_stem(part))
+    return out
+
+
+def query_terms(text: str) -> FrozenSet[str]:
+    """A query's identity terms plus its runs of 2-3 adjacent terms joined (``coca cola`` -> ``cocacola``)."""
+    terms = identity_terms(text)
+    joined = {"".join(terms[i : i + n]) for n in range(2, _JOIN + 1) for i in range(len(terms) - n + 1)}
+    return frozenset(terms) | joined
+
+
+def _file_title(value: str) -> str:
+    """A path or file name as a title: its last part, without the suffix, underscores as spaces."""
+    name = re.split(r"[\\/]", value.strip())[-1]
+    stem = _SUFFIX.sub("", name)
+    return re.sub(r"_+", " ", stem).strip() if stem != name else name
+
+
+def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = None) -> Optional[str]:
+    """A document's title: ``metadata["title"]``, else the file name of its ``file_name`` /
+    ``file_path`` / ``source`` / ``path`` (a name such as ``ACME_10-K_2023.pdf`` often says whose and
+    which year), else ``doc_id`` when that reads like a name; None for an opaque id such as a hash."""
+    candidates: List[str] = []
+    for key in TITLE_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            candidates.append(_file_title(value) if key != "title" or _SUFFIX.search(value.strip()) else value)
+    if doc_id:
+        candidates.append(_file_title(doc_id))
+    for title in candidates:
+        title = " ".join(title.split())
+        if title and not _OPAQUE.fullmatch(title) and re.search(r"[^\W\d_]", title):
+            return title[:200]
+    return None
+
+
+def _naming_title(metadata: Mapping[str, Any], doc_id: Optional[str]) -> Optional[str]:
+    """The title as identity: only a title short enough to be a name (at most ``_MAX_VALUE_WORDS``
+    words, as any other identity value); a sentence-long title describes the document's content,
+    which its text ranks already, and the next title source (file name, id) names it instead."""
+    title = title_from_metadata(metadata, doc_id)
+    if title is not None and len(title.split()) > _MAX_VALUE_WORDS:
+        rest = {k: v for k, v in metadata.items() if k != "title"}
+        title = title_from_metadata(rest, doc_id)
+        if title is not None and len(title.split()) > _MAX_VALUE_WORDS:
+            return None
+    return title
+
+
+def _identity_value(value: Any) -> Optional[str]:
+    """A metadata value that can name a document: a short text, or a year."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value) if 1900 <= value <= 2100 else None
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        if not text or len(text) > _MAX_VALUE_CHARS or len(text.split()) > _MAX_VALUE_WORDS or "://" in text:
+            return None
+        return text
+    return None
+
+
+def document_identity(doc_id: str, metadata: Mapping[str, Any], keys: Optional[Sequence[str]] = None) -> str:
+    """The text a document is recognised by: its title (:func:`title_from_metadata`), every
+    file-name key, and the values of ``keys`` (None: every metadata value that is a short text or
+    a year, except the keys of :data:`NOT_IDENTITY_KEYS` and the package's own ``drag_*`` fields)."""
+    parts: List[str] = []
+    title = _naming_title(metadata, doc_id)
+    if title:
+        parts.append(title)
+    for key in TITLE_KEYS[1:]:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            parts.append(_file_title(value))
+    chosen = keys if keys is not None else identity_keys(metadata)
+    for key in chosen:
+        value = _identity_value(metadata.get(key))
+        if value is not None:
+            parts.append(value)
+    return " | ".join(dict.fromkeys(parts))
+
+
+def identity_keys(metadata: Mapping[str, Any]) -> List[str]:
+    """The metadata keys :func:`document_identity` reads by default (title keys aside)."""
+    return [k for k in metadata if isinstance(k, str) and k not in TITLE_KEYS and k.lower() not in NOT_IDENTITY_KEYS
+            and not k.startswith("drag_")]
+
+
+def identity_fields(documents: Iterable[Tuple[str, Mapping[str, Any]]],
+                    keys: Optional[Sequence[str]] = None) -> Dict[str, List[Any]]:
+    """Key -> the distinct values the documents hold (most frequent first, then by value), for the
+    identity keys (``keys``, else each document's default ones) and ``doc_id`` (readable ids only):
+    what a self-query model may filter on."""
+    counts: Dict[str, Dict[Any, int]] = {}
+    for doc_id, metadata in documents:
+        if title_from_metadata({}, doc_id) == _file_title(doc_id):
+            counts.setdefault("doc_id", {})[doc_id] = 1
+        for key in (keys if keys is not None else identity_keys(metadata)):
+            value = metadata.get(key)
+            if _identity_value(value) is not None:
+                bucket = counts.setdefault(key, {})
+                bucket[value] = bucket.get(value, 0) + 1
+    return {key: sorted(values, key=lambda v: (-values[v], str(v))) for key, values in counts.items()}
+
+
+@dataclass(frozen=True)
+class IdentityMatch:
+    """The documents a query names: scores in (0, 1] (see :meth:`IdentityIndex.match`) and their
+    roots, best first."""
+
+    scores: Mapping[str, float] = field(default_factory=dict)
+    root_ids: Tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.scores)
+
+    def of(self, doc_id: str) -> float:
+        """A document's score (0.0 when the query does not name it)."""
+        return self.scores.get(doc_id, 0.0)
+
+
+NO_MATCH = IdentityMatch()
+
+
+class IdentityIndex:
+    """Every document's identity terms, with an inverted index for scoring queries.
+
+    ``add(doc_id, root_id, doc_hash, metadata)`` per document (again for a changed one),
+    ``remove(doc_id)``; :meth:`match` scores a query. ``keys`` are the metadata keys that name a
+    document (None: the default of :func:`document_identity`). Versions (``doc_hash``) let a caller
+    see whether the index still describes the documents a search met (:meth:`knows`).
+    """
+
+    def __init__(self, keys: Optional[Sequence[str]] = None) -> None:
+        self.keys = tuple(keys) if keys is not None else None
+        self._terms: Dict[str, FrozenSet[str]] = {}
+        self._roots: Dict[str, str] = {}
+        self._hashes: Dict[str, str] = {}
+        self._postings: Dict[str, set] = {}
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def add(self, doc_id: str, root_id: str, doc_hash: str, metadata: Mapping[str, Any]) -> None:
+        """Record (or replace) one document's identity."""
+        self.remove(doc_id)
+        terms = frozenset(identity_terms(document_identity(doc_id, metadata, self.keys)))
+        self._terms[doc_id], self._roots[doc_id], self._hashes[doc_id] = terms, root_id, doc_hash
+        for term in terms:
+            self._postings.setdefault(term, set()).add(doc_id)
+
+    def remove(self, doc_id: str) -> None:
+        """Forget one document (nothing happens if it is not here)."""
+        for term in self._terms.pop(doc_id, frozenset()):
+            docs = self._postings.get(term)
+            if docs is not None:
+                docs.discard(doc_id)
+                if not docs:
+                    del self._postings[term]
+        self._roots.pop(doc_id, None)
+        self._hashes.pop(doc_id, None)
+
+    def knows(self, doc_id: str, doc_hash: str) -> bool:
+        """Whether this index holds ``doc_id`` at version ``doc_hash``."""
+        return self._hashes.get(doc_id) == doc_hash
+
+    def terms(self, doc_id: str) -> FrozenSet[str]:
+        """A document's identity terms (empty if unknown)."""
+        return self._terms.get(doc_id, frozenset())
+
+    def idf(self, term: str) -> float:
+        """``ln(N / df)``: how rare a term is among the N documents' identities (0.0 for a term
+        every document holds, or none)."""
+        df = len(self._postings.get(term, ()))
+        if not df:
+            return 0.0
+        return math.log(len(self._terms) / df)
+
+    def match(self, query: str, limit: Optional[int] = None) -> IdentityMatch:
+        """The documents ``query`` names: the summed IDF of the identity terms each shares with it,
+        over the IDF of a term only one document holds (``ln N``), capped at 1.0. So a name only
+        one document has (or a company and a year together) counts fully, a word many documents'
+        titles share ("report") barely; ``limit`` keeps the best that many. An index of fewer than
+        two documents names none (there is nothing to choose between)."""
+        if len(self._terms) < 2:
+            return NO_MATCH
+        totals: Dict[str, float] = {}
+        for term in query_terms(query):
+            docs = self._postings.get(term)
+            if not docs:
+                continue
+            weight = self.idf(term)
+            if weight <= 0:
+                continue
+            for doc_id in docs:
+                totals[doc_id] = totals.get(doc_id, 0.0) + weight
+        if not totals:
+            return NO_MATCH
+        unique = math.log(len(self._terms))
+        order = sorted(totals, key=lambda d: (-totals[d], d))
+        if limit is not None:
+            order = order[:limit]
+        return IdentityMatch(scores={d: min(1.0, totals[d] / unique) for d in order},
+                             root_ids=tuple(self._roots[d] for d in order))
+
+    @classmethod
+    def from_roots(cls, roots: Iterable[Any], keys: Optional[Sequence[str]] = None) -> "IdentityIndex":
+        """An index of the documents whose root nodes (with metadata) are given."""
+        index = cls(keys)
+        for root in roots:
+            index.add(root.doc_id, root.id, root.doc_hash, root.metadata)
+        return index

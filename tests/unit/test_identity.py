@@ -1,0 +1,208 @@
+"""A document's identity (identity.py) and how the walk uses it (traversal), on hand-made documents.
+
+The walk's tests use tests/support's FakeRanker (a fixed score per node, ties by id) with a
+(dense, BM25) pair per node for the magnitude focus, so every expectation can be worked out by hand.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Dict, List, Sequence, Tuple
+
+import pytest
+
+from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.config import FocusConfig, SearchConfig
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.identity import (
+    IdentityIndex,
+    document_identity,
+    identity_terms,
+    query_terms,
+    title_from_metadata,
+)
+from drag_knee_retriever.magnitude import magnitude_ranking
+from drag_knee_retriever.nodes import Span, Trace, TreeNode
+from drag_knee_retriever.store import RankedHit, RankRequest
+from drag_knee_retriever.traversal import walk
+from support import FakeRanker
+
+# -- terms, titles, identities ---------------------------------------------------------------------
+
+
+def test_terms_split_years_camel_case_and_drop_stop_words_and_plurals():
+    assert identity_terms("ACME_Corp FY2017 10-K of the LockheedMartin Resorts") == [
+        "acme", "corp", "fy", "2017", "10", "lockheed", "martin", "resort"]
+    assert identity_terms("2023Q2 report") == ["2023", "q2", "report"]
+    assert identity_terms("Walmart's 2020") == ["walmart", "2020"]  # the possessive 's is a lone letter
+
+
+def test_a_query_also_joins_adjacent_terms_so_a_one_word_file_name_matches():
+    assert {"coca", "cola", "cocacola"} <= query_terms("the Coca Cola company")
+    assert "cocacola" in identity_terms("COCACOLA_2017_10K")
+
+
+@pytest.mark.parametrize("metadata, doc_id, title", [
+    ({"title": "Annual Report 2023"}, "x", "Annual Report 2023"),
+    ({"source": "/data/filings/ACME_2023_10K.pdf"}, "x", "ACME 2023 10K"),  # LangChain's PyPDFLoader
+    ({"file_path": "/d/Manual v2.pdf", "file_name": "Manual v2.pdf"}, "x", "Manual v2"),  # LlamaIndex
+    ({}, "PEPSICO_2022_10K", "PEPSICO_2022_10K"),  # an id that is a file name
+    ({}, "0f3c9a1b2c3d4e5f6a7b8c9d", None),  # an opaque id names nothing
+    ({"source": "3b1f2a9c8d7e6f50a1b2c3d4e5f60718"}, "12345", None),
+])
+def test_titles_come_from_title_file_name_keys_or_a_readable_id(metadata, doc_id, title):
+    assert title_from_metadata(metadata, doc_id) == title
+
+
+def test_default_identity_keeps_short_texts_and_years_and_skips_links_pages_and_counts():
+    meta = {"company": "Acme", "doc_period": 2023, "doc_type": "10k", "n_pages": 197, "page": 3,
+            "doc_link": "https://example.com/a.pdf", "note": "https://example.com", "flag": True,
+            "summary": " ".join(["word"] * 40), "drag_extra": "x"}
+    assert document_identity("ACME_2023_10K", meta) == "ACME_2023_10K | Acme | 2023 | 10k"
+    # named keys: only those (and the title)
+    assert document_identity("ACME_2023_10K", meta, keys=("company",)) == "ACME_2023_10K | Acme"
+
+
+def _index(docs: Dict[str, Dict]) -> IdentityIndex:
+    return IdentityIndex.from_roots([SimpleNamespace(doc_id=d, id=f"{d}:r", doc_hash="v1", metadata=m)
+                                     for d, m in docs.items()])
+
+
+FILINGS = {
+    "ACME_2022_10K": {"company": "Acme", "doc_period": 2022, "doc_type": "10k"},
+    "ACME_2023_10K": {"company": "Acme", "doc_period": 2023, "doc_type": "10k"},
+    "GLOBEX_2023_10K": {"company": "Globex", "doc_period": 2023, "doc_type": "10k"},
+    "INITECH_2023_10K": {"company": "Initech", "doc_period": 2023, "doc_type": "10k"},
+}
+
+
+def test_the_entity_and_period_both_named_win_and_a_rare_term_outweighs_a_common_one():
+    import math
+
+    index = _index(FILINGS)
+    match = index.match("What was Acme's FY2023 10-K capital expenditure?")
+    # ln(N / df) per shared term over ln N (a term one document alone holds): acme 2 of 4, 2023 3 of 4,
+    # 10k 4 of 4 (nothing)
+    assert list(match.scores)[0] == "ACME_2023_10K"
+    assert match.scores["ACME_2023_10K"] == pytest.approx((math.log(2) + math.log(4 / 3)) / math.log(4))
+    assert match.scores["ACME_2022_10K"] > match.scores["GLOBEX_2023_10K"] > 0
+    assert match.root_ids[0] == "ACME_2023_10K:r"
+    assert index.match("Initech").scores == {"INITECH_2023_10K": 1.0}  # a name only it holds: fully named
+    assert not index.match("What drives gross margin?")  # names no document: no match at all
+    assert not index.match("the 10-K")  # a term every document holds names none
+    assert index.idf("10k") == 0.0 < index.idf("2023") < index.idf("acme")
+    assert not _index({"ONLY_2023": {"company": "Solo"}}).match("Solo 2023")  # one document: nothing to choose
+
+
+def test_the_index_follows_changes_and_knows_its_versions():
+    index = _index(FILINGS)
+    index.remove("ACME_2023_10K")
+    assert "ACME_2023_10K" not in index.match("Acme 2023").scores and len(index) == 3
+    index.add("ACME_2023_10K", "ACME_2023_10K:r", "v2", FILINGS["ACME_2023_10K"])
+    assert index.knows("ACME_2023_10K", "v2") and not index.knows("ACME_2023_10K", "v1")
+
+
+@pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_weight", float("nan")),
+                                          ("identity_weight", True), ("identity_keys", (1,))])
+def test_bad_identity_settings_are_refused_when_built(field, value):
+    with pytest.raises(ConfigError, match=field):
+        SearchConfig(**{field: value})
+
+
+# -- the walk ----------------------------------------------------------------------------------------
+
+
+class SideRanker(FakeRanker):
+    """Ranks by dense + BM25 and fills both scores when a request asks for them."""
+
+    def __init__(self, forest: Dict[str, TreeNode], sides: Dict[str, Tuple[float, float]]) -> None:
+        super().__init__(forest, {i: d + b for i, (d, b) in sides.items()})
+        self.sides = sides
+
+    def __call__(self, requests: Sequence[RankRequest]) -> List[List[RankedHit]]:
+        out = super().__call__(requests)
+        return [[RankedHit(h.node, h.score, None, None, *self.sides.get(h.node.id, (0.0, 0.0)))
+                 if r.with_scores else h for h in hits] for r, hits in zip(requests, out)]
+
+
+def filing(doc: str, leaves: int) -> Dict[str, TreeNode]:
+    root = f"{doc}:r"
+    kids = [TreeNode(id=leaf_id(doc, i), doc_id=doc, level=1, is_leaf=True, span=Span(i, i), text=f"{doc} {i}",
+                     parent_id=root, doc_hash="v1") for i in range(leaves)]
+    top = TreeNode(id=root, doc_id=doc, level=0, is_leaf=False, span=Span(0, leaves - 1), text=doc,
+                   child_ids=tuple(k.id for k in kids), metadata=FILINGS[doc], doc_hash="v1")
+    return {n.id: n for n in [top, *kids]}
+
+
+@pytest.fixture
+def store() -> Dict[str, TreeNode]:
+    forest: Dict[str, TreeNode] = {}
+    for doc in FILINGS:
+        forest.update(filing(doc, 3))
+    return forest
+
+
+def _sides(store) -> Dict[str, Tuple[float, float]]:
+    # The text alone prefers Globex (its roots and leaves score highest); Acme 2023 is the filing asked for.
+    sides = {n: (0.1, 0.1) for n in store}
+    sides.update({"GLOBEX_2023_10K:r": (0.6, 0.6), "ACME_2023_10K:r": (0.2, 0.2)})
+    sides.update({leaf_id("GLOBEX_2023_10K", i): (0.8, 0.8) for i in range(3)})
+    sides.update({leaf_id("ACME_2023_10K", 0): (0.6, 0.6)})
+    return sides
+
+
+def _walk(store, config, query="Acme FY2023 capital expenditure", max_roots=None):
+    ranker = SideRanker(store, _sides(store))
+    identity = _index(FILINGS).match(query, limit=config.max_roots)
+    trace = Trace(query=query, method=config.method)
+    return walk(ranker, config, (), trace, identity), trace, ranker
+
+
+def test_without_identity_the_text_ranking_decides(store):
+    hits, trace, ranker = _walk(store, SearchConfig(max_roots=1))
+    assert hits[0].node.doc_id == "GLOBEX_2023_10K"
+    assert [c.doc_id for c in trace.steps[0].candidates] == ["GLOBEX_2023_10K"]
+    assert [r.level for r in ranker.requests].count(0) == 1
+
+
+def test_named_roots_join_the_roots_ranking_in_the_same_round_trip_and_win(store):
+    config = SearchConfig(max_roots=1, identity_weight=2.0, focus=FocusConfig(identity_weight=1.0))
+    hits, trace, ranker = _walk(store, config)
+    roots_step = trace.steps[0]
+    # one round trip for the roots: the text ranking (1 root) and the named documents' roots
+    first = ranker.requests[:2]
+    assert first[0].candidate_ids is None and set(first[1].candidate_ids) >= {"ACME_2023_10K:r"}
+    named = _index(FILINGS).match("Acme FY2023").scores["ACME_2023_10K"]
+    # Acme's root is below the text ranking's one root: 0 from the text + 2.0 x 0.71 from its name,
+    # above Globex's 1.2 (the match keeps the max_roots best-named documents: Acme alone here)
+    assert [(c.doc_id, c.identity_score) for c in roots_step.candidates] == [("ACME_2023_10K", named),
+                                                                             ("GLOBEX_2023_10K", 0.0)]
+    assert [c.fused_score for c in roots_step.candidates] == pytest.approx([2.0 * named, 1.2])
+    assert hits[0].node.doc_id == "ACME_2023_10K"
+    focus = next(s for s in trace.steps if s.kind == "focus")
+    assert all(c.identity_score is not None for c in focus.candidates)
+
+
+def test_a_query_naming_no_document_walks_exactly_as_without_identity(store):
+    plain, _, _ = _walk(store, SearchConfig(max_roots=2), query="capital expenditure")
+    named, _, ranker = _walk(store, SearchConfig(max_roots=2, identity_weight=2.0, focus=FocusConfig(identity_weight=1.0)),
+                             query="capital expenditure")
+    assert [(h.node.id, h.score) for h in named] == [(h.node.id, h.score) for h in plain]
+    assert all(r.candidate_ids is None or r.level != 0 for r in ranker.requests)
+
+
+def test_a_leaf_inherits_its_documents_match_in_the_focus_and_one_document_is_unchanged():
+    def node(doc, i):
+        return TreeNode(id=f"{doc}{i}", doc_id=doc, level=1, is_leaf=True, span=Span(i, i), text="", parent_id=f"{doc}r")
+
+    a, b = node("a", 0), node("b", 0)
+    hits = [RankedHit(a, 0, None, None, 0.5, 1.0), RankedHit(b, 0, None, None, 0.6, 1.2)]
+    assert magnitude_ranking(hits, 0.0)[0].node is b
+    # two hits: each side's z-scores are -1 / +1, so b leads by 4; a's document's z-score (+1
+    # against b's -1) at weight 3 turns that into a lead of 2 for a
+    ranked = magnitude_ranking(hits, 0.0, {"a": 1.0, "b": 0.2}, 3.0)
+    assert ranked[0].node is a and [round(h.score, 6) for h in ranked] == [1.0, -1.0]
+    # all candidates in one document: the inherited term is 0 for every one
+    same = [RankedHit(node("a", i), 0, None, None, 0.1 * i, 0.1 * i) for i in range(3)]
+    assert ([h.score for h in magnitude_ranking(same, 0.0, {"a": 1.0}, 5.0)]
+            == [h.score for h in magnitude_ranking(same, 0.0)])
