@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
-from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
+from ...disk import MIB, BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, free_bytes, io_error
 from ...errors import (ConfigError, IndexDamagedError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError,
                        StoreLockedError)
 from ...ids import META_ID, META_IDS
@@ -31,6 +31,7 @@ from ...nodes import TreeNode
 from ...point_schema import (
     DENSE,
     ROOT_FIELDS,
+    SCHEMA_VERSION,
     SPARSE,
     WALK_FIELDS,
     collection_info,
@@ -199,6 +200,7 @@ class EdgeStore(NodeStore):
         self._flush_deferred = 0  # inside writing(): flushes wait for its end
         self._flush_owed = False
         self._roots_dirty = False  # a write to the roots' shard not flushed yet (see _flush)
+        self._roots_deferred = False  # a format-1 index opened read-only: no roots' shard (_room_for_roots)
         self._last_query: Optional[Tuple[QueryVectors, Any, Any, int]] = None
         self._exact = self._qe.SearchParams(exact=True)
         self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
@@ -309,7 +311,9 @@ class EdgeStore(NodeStore):
         if self._shard is not None:
             self._idf = ClientIdf(enabled=self.collection_info().get("bm25_idf") == IDF_SCHEME)
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            if not self.read_only:  # an index of a newer format is searched as it is
+            # An index of a newer format is searched as it is; one of format 1 whose roots' shard
+            # cannot be made for want of space is searched as format 1 did (see _room_for_roots).
+            if not self.read_only and self._room_for_roots():
                 self._sync_roots(dense_size)
                 self._record_format()
             return
@@ -326,6 +330,36 @@ class EdgeStore(NodeStore):
         self._checked = True  # made here: nothing to check
         self._write_meta(dense_size, model_id, sparse_model)
         self.pending.reset()  # a new shard: the list covers every write from here on
+
+    def _room_for_roots(self) -> bool:
+        """Whether the roots' shard is there, or there is room to make it (bringing a format-1
+        index to format 2 on open). Where there is not, the index opens read-only, saying why:
+        making the shard maps its log (2 x 32 MiB) and copies every root, and Edge dies by SIGBUS
+        on a full disk. Searches and listings then rank the roots by the level filter on the nodes'
+        shard, as format 1 did."""
+        if self._roots is not None or self.in_memory:
+            return True
+        roots = self.count_roots()
+        needed = edge_open_needs(self.path / EDGE_ROOTS_DIR) + 2 * roots * BYTES_PER_NODE
+        free = free_bytes(self.path)
+        if free is None or free >= needed:
+            return True
+        self._roots_deferred = True
+        self.read_only = (
+            f"The index {describe(self)} is in index format 1; bringing it to format {SCHEMA_VERSION} (a shard of "
+            f"its {roots:,} roots) needs about {needed / MIB:.0f} MB of free disk space and {free / MIB:.0f} MB are "
+            "free, so it opens read-only: searches and listings work, writes are refused. The index is intact; "
+            "free some space and open it again to bring it to the new format."
+        )
+        log.warning("%s", self.read_only)
+        return False
+
+    def _roots_to_read(self) -> Any:
+        """The shard that answers rankings and listings of the roots: the roots' own, or the nodes'
+        shard (by its ``level = 0`` filter) for a format-1 index opened read-only (_room_for_roots)."""
+        if self._roots_deferred:
+            return self.shard
+        return self.roots_shard
 
     def _shard_config(self, dense_size: int) -> Any:
         """The engine settings of a new shard (the nodes' and the roots' alike)."""
@@ -784,7 +818,7 @@ class EdgeStore(NodeStore):
             positions = [i for i, t in enumerate(targets) if t is on_roots]
             if not positions:
                 continue
-            shard = self.roots_shard if on_roots else self.shard
+            shard = self._roots_to_read() if on_roots else self.shard
             self._count()
             with _engine_errors(f"rank {len(positions)} {'root' if on_roots else 'candidate'} sets"):
                 answers = shard.query_batch(qe.QueryBatchRequest([batch[i] for i in positions]))
@@ -827,7 +861,7 @@ class EdgeStore(NodeStore):
         must = self._filters.conditions(F.scroll_conditions(filters, level))
         with_payload: Any = True if with_text else qe.PayloadSelector.Exclude(["text"])
         # A listing of roots reads the roots' shard: the documents of a 1M-node index, not a filter over it.
-        shard = self.roots_shard if level == 0 else self.shard
+        shard = self._roots_to_read() if level == 0 else self.shard
         nodes: List[TreeNode] = []
         offset = None
         while True:
