@@ -105,7 +105,7 @@ def dump(name: str, out: Path, cache: Path, deep: int) -> None:
             return store.rank(requests, qv, rrf_k=config.fusion.rrf_k, explain=False, light=light)
 
         trace = Trace(query=q.text, method=config.method)
-        roots = drive(_rank_roots(config, spec, trace), rank)
+        roots, _ = drive(_rank_roots(config, spec, trace), rank)
         regions = drive(_beam(config, spec, trace, roots), rank) if roots else []
         region_leaves = tuple(dict.fromkeys(i for h in regions for i in span_leaf_ids(h.node)))
         requests = [

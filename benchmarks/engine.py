@@ -51,7 +51,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+# The offline model: $DRAG_KNEE_MODEL_PATH, else ../shared/models beside the checkout.
+MODEL = Path(os.environ.get("DRAG_KNEE_MODEL_PATH") or REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
 DIM = 384
 PAGES_PER_DOC = 31
 VOCAB = 30_000
@@ -123,7 +124,6 @@ def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64, shapes: 
     # drawn by inverting the cumulative distribution (rng.choice(p=...) rebuilds it on every call).
     popularity = 1.0 / np.arange(1, VOCAB + 1) ** 1.05
     cumulative = np.cumsum(popularity / popularity.sum())
-    filler = "Lorem ipsum dolor sit amet. "
     for start in range(0, n_docs, docs_per_chunk):
         docs, doc_vectors, doc_terms = [], {}, {}
         for d in range(start, min(n_docs, start + docs_per_chunk)):
@@ -136,8 +136,7 @@ def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64, shapes: 
             topical = rng.choice(own_terms, (n_pages, 15))
             terms = list(np.concatenate([common, topical], axis=1))
             vectors = list(_unit(center + 0.8 * _unit(rng.standard_normal((n_pages, DIM)))))
-            pad = filler * max(8, shape["chars"] // len(filler))
-            pages = [" ".join(f"w{t}" for t in page_terms) + ". " + pad for page_terms in terms]
+            pages = [_page_text(page_terms, shape) for page_terms in terms]
             doc_id = f"doc{d:06d}"
             outline = [{"title": f"Section {i}", "page": page + 1, "level": level}
                        for i, (page, level) in enumerate(shape["outline"])]
@@ -150,8 +149,16 @@ def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64, shapes: 
             sparse: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
             for node in tree.nodes:  # children precede parents
                 if node.is_leaf:
-                    dense[node.id] = doc_vectors[tree.doc_id][node.span.first_leaf]
-                    sparse[node.id] = _bm25(doc_terms[tree.doc_id][node.span.first_leaf])
+                    # Vectors are drawn per page; a leaf is a page or (a long page split by the
+                    # builder's passage default) one of its passages: the page's vector moved a
+                    # little and a share of the page's terms, so passages of a page stay close.
+                    page = node.span.first_page - 1 if node.span.first_page is not None else node.span.first_leaf
+                    page_vector, page_terms = doc_vectors[tree.doc_id][page], doc_terms[tree.doc_id][page]
+                    if node.span.first_part is None:
+                        dense[node.id], sparse[node.id] = page_vector, _bm25(page_terms)
+                    else:
+                        dense[node.id] = _unit(page_vector + 0.4 * _unit(rng.standard_normal(DIM)))
+                        sparse[node.id] = _bm25(rng.choice(page_terms, 25))
                 else:
                     dense[node.id] = _unit(np.mean([dense[c] for c in node.child_ids], axis=0))
                     pooled = np.concatenate([sparse[c][0][:15] for c in node.child_ids])
@@ -185,9 +192,20 @@ def _nodes_per_doc(config, summarizer, shape: dict) -> int:
     from drag_knee_retriever.builder import build_document_trees
 
     outline = [{"title": f"s{i}", "page": p + 1, "level": lv} for i, (p, lv) in enumerate(shape["outline"])]
-    (tree,) = build_document_trees([Document(id="probe", pages=["x y z."] * shape["pages"], outline=outline or None)],
+    # Pages as long as the corpus's (40 terms and the padding), so that long pages split into
+    # passages here as they do there.
+    page = _page_text(np.zeros(40, dtype=np.int64), shape)
+    (tree,) = build_document_trees([Document(id="probe", pages=[page] * shape["pages"], outline=outline or None)],
                                    config, summarizer)
     return len(tree.nodes)
+
+
+_FILLER = "Lorem ipsum dolor sit amet. "
+
+
+def _page_text(terms: np.ndarray, shape: dict) -> str:
+    """A synthetic page: its terms as words, padded to the shape's characters per page."""
+    return " ".join(f"w{t}" for t in terms) + ". " + _FILLER * max(8, shape["chars"] // len(_FILLER))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -368,9 +386,22 @@ def main() -> None:
     parser.add_argument("--scale-build", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale-search", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale-hnsw", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--scale-convert", type=int, help="copy the scale index of this size in --scale-dir into "
+                        "--convert-to with the --dense-* storage settings, then exit")
+    parser.add_argument("--convert-to", help="where --scale-convert writes")
+    parser.add_argument("--dense-in-ram", action="store_true", help="--scale-convert: dense vectors in RAM (the "
+                        "engine's default before issue 26), not in a memory-mapped file")
+    parser.add_argument("--dense-datatype", choices=["float32", "float16"], default=None,
+                        help="--scale-convert: EdgeStore(dense_datatype=...)")
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.seed)
+        return
+    if args.scale_convert:
+        import engine_scale
+
+        engine_scale.convert_child(args.scale_convert, args.scale_dir, args.convert_to, not args.dense_in_ram,
+                                   args.dense_datatype)
         return
     if args.scale_build or args.scale_search or args.scale_hnsw:
         import engine_scale

@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-SHAPE_VERSION = 1  # bump when the corpus changes: --reuse then rebuilds
+SHAPE_VERSION = 2  # bump when the corpus changes: --reuse then rebuilds (2: passage leaves)
 COLLECTION = "bench"
 
 
@@ -274,6 +274,49 @@ def run_scale(sizes: Sequence[int], seed: int, scale_dir: str, reuse: bool, reps
             print(f"{r['m']:>4} {r['ef_construct']:>12} {r['build_s']:>8.1f} {str(r['hnsw_ef']):>8} "
                   f"{r['recall']:>10.4f} {r['min']:>6.2f} {r['ms']:>7.3f}", flush=True)
     return rows
+
+
+def convert_child(size: int, scale_dir: str, target_dir: str, dense_on_disk: bool, dense_datatype: Optional[str]) -> None:
+    """Copy the index in ``scale_dir/n<size>`` into ``target_dir/n<size>`` with other dense-vector
+    storage settings (fresh process): the same points, read and written a page at a time, as a
+    build with those settings would store them, at a fraction of a build's CPU (no corpus to
+    generate, batched writes). The roots' shard is made by the new store from the copied roots."""
+    import qdrant_edge as qe
+
+    from drag_knee_retriever.store import EdgeStore
+    from drag_knee_retriever.ids import META_ID
+
+    source_folder, target = folder_for(scale_dir, size), folder_for(target_dir, size)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    started = time.perf_counter()
+    source = EdgeStore(COLLECTION, location=str(source_folder / "index"), node_map_capacity=0)
+    info = source.collection_info()
+    store = EdgeStore(COLLECTION, location=str(target / "index"), node_map_capacity=0,
+                      dense_on_disk=dense_on_disk, dense_datatype=dense_datatype)
+    store.open_collection(dense_size=int(info["dense_size"]), model_id=info["model_id"],
+                          sparse_model=info["sparse_model"])
+    copied, offset = 0, None
+    while True:
+        page, offset = source.shard.scroll(qe.ScrollRequest(offset=offset, limit=1024, with_payload=True,
+                                                             with_vector=True))
+        points = [qe.Point(str(r.id), r.vector, r.payload) for r in page if str(r.id) != META_ID]
+        store.shard.update(qe.UpdateOperation.upsert_points(points))
+        copied += len(points)
+        if offset is None:
+            break
+    store.shard.flush()
+    store.sync_roots()
+    source.close()
+    store.close()
+    for name in ("queries.json", "manifest.json"):
+        shutil.copy(source_folder / name, target / name)
+    built = json.loads((target / "manifest.json").read_text())
+    built.update({"converted_from": str(source_folder), "dense_on_disk": dense_on_disk,
+                  "dense_datatype": dense_datatype, "convert_s": time.perf_counter() - started,
+                  "disk_mb": _disk_bytes(target / "index") / 2**20})
+    (target / "manifest.json").write_text(json.dumps(built))
+    print(json.dumps({"copied": copied, **built}))
 
 
 def hnsw_child(size: int, scale_dir: str, reps: int) -> None:

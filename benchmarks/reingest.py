@@ -4,9 +4,11 @@
 
 Real files in a folder (two short COVID-QA paragraphs each, deterministic), a real Qdrant Edge
 index in a folder, the real offline model. The index is built once into ``--cache`` and reused.
-In one process, on the reopened index (as ``drag-knee ingest`` opens it):
+In one process, on the reopened index, reading the folder as ``drag-knee ingest`` does
+(``load_paths(..., stored_stamps=index.file_stamps)``: a file whose size and modification time
+match the stamp stored with its document is not read; ``--read-all`` reads every file, as before):
 
-1. re-ingest of the unchanged folder: read every file, the change check, the sweep;
+1. re-ingest of the unchanged folder: list the folder, the stamp check, the sweep;
 2. the same with one file changed (it is replaced);
 3. "one file's work": ingesting one new file alone into the same index (then deleted again);
 4. for comparison, the full orphan listing the sweep after every ingest used to run.
@@ -59,6 +61,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--cache", default="/work/cache/ingest/reingest")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--read-all", action="store_true", help="read every file (no stamp check), as before")
     args = parser.parse_args()
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import DragKneeIndex, EmbeddingConfig, EncoderRuntime
@@ -83,22 +86,35 @@ def main() -> None:
     phases = {}
     with DragKneeIndex(str(index_dir), embedding=embedding) as index:  # reopened, as the CLI does
         nodes = index.store.count()
+        stamps = None if args.read_all else index.file_stamps
+
+        def load(paths):
+            return load_paths(paths, stored_stamps=stamps)
+
+        def unchanged(load_report, ingest_report) -> int:
+            return len(load_report.unchanged) + len(ingest_report.unchanged)
+
         for run in range(args.repeat):
-            read_s, loaded = timed(lambda: load_paths([folder]))
+            read_s, loaded = timed(lambda: load([folder]))
             rows["read"].append(read_s)
             s, report = timed(lambda: index.add_documents(loaded.documents))
-            assert len(report.unchanged) == args.files, report
+            assert unchanged(loaded, report) == args.files, report
             rows["unchanged"].append(read_s + s)
 
             changed.write_text(texts[args.files // 2] + f"Edited, run {run}.\n", encoding="utf-8")
-            s, report = timed(lambda: index.add_documents(load_paths([folder]).documents))
-            assert len(report.replaced) == 1 and len(report.unchanged) == args.files - 1, report
+
+            def one_changed():
+                loaded = load([folder])
+                return loaded, index.add_documents(loaded.documents)
+
+            s, (loaded, report) = timed(one_changed)
+            assert len(report.replaced) == 1 and unchanged(loaded, report) == args.files - 1, report
             rows["one_changed"].append(s)
             phases = report.phase_seconds
             changed.write_text(texts[args.files // 2], encoding="utf-8")
-            index.add_documents(load_paths([folder]).documents)  # back to the original
+            index.add_documents(load([folder]).documents)  # back to the original
 
-            s, report = timed(lambda: index.add_documents(load_paths([extra]).documents))
+            s, report = timed(lambda: index.add_documents(load([extra]).documents))
             assert report.added, report
             rows["one_file"].append(s)
             index.delete_document(report.added[0])
@@ -108,8 +124,8 @@ def main() -> None:
             rows["full_sweep"].append(s)
     med = {k: statistics.median(v) for k, v in rows.items()}
     print(f"{args.files} files, {nodes} nodes, Qdrant Edge folder reopened, {os.cpu_count()} cores; "
-          f"median of {args.repeat} runs")
-    print(f"  read all files (load_paths)            {med['read']:7.3f} s")
+          f"median of {args.repeat} runs; {'every file read' if args.read_all else 'files skipped by stamp'}")
+    print(f"  list / read the files (load_paths)     {med['read']:7.3f} s")
     print(f"  re-ingest, nothing changed (read+all)  {med['unchanged']:7.3f} s")
     print(f"  re-ingest, one file changed (read+all) {med['one_changed']:7.3f} s   phases of the last: "
           + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))

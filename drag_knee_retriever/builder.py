@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from .config import BuildConfig
 from .headings import find_headings, headings_outline
 from .ids import ROOT_PATH, leaf_id, node_id
-from .nodes import Document, Span, TreeNode
+from .nodes import FILE_STAMP_KEY, Document, Span, TreeNode
 from .point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, ends_in_abbreviation, split_sentences
 
@@ -417,7 +417,9 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
     if document.outline:
         body["outline"] = [dict(e) for e in document.outline]
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
-    digest.update(json.dumps(dict(document.metadata), ensure_ascii=False, sort_keys=True, default=str).encode())
+    # The file stamp (size and mtime) says when to read a file again, not what its tree is.
+    metadata = {k: v for k, v in document.metadata.items() if k != FILE_STAMP_KEY}
+    digest.update(json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str).encode())
     if document.page_metadata is not None:
         digest.update(json.dumps([dict(m) for m in document.page_metadata], ensure_ascii=False, sort_keys=True,
                                  default=str).encode())

@@ -8,6 +8,7 @@ model or another BM25 language finds nothing useful, so opening one refuses with
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Dict, Mapping, Optional
 
 from .errors import StoreError
@@ -15,7 +16,7 @@ from .store.base import check_collection_compatible
 
 log = logging.getLogger(__name__)
 
-__all__ = ["check_collection_compatible", "stored_collection_info", "stored_language"]
+__all__ = ["check_collection_compatible", "stored_collection_info", "stored_language", "stored_max_tokens", "NO_LIMIT"]
 
 
 def stored_collection_info(store: Any) -> Dict[str, Any]:
@@ -26,6 +27,21 @@ def stored_collection_info(store: Any) -> Dict[str, Any]:
         raise
     except Exception:  # no collection yet: the engines differ in how they say so
         return {}
+
+
+#: What :func:`stored_max_tokens` returns for a collection that records no model yet (a new one).
+NO_LIMIT = object()
+
+
+def stored_max_tokens(info: Mapping[str, Any]) -> Any:
+    """The dense encoder's ``max_tokens`` a collection was built with: the number in its model id
+    (``"...|max_tokens=128"``), None for a model id without one (the model's own limit), or
+    :data:`NO_LIMIT` for a collection that records no model (new)."""
+    model_id = info.get("model_id")
+    if not model_id:
+        return NO_LIMIT
+    found = re.search(r"\|max_tokens=(\d+)", str(model_id))
+    return int(found.group(1)) if found else None
 
 
 def stored_language(info: Mapping[str, Any]) -> Optional[str]:

@@ -48,6 +48,7 @@ LEAF_CONTEXT_PARTS: Tuple[str, ...] = ("title", "section", "path", "page")
 SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 FocusScores = Literal["rrf", "magnitude"]
+GlobalScope = Literal["roots", "collection"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_BM25_LANGUAGE = "english"
 
@@ -144,6 +145,16 @@ class FocusConfig(Settings):
                                          "scores='rrf' ranks by reciprocal rank alone."),
         doc="With scores='magnitude': the weight of the mean score of the leaves under the same parent (the "
             "parent's evidence, read from its leaves; 0 = the leaf's own evidence only).")
+    # Scale (issue 26): the global list from the ranked roots' documents.
+    global_scope: GlobalScope = setting(
+        "roots", kind="choice", choices=("roots", "collection"),
+        doc="Where global_leaves come from: 'roots' (the leaves of the global_docs best-ranked documents, ranked "
+            "in the roots' round trip: a few thousand leaves at any index size) or 'collection' (every leaf of the "
+            "filtered collection, a flat search of its own: ~0.5 s at 1M nodes). The same list when a filter leaves "
+            "at most global_docs documents (benchmarks/RESULTS.md, \"scale\").")
+    global_docs: int = setting(
+        50, kind=int, low=1, high=MAX_SETTING,
+        doc="With global_scope='roots': how many best-ranked documents' leaves the global list ranks.")
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
     # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(

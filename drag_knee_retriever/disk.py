@@ -15,6 +15,7 @@ itself is intact (a document becomes visible only when its root, written last, i
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 from pathlib import Path
@@ -84,39 +85,67 @@ def unallocated_bytes(folder: Union[str, Path]) -> int:
 OPEN_MARGIN = 2 * MIB
 
 # The sparse files of a shard that Qdrant Edge 0.9 writes out in full when it loads the shard: the
-# dense vectors (read into memory from their chunk files) and the payload indexes' mapped pages and
-# trackers. Measured on a tmpfs (tests/hardening/test_disk_trouble.py): loading a 5-node index
-# allocated 32 MB of vectors/chunk_0.mmap and 21 MB of payload_index/*-map files, while the log
-# (wal/open-*, 2 x 32 MiB), the payload store and the sparse-vector store pages stayed sparse.
-_MATERIALISED_ON_LOAD = re.compile(r"(^|/)segments/[^/]+/(vector_storage-[^/]+/vectors/chunk_\d+\.mmap"
-                                   r"|payload_index/[^/]+/(page_\d+|tracker)\.dat)$")
+# payload indexes' files (mapped pages, trackers, flags), and the dense vectors of a shard that holds
+# them in RAM (read into memory from their chunk files). Measured on a tmpfs
+# (tests/hardening/test_disk_trouble.py): loading a 5-node index allocated 32 MB of
+# vectors/chunk_0.mmap (vectors in RAM) and 21 MB of payload_index/*-map files, while the log
+# (wal/open-*, 2 x 32 MiB), the payload store and the sparse-vector store pages stayed sparse. A shard
+# whose dense vectors are memory-mapped (``on_disk``, the default of new shards since index format 2)
+# leaves its chunk files sparse too; a copy made with ``cp --sparse=always`` has its payload indexes'
+# flag files sparse as well (1 MB each, written out on load): loading a copied 49-node index of
+# format 2 (both shards) allocated 52 MB, all of it payload_index files.
+_PAYLOAD_PAGES = re.compile(r"(^|/)segments/[^/]+/payload_index/.+$")
+_VECTOR_CHUNKS = re.compile(r"(^|/)segments/[^/]+/vector_storage-[^/]+/vectors/chunk_\d+\.mmap$")
+#: The file that marks a Qdrant Edge shard folder, with its settings (the dense vectors' ``on_disk``).
+_EDGE_CONFIG = "edge_config.json"
+
+
+def _vectors_in_ram(shard_folder: Path) -> bool:
+    """Whether a shard keeps dense vectors in RAM (its chunk files are written out on load).
+
+    Read from the shard's own settings file; when it cannot be read, assume RAM (the larger need)."""
+    try:
+        config = json.loads((shard_folder / _EDGE_CONFIG).read_text(encoding="utf-8"))
+        vectors = config.get("vectors") or {}
+        return not all(bool((params or {}).get("on_disk")) for params in vectors.values())
+    except (OSError, ValueError, AttributeError):
+        return True
+
+
+def _unallocated(path: str) -> int:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return 0
+    allocated = getattr(info, "st_blocks", None)
+    return max(0, info.st_size - allocated * 512) if allocated is not None else 0
 
 
 def edge_open_needs(shard_folder: Union[str, Path], *, wal: bool = True) -> int:
     """Free bytes Qdrant Edge needs to open (or create) the shard in ``shard_folder``.
 
     An existing shard: the unallocated bytes of the files its load writes out (see
-    :data:`_MATERIALISED_ON_LOAD`), plus :data:`OPEN_MARGIN`; what it uses, no more, so an index
-    whose write was refused for space can still be opened to search or list it. A new shard:
-    its two log segments and :data:`MARGIN` (its own files grow as nodes are written, and every
-    write is checked)."""
+    :data:`_PAYLOAD_PAGES`, :data:`_VECTOR_CHUNKS`), in it and in every shard folder inside it (the
+    roots' own shard, ``<shard>/roots``, is loaded with it), plus :data:`OPEN_MARGIN`; what it uses,
+    no more, so an index whose write was refused for space can still be opened to search or list
+    it. A new shard: its two log segments and :data:`MARGIN` (its own files grow as nodes are
+    written, and every write is checked)."""
     folder = Path(shard_folder)
-    if (folder / "segments").is_dir():
-        needed = 0
-        for dirpath, _dirs, files in os.walk(folder / "segments"):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                if not _MATERIALISED_ON_LOAD.search(Path(path).relative_to(folder).as_posix()):
-                    continue
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    continue
-                allocated = getattr(info, "st_blocks", None)
-                if allocated is not None:
-                    needed += max(0, info.st_size - allocated * 512)
-        return needed + OPEN_MARGIN
-    return (2 * EDGE_WAL_SEGMENT if wal else 0) + MARGIN
+    if not (folder / "segments").is_dir():
+        return (2 * EDGE_WAL_SEGMENT if wal else 0) + MARGIN
+    needed = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        if "segments" not in _dirs and _EDGE_CONFIG not in files:
+            continue
+        shard = Path(dirpath)
+        chunks = _vectors_in_ram(shard)
+        for segment_path, _subdirs, segment_files in os.walk(shard / "segments"):
+            for name in segment_files:
+                path = os.path.join(segment_path, name)
+                relative = Path(path).relative_to(shard).as_posix()
+                if _PAYLOAD_PAGES.search(relative) or (chunks and _VECTOR_CHUNKS.search(relative)):
+                    needed += _unallocated(path)
+    return needed + OPEN_MARGIN
 
 
 def check_free_space(folder: Union[str, Path], needed: int, what: str) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar,
                     cast, overload)
 
-from .compat import check_collection_compatible, stored_collection_info, stored_language
+from .compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
 from .config import MAX_SETTING, SEARCH_OPTIONS, BuildConfig, EmbeddingConfig, SearchConfig, SearchOptions, StoreConfig
 from .budget import BudgetFill, FillSteps, arun_fill, fill_steps, first_words, mark_trace, pack, run_fill
 from .redact import redact_url
@@ -174,6 +174,11 @@ class DragKneeIndex:
                 if emb.language is None and stored_language(info):
                     # An existing collection keeps the BM25 language it was built with.
                     emb = replace(emb, language=stored_language(info))
+                limit = stored_max_tokens(info)
+                if embedding is None and limit is not NO_LIMIT:
+                    # ... and, opened without embedding settings, the dense window it was built with (an
+                    # index built before a default changed keeps opening with the same vectors).
+                    emb = replace(emb, max_tokens=limit)
                 encoder = Encoder(replace(emb, dense=None), dense=emb.dense)
             self.encoder = encoder
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
@@ -249,6 +254,12 @@ class DragKneeIndex:
             return self._ingestor.add_nodes(nodes, progress)
         finally:
             self._forget_identities()
+
+    def file_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        """doc_id -> stored file stamp (``"<size>:<mtime_ns>"``) for ``load_paths(stored_stamps=...)``:
+        a file whose size and modification time match is not read again. Only documents built with
+        this index's build settings and summariser have one (one request, no texts)."""
+        return self._ingestor.file_stamps(doc_ids)
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document's whole tree. Returns False if it was not indexed."""

@@ -9,17 +9,18 @@ document after the other.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from .builder import DocumentTree, build_document_trees, document_hash
 from .config import BuildConfig
 from .errors import InvalidDocumentError, StoreError
 from .ids import root_ids
-from .nodes import Document, TreeNode
+from .nodes import FILE_STAMP_KEY, Document, TreeNode
 from .store import NodeStore
 from .store.filters import parse_filters
 from .vectorize import Vectorizer
@@ -101,15 +102,17 @@ class Ingestor:
         """
         started = time.perf_counter()
         self._check_writable()
-        docs = validate_documents(documents)
+        docs = [self._stamped(d) for d in validate_documents(documents)]
         report = IngestReport()
         track = getattr(self.summarizer, "track", None)
-        identity = getattr(self.summarizer, "identity", type(self.summarizer).__name__)
+        identity = self._identity()
         with self.lock, (track() if callable(track) else contextlib.nullcontext()) as cost:
-            existing = self.existing_hashes([d.id for d in docs])
+            stored = self._stored_roots([d.id for d in docs])
+            existing = {doc_id: root.doc_hash for doc_id, root in stored.items()}
             # Unchanged documents are skipped before any building or encoding (one hash each).
             hashes = [document_hash(d, self.config, identity) for d in docs]
             todo = [(d, h) for d, h in zip(docs, hashes) if self.triage(d.id, h, existing, report)]
+            self._restamp([d for d, h in zip(docs, hashes) if existing.get(d.id) == h and h], stored)
             pages = _PageProgress(progress if getattr(progress, "wants_pages", False) else None,
                                   sum(page_count(d) for d, _ in todo))
             for start in range(0, len(todo), _INGEST_CHUNK_DOCS):
@@ -187,12 +190,54 @@ class Ingestor:
         (report.replaced if old is not None else report.added).append(doc_id)
         return True
 
-    def existing_hashes(self, doc_ids: Sequence[str]) -> Dict[str, str]:
-        """doc_id -> doc_hash of the documents whose root is stored (one request)."""
+    def _identity(self) -> str:
+        return getattr(self.summarizer, "identity", type(self.summarizer).__name__)
+
+    def build_key(self) -> str:
+        """What, besides a file's content, shapes its tree: the build settings and the summariser."""
+        return hashlib.sha1(f"{self.config.fingerprint()}|{self._identity()}".encode()).hexdigest()[:12]
+
+    def _stamped(self, doc: Document) -> Document:
+        """A loaded file's document with the build key after its stamp (see :meth:`file_stamps`)."""
+        stamp = doc.metadata.get(FILE_STAMP_KEY)
+        if not isinstance(stamp, str) or not stamp:
+            return doc
+        return replace(doc, metadata={**doc.metadata, FILE_STAMP_KEY: f"{stamp.split('|', 1)[0]}|{self.build_key()}"})
+
+    def file_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        """doc_id -> the file stamp (``"<size>:<mtime_ns>"``) of the stored documents among
+        ``doc_ids`` whose tree was built with today's settings (one request, no texts). A document
+        built with other settings (or not from a file) has none: its file must be read again."""
+        if not doc_ids:
+            return {}
+        suffix = f"|{self.build_key()}"
+        ids = [i for d in doc_ids for i in root_ids(d)]
+        out = {}
+        for root in self.store.retrieve_roots(ids):
+            stamp = root.metadata.get(FILE_STAMP_KEY)
+            if isinstance(stamp, str) and stamp.endswith(suffix):
+                out[root.doc_id] = stamp[: -len(suffix)]
+        return out
+
+    def _stored_roots(self, doc_ids: Sequence[str]) -> Dict[str, TreeNode]:
+        """doc_id -> the stored root (light: the walk's fields and the file stamp), one request."""
         if not doc_ids:
             return {}
         ids = [i for d in doc_ids for i in root_ids(d)]
-        return {node.doc_id: node.doc_hash for node in self.store.retrieve(ids) if node.level == 0}
+        return {node.doc_id: node for node in self.store.retrieve_roots(ids) if node.level == 0}
+
+    def existing_hashes(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        """doc_id -> doc_hash of the documents whose root is stored (one request, no texts)."""
+        return {doc_id: root.doc_hash for doc_id, root in self._stored_roots(doc_ids).items()}
+
+    def _restamp(self, unchanged: Sequence[Document], stored: Dict[str, TreeNode]) -> None:
+        """An unchanged document read again because its file's stamp moved (touched, copied back):
+        store the new stamp on its root, so the next re-ingest does not read it again."""
+        for doc in unchanged:
+            stamp = doc.metadata.get(FILE_STAMP_KEY)
+            root = stored.get(doc.id)
+            if isinstance(stamp, str) and root is not None and root.metadata.get(FILE_STAMP_KEY) != stamp:
+                self.store.set_root_metadata(root.id, {FILE_STAMP_KEY: stamp})
 
     def write_trees(self, trees: List[DocumentTree], records: List[Any], progress: Optional[Progress]) -> None:
         """Replace each tree's document in turn: its old nodes go, then its body, then its root."""
@@ -235,6 +280,7 @@ class Ingestor:
             orphans = sorted(d for d in nodes if d not in rooted)
             for doc_id in orphans:
                 self.store.delete_nodes(doc_id)
+            self.store.sync_roots()  # a write cut between a root and its copy: copy it now
             if self.store.pending is not None:
                 self.store.pending.reset()  # every node was seen: nothing else can be rootless
         return self._swept(orphans, sum(nodes[d] for d in orphans))
@@ -255,6 +301,9 @@ class Ingestor:
             if not suspects:
                 return OrphanSweep()
             rooted = set(self.existing_hashes(suspects))
+            if rooted:
+                # A write or delete cut between a root and its copy in the roots' collection.
+                self.store.sync_roots()
             orphans, count = [], 0
             for doc_id in suspects:
                 if doc_id in rooted:

@@ -75,6 +75,12 @@ def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, A
     return clean
 
 
+#: Metadata key of a file's stamp, ``"<size>:<mtime_ns>"`` from the loader's stat of the file (the
+#: index appends ``"|<build key>"`` when it writes the tree). Not part of the document's hash: a
+#: re-ingest skips a file whose size and modification time match the stored stamp before reading it.
+FILE_STAMP_KEY = "file_stamp"
+
+
 @dataclass(frozen=True)
 class Document:
     """A document to index: an id plus either ``text`` or ``pages``, and JSON metadata.

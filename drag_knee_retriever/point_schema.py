@@ -15,19 +15,25 @@ their points are the same bytes. Nothing here imports more of the package than t
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional
 
 from .errors import IndexDamagedError
-from .nodes import Span, TreeNode
+from .nodes import FILE_STAMP_KEY, Span, TreeNode
 
 #: The names of a point's vectors: the dense embedding and the BM25 sparse vector.
 DENSE = "dense"
 SPARSE = "bm25"
-#: The version of this schema (the index format), recorded in the bookkeeping point.
-SCHEMA_VERSION = 1
+#: The index format, recorded in every collection's bookkeeping point (``schema_version``).
+#: 1: one collection of nodes. 2: the roots also in a collection (Edge: a shard) of their own, a copy
+#: kept in step by the stores (see :func:`drag_knee_retriever.store.base.roots_ranking`); a version-1
+#: index is brought to 2 when opened.
+SCHEMA_VERSION = 2
 #: The oldest index format whose readers can read what this release writes (recorded as
 #: ``read_version`` beside ``schema_version``): a release older than ``read_version`` refuses the
-#: index, one older than ``schema_version`` opens it read-only (store/integrity.py).
+#: index, one older than ``schema_version`` opens it read-only (store/integrity.py). Format 2 keeps
+#: format 1's nodes collection as it was, so a format-1 release can read it (read-only: it would not
+#: keep the roots' copy in step).
 READ_VERSION = 1
 
 #: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
@@ -46,6 +52,9 @@ TEXT_SOURCE_MIXED = "mixed"
 # once, for the chosen nodes only, by ``retrieve``.
 WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_leaf", "last_leaf",
                "first_page", "last_page", "doc_hash")
+#: What an ingest's change check reads of a stored root: the walk's fields (doc_hash among them)
+#: and the file stamp in its metadata (``NodeStore.retrieve_roots``).
+ROOT_FIELDS = WALK_FIELDS + (f"metadata.{FILE_STAMP_KEY}",)
 
 
 def node_payload(node: TreeNode) -> Dict[str, Any]:
@@ -145,6 +154,13 @@ def _light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
         child_ids=tuple(payload.get("child_ids") or ()),
         doc_hash=payload.get("doc_hash", ""),
     )
+
+
+def root_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
+    """A light node with the metadata the payload holds (:data:`ROOT_FIELDS`: the file stamp)."""
+    node = light_node(node_id, payload)
+    metadata = payload.get("metadata")
+    return replace(node, metadata=dict(metadata)) if isinstance(metadata, Mapping) and metadata else node
 
 
 def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Optional[str] = None) -> Dict[str, Any]:

@@ -29,6 +29,12 @@ within ``near_best`` of the best (nothing tells them apart: the knee's place amo
 arbitrary) and returns a best leaf ``standout`` ahead of the second alone. A word budget
 (``max_tokens``, :mod:`.budget`) reads on past the cut in the order of :func:`budget_order`.
 
+Where the global list looks (``focus.global_scope``): by default among the leaves of the
+``focus.global_docs`` best documents of the first step (which ranks that many roots in its round
+trip), so it reads a few thousand leaves whatever the index size; ``"collection"`` ranks every
+leaf, a flat search of its own. With a filter that leaves at most ``focus.global_docs`` documents
+(one document: the usual long-document setting) the two are the same list.
+
 Branch method: rank the roots and cut them at the knee; then every inner node of the frontier is
 ranked against its own children (all such requests of one level in one round trip): where the
 parent wins it is a result, where children outrank it those children descend (leaves are results).
@@ -48,6 +54,7 @@ from .knee import knee_index
 from .magnitude import magnitude_ranking
 from .nodes import Trace, TraceCandidate, TraceStep
 from .store.base import FilterSpec, RankedHit, RankRequest
+from .store.filters import any_of
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +112,23 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
     ``identity``: the documents the query names (:mod:`.identity`); their roots join the roots
     ranking and their scores count there (``config.identity_weight``) and in the magnitude focus
     (``config.focus.identity_weight``)."""
-    roots = yield from _rank_roots(config, filters, trace, identity)
+    roots, ranked = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return []
     if config.method == "branch":
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
     if focuses(config):
-        return (yield from _focus(config, filters, trace, regions, identity))
+        return (yield from _focus(config, _global_filters(config, filters, ranked), filters, trace, regions,
+                                  identity))
     return regions
+
+
+def _global_filters(config: SearchConfig, filters: FilterSpec, ranked: Sequence[RankedHit]) -> FilterSpec:
+    """The global list's filter: the user's, and (scope ``"roots"``) the ranked roots' documents."""
+    if config.focus is None or config.focus.global_scope == "collection":
+        return filters
+    return tuple(filters) + (any_of("doc_id", sorted({h.node.doc_id for h in ranked})),)
 
 
 def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
@@ -144,9 +159,23 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
 
 
 def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identity: IdentityMatch = NO_MATCH) -> Steps:
+    """Rank the roots; returns the walk's start (cut at the knee) and every root ranked (the
+    documents the focus step's global list looks in, :func:`_global_filters`).
+
+    With a focus step whose global list looks at the best documents (``focus.global_scope="roots"``)
+    the same request ranks ``focus.global_docs`` roots; the walk reads its first ``max_roots``,
+    which are the same hits a request of ``max_roots`` returns while ``focus.global_docs`` is at most
+    ``MIN_SIDE_LIMIT`` (100: each side ranks that many before the fusion; ties are cut by id). The
+    roots of the documents the query names (``identity``) join the walk's start as they would
+    without the wider request, and their documents join the ranked ones.
+    """
     limit = config.beam_width if config.method == "fixed" else config.max_roots
+    scope = limit
+    focus = config.focus
+    if focuses(config) and focus.global_leaves and focus.global_scope == "roots":  # type: ignore[union-attr]
+        scope = max(limit, focus.global_docs)  # type: ignore[union-attr]
     weights = _weights(config, 0)
-    requests = [RankRequest(limit=limit, weights=weights, level=0, filters=filters)]
+    requests = [RankRequest(limit=scope, weights=weights, level=0, filters=filters)]
     named = identity.root_ids[:limit] if identity and config.identity_weight else ()
     if named:
         # The roots of the documents the query names, in the same round trip (the filters hold for
@@ -154,9 +183,12 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identit
         requests.append(RankRequest(limit=len(named), weights=weights, candidate_ids=tuple(named), level=0,
                                     filters=filters))
     answers = yield requests
-    hits = answers[0]
+    ranked = answers[0]
+    hits = ranked[:limit]
     if named:
         hits = with_identity(hits, answers[1], identity, config.identity_weight)
+        ranked_docs = {r.node.doc_id for r in ranked}
+        ranked = list(ranked) + [h for h in hits if h.node.doc_id not in ranked_docs]
     step = TraceStep(step=0, kind="roots", level=0, weights=weights)
     keep, knee_at = _cut(config, hits)
     if config.method == "fixed":
@@ -170,7 +202,7 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identit
         step.candidates.append(candidate)
     step.kept_count = min(keep, len(hits))
     trace.steps.append(step)
-    return hits[:keep]
+    return hits[:keep], ranked
 
 
 def with_identity(ranked: Sequence[RankedHit], named: Sequence[RankedHit], identity: IdentityMatch,
@@ -255,19 +287,26 @@ class FocusPool:
     deeper: List[RankedHit] = field(default_factory=list)
 
 
-def _focus_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
-                deeper: Optional[int] = None, identity: IdentityMatch = NO_MATCH) -> Steps:
+def _focus_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+                regions: List[RankedHit], deeper: Optional[int] = None,
+                identity: IdentityMatch = NO_MATCH) -> Steps:
     """The focus step's pool ranked (a :class:`FocusPool`): the leaves under the walk's nodes (and
     the best leaves of the collection, with ``focus_global``), best first. ``deeper``: a word
-    budget's global ranking this many leaves long, in the same round trip."""
+    budget's global ranking this many leaves long, in the same round trip.
+
+    ``global_filters``: the global list's filter (:func:`_global_filters`); the budget's deeper
+    ranking takes it too, as it is the global list read further (its head is the global list, and
+    with ``focus.global_scope="roots"`` it stays among the best documents' leaves instead of
+    becoming a flat search of the whole collection). The region request keeps ``filters``."""
     assert config.focus.pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = _weights(config, config.max_depth)  # the leaves' weights: the deepest pair
-    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=filters)]
+    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=global_filters)]
              if deeper and config.focus.global_leaves else [])
     if config.focus.scores == "magnitude":
-        return (yield from _magnitude_pool(config, filters, trace, candidate_ids, weights, extra, identity))
+        return (yield from _magnitude_pool(config, global_filters, filters, trace, candidate_ids, weights, extra,
+                                           identity))
     if config.focus.global_leaves:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
         # best leaves of the whole (filtered) collection are ranked in the same round trip, and
@@ -278,7 +317,7 @@ def _focus_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, regions
                                                           len(candidate_ids))
         answers = (yield [
             RankRequest(limit=deepest, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=filters),
+            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=global_filters),
         ] + extra)
         region_hits, global_hits = answers[0], answers[1]
         _global_step(trace, global_hits, weights)
@@ -332,12 +371,14 @@ def _identity_of(config: SearchConfig, identity: IdentityMatch) -> Optional[Iden
     return identity if identity and config.focus.identity_weight and config.focus.scores == "magnitude" else None
 
 
-def _focus(config: SearchConfig, filters: FilterSpec, trace: Trace, regions: List[RankedHit],
-           identity: IdentityMatch = NO_MATCH) -> Steps:
-    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions."""
+def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+           regions: List[RankedHit], identity: IdentityMatch = NO_MATCH) -> Steps:
+    """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions.
+
+    ``global_filters``: the global list's filter (see :func:`_global_filters`)."""
     focus = config.focus
     assert focus is not None
-    pool = yield from _focus_pool(config, filters, trace, regions, identity=identity)
+    pool = yield from _focus_pool(config, global_filters, filters, trace, regions, identity=identity)
     inherited = _identity_of(config, identity)
     hits = pool.ranked[: _focus_depth(config)]
     weights = _weights(config, config.max_depth)
@@ -415,12 +456,13 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     focus score where the pool scored it; a leaf only the deeper ranking reached gets the pool's
     lowest."""
     assert focuses(config) and config.max_tokens is not None
-    roots = yield from _rank_roots(config, filters, trace, identity)
+    roots, ranked_roots = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return FocusRanking(regions=[], ranked=[])
     regions = yield from _beam(config, filters, trace, roots)
     deeper = min(max(config.focus.global_leaves or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
-    pool = yield from _focus_pool(config, filters, trace, regions, deeper=deeper, identity=identity)
+    pool = yield from _focus_pool(config, _global_filters(config, filters, ranked_roots), filters, trace, regions,
+                                  deeper=deeper, identity=identity)
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
     ranked = budget_order(pool, keep)
@@ -480,14 +522,14 @@ async def abudget_ranking(rank: AsyncRanker, config: SearchConfig, filters: Filt
     return await _arun(budget_ranking_steps(config, filters, trace, identity), rank)
 
 
-def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, candidate_ids: Tuple[str, ...],
-                    weights: Tuple[float, float], extra: Sequence[RankRequest] = (),
+def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+                    candidate_ids: Tuple[str, ...], weights: Tuple[float, float], extra: Sequence[RankRequest] = (),
                     identity: IdentityMatch = NO_MATCH) -> Steps:
     """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first (a :class:`FocusPool`;
     ``extra``: a budget's deeper global request, answered as ``deeper``).
 
-    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves of
-    the whole filtered collection, each with its dense cosine and BM25 score; the union is
+    One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves
+    ``global_filters`` admits, each with its dense cosine and BM25 score; the union is
     re-scored by :func:`~drag_knee_retriever.magnitude.magnitude_ranking`. Why the whole region
     and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
     parent's evidence.
@@ -499,8 +541,8 @@ def _magnitude_pool(config: SearchConfig, filters: FilterSpec, trace: Trace, can
         requests.append(RankRequest(limit=len(candidate_ids), weights=weights, candidate_ids=candidate_ids,
                                     filters=filters, with_scores=True))
     if focus.global_leaves:
-        requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True, filters=filters,
-                                    with_scores=True))
+        requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True,
+                                    filters=global_filters, with_scores=True))
     if not requests:
         return FocusPool([])
     answers = yield requests + list(extra)

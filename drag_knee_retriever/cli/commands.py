@@ -19,7 +19,7 @@ from rich.text import Text
 
 from ..config import SEARCH_OPTIONS
 from ..errors import CliError
-from .index import ocr_cache_dir, open_index, where
+from .index import index_exists, ocr_cache_dir, open_index, where
 from .options import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -93,32 +93,45 @@ def ingest(
     from ..loaders import load_paths
 
     started = time.perf_counter()
-    with PhaseProgress(err) as progress:
-        report = load_paths(
-            paths, include=include or (), exclude=exclude or (), stdin_name=stdin_name, progress=progress,
-            ocr=ocr.value, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir(index, url),
-            strict=strict, follow_links=follow_links, max_file_bytes=int(max_file_mb * 1024 * 1024),
-            max_text_bytes=int(max_text_mb * 1024 * 1024),
-        )
-    for skipped in report.skipped:
-        err.print(f"skipped {escape(skipped.path)}: {escape(skipped.reason)}", style="yellow")
-    if not report.documents:
-        if report.skipped:
-            raise CliError(
-                f"Nothing to ingest: all {len(report.skipped)} file(s) were skipped (reasons above)."
-            )
-        hint = " (files of other types were ignored; add them with --include GLOB)" if report.ignored else ""
-        raise CliError(
-            f"Nothing to ingest: no .txt, .md or .pdf files found in {', '.join(paths)}{hint}."
-        )
-    if strict and report.skipped:
-        raise CliError(f"{len(report.skipped)} file(s) skipped and --strict was given; nothing was ingested.")
 
-    idx = open_index(
-        index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model, model_path=model_path,
-        language=language, branching=branching, passage_words=passage_words, split_pages_over=split_pages_over,
-        must_exist=False,
-    )
+    def opened() -> Any:
+        return open_index(
+            index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
+            model_path=model_path, language=language, branching=branching, passage_words=passage_words,
+            split_pages_over=split_pages_over, must_exist=False,
+        )
+
+    # An index that exists already is opened first: files whose size and modification time match
+    # what it stored are then not read at all (a re-ingest of a folder costs what changed).
+    idx = opened() if index_exists(index, url, collection) else None
+    try:
+        with PhaseProgress(err) as progress:
+            report = load_paths(
+                paths, include=include or (), exclude=exclude or (), stdin_name=stdin_name, progress=progress,
+                ocr=ocr.value, ocr_languages=ocr_languages, ocr_cache_dir=ocr_cache_dir(index, url),
+                strict=strict, follow_links=follow_links, max_file_bytes=int(max_file_mb * 1024 * 1024),
+                max_text_bytes=int(max_text_mb * 1024 * 1024),
+                stored_stamps=idx.file_stamps if idx is not None else None,
+            )
+        for skipped in report.skipped:
+            err.print(f"skipped {escape(skipped.path)}: {escape(skipped.reason)}", style="yellow")
+        if not report.documents and not report.unchanged:
+            if report.skipped:
+                raise CliError(
+                    f"Nothing to ingest: all {len(report.skipped)} file(s) were skipped (reasons above)."
+                )
+            hint = " (files of other types were ignored; add them with --include GLOB)" if report.ignored else ""
+            raise CliError(
+                f"Nothing to ingest: no .txt, .md or .pdf files found in {', '.join(paths)}{hint}."
+            )
+        if strict and report.skipped:
+            raise CliError(f"{len(report.skipped)} file(s) skipped and --strict was given; nothing was ingested.")
+        if idx is None:
+            idx = opened()
+    except BaseException:
+        if idx is not None:
+            idx.close()
+        raise
     progress = PhaseProgress(err)
     try:
         with progress:
@@ -141,12 +154,13 @@ def ingest(
         raise
     idx.close()
     seconds = time.perf_counter() - started
-    added, replaced, unchanged = count(getattr(result, "added", 0)), count(getattr(result, "replaced", 0)), count(getattr(result, "unchanged", 0))
+    added, replaced = count(getattr(result, "added", 0)), count(getattr(result, "replaced", 0))
+    unchanged = count(getattr(result, "unchanged", 0)) + len(report.unchanged)  # read and unchanged + not read
     nodes = count(getattr(result, "nodes_written", 0))
     pages_written, ingest_s = getattr(result, "pages", 0), getattr(result, "seconds", 0.0)
     rate = f" ({pages_written} pages at {pages_written / ingest_s:.1f} pages/s)" if pages_written and ingest_s else ""
     out.print(
-        f"[bold green]Ingested {len(report.documents)} document(s)[/] into {escape(where(index, url))} "
+        f"[bold green]Ingested {len(report.documents) + len(report.unchanged)} document(s)[/] into {escape(where(index, url))} "
         f"(collection {escape(collection)}): {added} added, {replaced} replaced, {unchanged} unchanged; "
         f"{nodes} nodes written{rate}{f'; {report.pages} PDF pages' if report.pages else ''}; {seconds:.1f} s."
     )

@@ -40,10 +40,17 @@ def _index_location(index: Optional[Path], url: Optional[str]) -> Tuple[Optional
 
 
 def ocr_cache_dir(index: Optional[Path], url: Optional[str]) -> Optional[Path]:
-    """Where ingest keeps OCR text: next to the index folder (``<index>.ocr-cache``), so it goes
-    with the index; for a server, None (the user cache folder)."""
-    folder, _ = _index_location(index, url)
-    return folder.with_name(folder.name + ".ocr-cache") if folder is not None else None
+    """Where ingest keeps OCR text: None, the user's cache folder (as the Python API), for every
+    index: the cache is keyed by page image and engine settings, so a second index of the same
+    scans reads them from it instead of running OCR again. (Before, each index folder had its own
+    ``<index>.ocr-cache``; such a folder is no longer read.)"""
+    return None
+
+
+def index_exists(index: Optional[Path], url: Optional[str], collection: str) -> bool:
+    """Whether the index a command names exists already (a server: assumed, it says otherwise)."""
+    folder, url = _index_location(index, url)
+    return folder is None or detect_engine(folder, collection) is not None
 
 
 def _check_folder(folder: Path, collection: str, *, must_exist: bool) -> None:

@@ -331,6 +331,11 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_mag_nosib", {"config": "mag_nosib"}),
         ("drag_knee_mag_walk", {"config": "mag_walk"}),
         ("drag_knee_mag_merge", {"config": "mag_merge"}),
+        # The default with the global list over every leaf of the collection (the default before
+        # issue 26 scoped it to the ranked roots' documents).
+        ("drag_knee_global_collection", {"config": "global_collection"}),
+        # ... and over the leaves of the 20 best documents only (the default covers 50).
+        ("drag_knee_global_docs20", {"config": "global_docs20"}),
     ]
 
 
@@ -353,6 +358,8 @@ _CONFIG_VARIANTS: Dict[str, Dict[str, Any]] = {
                   "focus.sibling_weight": 0.0},
     "mag_walk": {"method": "knee", **_MAG, "focus.global_leaves": None, "focus.merge_ratio": None},
     "mag_merge": {"method": "knee", **_MAG, "focus.global_leaves": 50, "focus.merge_ratio": 0.5},
+    "global_collection": {"focus.global_scope": "collection"},
+    "global_docs20": {"focus.global_docs": 20},
 }
 
 
@@ -394,6 +401,8 @@ def drag_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
                            "focus_global": focus.global_leaves if focus else None,
                            "focus_scores": focus.scores if focus else None,
                            "sibling_weight": focus.sibling_weight if focus else None,
+                           "focus_global_scope": focus.global_scope if focus else None,
+                           "focus_global_docs": focus.global_docs if focus else None,
                            "identity_weight": config.identity_weight,
                            "identity_focus_weight": focus.identity_weight if focus else None})
         methods.append(Method(name + suffix, family, params, run, adaptive=adaptive, index_label=label,

@@ -50,6 +50,8 @@ class FoundFile:
     was checked (see :func:`open_found`): ``real`` is the path to open without following a link
     (a link's final target, else the entry itself) and ``stat`` its ``lstat`` (identity, size,
     modification time). Both are None for a file that did not come from :func:`discover`.
+    :attr:`stamp` is its size and modification time, what a re-ingest compares with the stored
+    one to skip an unchanged file unread.
     """
 
     path: Path
@@ -63,6 +65,11 @@ class FoundFile:
         return (self.stat.st_dev, self.stat.st_ino) if self.stat is not None else None
 
     @property
+    def stamp(self) -> Optional[str]:
+        """``"<size>:<mtime_ns>"`` of the file discovery checked, or None."""
+        return file_stamp(self.stat) if self.stat is not None else None
+
+    @property
     def doc_id(self) -> str:
         try:
             relative = self.path.relative_to(self.root)
@@ -70,6 +77,11 @@ class FoundFile:
             relative = Path(self.path.name)
         text = PurePosixPath(*relative.parts).as_posix()
         return text if text not in ("", ".") else self.path.name
+
+
+def file_stamp(info: os.stat_result) -> str:
+    """A file's stamp (see :class:`FoundFile`) from its stat."""
+    return f"{info.st_size}:{info.st_mtime_ns}"
 
 
 def kind_of(path: PathLike) -> Optional[str]:

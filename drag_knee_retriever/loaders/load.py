@@ -6,10 +6,11 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, TextIO, Union
+import os
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Union
 
 from ..errors import InvalidDocumentError, OcrUnavailableError
-from ..nodes import Document
+from ..nodes import FILE_STAMP_KEY, Document
 from ..ocr import OcrConfig
 from ..point_schema import OCR_PAGES_KEY
 from .discover import (
@@ -21,6 +22,7 @@ from .discover import (
     ProgressCallback,
     SkippedFile,
     discover,
+    file_stamp,
     kind_of,
 )
 from .pdf import PdfLimits, pdf_failure, read_pdf, ocr_settings, pdf_outline
@@ -38,12 +40,14 @@ class LoadReport:
 
     ``documents`` are ready to index; ``skipped`` lists files that could not be loaded with the
     reason; ``ignored`` counts files inside folders that no include pattern (or supported suffix)
-    selected, or that an exclude pattern removed.
+    selected, or that an exclude pattern removed; ``unchanged`` the document ids of files not read
+    because their size and modification time match the stored ones (``stored_stamps``).
     """
 
     documents: List[Document] = field(default_factory=list)
     skipped: List[SkippedFile] = field(default_factory=list)
     ignored: int = 0
+    unchanged: List[str] = field(default_factory=list)
 
     def __iter__(self):
         return iter(self.documents)
@@ -74,6 +78,7 @@ def load_paths(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     pdf_limits: Optional[PdfLimits] = None,
+    stored_stamps: Optional[Callable[[Sequence[str]], Mapping[str, str]]] = None,
 ) -> LoadReport:
     """Load files and folders (and ``"-"`` for standard input) into documents.
 
@@ -88,6 +93,11 @@ def load_paths(
     ``follow_links`` follows links out of the folders given; ``max_file_bytes``,
     ``max_text_bytes`` and ``pdf_limits`` (:class:`~.pdf.PdfLimits`) bound what one file may cost
     (see the module docs).
+
+    ``stored_stamps`` (e.g. :meth:`DragKneeIndex.file_stamps`): document ids -> the stamps stored
+    with them; a file whose size and modification time (from the folder listing) match is not
+    read at all and is listed in ``unchanged`` (re-ingesting a folder costs what changed). A
+    file's document carries its stamp in ``metadata["file_stamp"]``, which is not part of its hash.
     """
     ocr_config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
     check_byte_limit("max_file_bytes", max_file_bytes)
@@ -100,6 +110,16 @@ def load_paths(
     if strict and found_skips:
         raise InvalidDocumentError(f"{found_skips[0]} (strict: nothing was loaded)")
     report = LoadReport(ignored=ignored, skipped=found_skips)
+    if stored_stamps is not None and files:
+        # One look-up for the whole batch; a file whose stamp matches is never opened.
+        stored = stored_stamps([f.doc_id for f in files])
+        fresh = []
+        for found in files:
+            if found.stamp is not None and stored.get(found.doc_id) == found.stamp:
+                report.unchanged.append(found.doc_id)
+            else:
+                fresh.append(found)
+        files = fresh
     total = len(files) + (1 if read_stdin else 0)
     done = 0
     ids: Dict[str, str] = {}
@@ -132,7 +152,7 @@ def load_paths(
         try:
             accept(_load_file(found.path, root=found.root, metadata=metadata, ocr=ocr_config, progress=progress,
                               max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, found=found,
-                              pdf_limits=pdf_limits),
+                              pdf_limits=pdf_limits, stamp=found.stamp),
                    str(found.path))
         except InvalidDocumentError as exc:
             if strict:
@@ -169,6 +189,7 @@ def load_file(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     pdf_limits: Optional[PdfLimits] = None,
+    stamp: Optional[str] = None,
 ) -> Document:
     """Load one file as a :class:`Document`.
 
@@ -187,10 +208,15 @@ def load_file(
     ``pdf_limits`` (:class:`~.pdf.PdfLimits`: pages, content bytes, CPU time), or image-only
     PDF that OCR cannot read), and :class:`~.ocr.OcrUnavailableError` when ``ocr="always"`` and
     the engine is not installed.
+
+    ``stamp``: the file's ``"<size>:<mtime_ns>"`` as the caller saw it (default: a stat taken
+    here, before reading: a file changed while it is read gets a stamp older than its content,
+    so the next re-ingest reads it again), kept in ``metadata["file_stamp"]``.
     """
     return _load_file(Path(path), root=root, kind=kind, doc_id=doc_id, metadata=metadata,
                       ocr=ocr_settings(ocr, ocr_languages, ocr_cache_dir), progress=progress,
-                      max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, pdf_limits=pdf_limits)
+                      max_file_bytes=max_file_bytes, max_text_bytes=max_text_bytes, pdf_limits=pdf_limits,
+                      stamp=stamp)
 
 
 def _load_file(
@@ -206,6 +232,7 @@ def _load_file(
     doc_id: Optional[str] = None,
     found: Optional[FoundFile] = None,
     pdf_limits: Optional[PdfLimits] = None,
+    stamp: Optional[str] = None,
 ) -> Document:
     """:func:`load_file`; ``found`` (from :func:`~.discover.discover`) makes the read open exactly
     the file discovery checked (see :func:`.text._open_file`)."""
@@ -223,6 +250,11 @@ def _load_file(
     if kind not in ("text", "markdown", "pdf"):
         raise InvalidDocumentError(f"kind must be 'text', 'markdown' or 'pdf', got {kind!r}.")
     base: Dict[str, Any] = dict(metadata or {})
+    if stamp is None:
+        try:
+            stamp = file_stamp(os.stat(path))
+        except OSError:  # the reader says what is wrong with the file
+            stamp = None
     base.update(
         {
             "source": _source(path, found),
@@ -230,6 +262,8 @@ def _load_file(
             "kind": kind,
         }
     )
+    if stamp is not None:
+        base[FILE_STAMP_KEY] = stamp
     if kind == "pdf":
         if found is None:
             check_file(path, where, max_file_bytes)

@@ -99,6 +99,19 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
     return max(request.limit, more)
 
 
+def roots_ranking(request: RankRequest) -> bool:
+    """Whether a request ranks the roots of the whole (filtered) index (the walk's first step).
+
+    Such a request goes to the roots' own collection (qdrant-client: ``<collection>__roots``; Edge:
+    ``<folder>/<collection>/roots/``), a copy of every root with the same id, vectors and payload,
+    kept in step by every write. Why: a filter ``level = 0`` over every point scans the whole
+    collection; measured on Qdrant Edge at 1M nodes, the roots' ranking cost ~74 ms that way and
+    ~10 ms in a shard of their own (benchmarks/RESULTS.md, "scale"). Scores are the same: the
+    copy's points are the roots' points, and BM25's IDF is the nodes' collection's.
+    """
+    return request.level == 0 and request.candidate_ids is None
+
+
 def stable_order(hits: List[RankedHit]) -> List[RankedHit]:
     """Order by score, ties broken by node id, so every engine agrees on tied candidates."""
     # By id, then a stable sort by score (reverse=True keeps equal scores in id order): the same
@@ -153,6 +166,10 @@ def side_scores(hits: List[RankedHit], request: RankRequest, dense: Optional[Dic
 
 #: Qdrant Edge keeps a collection in ``<folder>/<collection>/``; ``EdgeShard.create`` writes this file.
 EDGE_MARKER = "edge_config.json"
+#: ... and its roots' copy in ``<folder>/<collection>/roots/`` (a shard of its own).
+EDGE_ROOTS_DIR = "roots"
+#: qdrant-client keeps the roots' copy of collection ``name`` in collection ``name + ROOTS_SUFFIX``.
+ROOTS_SUFFIX = "__roots"
 #: qdrant-client local mode keeps a collection in ``<folder>/collection/<collection>/storage.sqlite``.
 LOCAL_DIR = "collection"
 LOCAL_MARKER = "storage.sqlite"
@@ -286,12 +303,30 @@ class NodeStore(abc.ABC):
         """Delete a document's nodes (all, or those whose doc_hash differs from ``except_hash``).
 
         The root goes first: it is the commit point of a tree (written last), so a delete cut short
-        leaves only rootless nodes, which no search walks to and the next ingest removes.
+        leaves only rootless nodes, which no search walks to and the next ingest removes. (A
+        store with a roots' collection, see :func:`roots_ranking`, deletes the root's copy there
+        before the root, and writes it after the root.)
         """
 
     @abc.abstractmethod
     def retrieve(self, ids: Sequence[str]) -> List[TreeNode]:
         """Fetch nodes by id (missing ids are skipped), in one request."""
+
+    def retrieve_roots(self, ids: Sequence[str]) -> List[TreeNode]:
+        """The stored roots among ``ids`` (missing ids and non-roots skipped), with at least the
+        walk's fields (:data:`~drag_knee_retriever.point_schema.WALK_FIELDS`: doc_id, level,
+        doc_hash...), in one request: what an ingest's change check reads (the engines read those
+        payload fields only, no text)."""
+        return [node for node in self.retrieve(ids) if node.level == 0]
+
+    def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
+        """Set metadata keys of a stored root (and its copy), leaving every vector and the tree
+        as they are: what a re-ingest writes when only a file's stamp changed. A store that
+        cannot does nothing (the file is then read again next time)."""
+
+    def sync_roots(self) -> None:
+        """Bring the roots' own collection in step with the stored roots (stores that keep one:
+        after a write cut between a root and its copy; ``open_collection`` does it too)."""
 
     @abc.abstractmethod
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
@@ -331,6 +366,13 @@ class NodeStore(abc.ABC):
         open_existing(self, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model,
                       current_format=SCHEMA_VERSION, compatible=check_collection_compatible)
         self._checked = True
+
+    def _record_format(self) -> None:
+        """After an older index was brought to this format (its roots' copy made): say so in its
+        bookkeeping point. An index of a newer format keeps its number."""
+        info = self.collection_info()
+        if info.get("model_id") and int(info.get("schema_version") or 1) < SCHEMA_VERSION:
+            self._write_meta(int(info["dense_size"]), str(info["model_id"]), str(info.get("sparse_model") or ""))
 
     @abc.abstractmethod
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,

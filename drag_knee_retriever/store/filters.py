@@ -66,6 +66,11 @@ def match(field: str, value: Any) -> Condition:
     return Condition(MATCH, field, (value,))
 
 
+def any_of(field: str, values: Sequence[Any]) -> Condition:
+    """The field equals one of ``values`` (str or int, one type; at least one)."""
+    return Condition(MATCH, field, tuple(values))
+
+
 # -- parsing -------------------------------------------------------------------------------------
 
 # A metadata field name as both engines' JSON paths accept it: words (letters, digits, "_", "-",

@@ -27,7 +27,7 @@ import copy
 import math
 import threading
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -144,6 +144,14 @@ class MemoryStore(NodeStore):
         with self._lock:
             for r in records:
                 self._put(_canonical(r.node.id), node_payload(r.node), r.dense, r.sparse_indices, r.sparse_values)
+
+    def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
+        self._check_open()
+        self._count()
+        with self._lock:
+            point = self._points.get(_canonical(root_id))
+            if point is not None and is_node(point.payload):
+                point.payload.setdefault("metadata", {}).update(copy.deepcopy(dict(values)))
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
         self._check_open()

@@ -9,20 +9,20 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ..disk import io_error
 from ..redact import protect, redact_text, redact_url
-from ..errors import DragKneeError, StoreError, StoreLockedError
+from ..errors import ConfigError, DragKneeError, StoreError, StoreLockedError
 from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
-from ..point_schema import (DENSE, SPARSE, WALK_FIELDS, collection_info, full_node, is_node, light_node, meta_payload,
-                            meta_vector, node_payload)
+from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, WALK_FIELDS, collection_info, full_node, is_node, light_node,
+                            meta_payload, meta_vector, node_payload, root_node)
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
-from .base import stable_order
+from .base import ROOTS_SUFFIX, roots_ranking, stable_order
 from .integrity import RECORD_FILE, RecordFile, recorded_meta
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,13 @@ def _client_engine(client: Any) -> Tuple[str, Optional[str], Optional[str], Opti
 
 
 class QdrantClientStore(NodeStore):
-    """A store over qdrant-client: the same code for local mode and for a server or cluster."""
+    """A store over qdrant-client: the same code for local mode and for a server or cluster.
+
+    ``collection_options``: extra ``create_collection`` settings for the collections this store
+    creates (the nodes' and the roots' copy), e.g. on a cluster
+    ``{"shard_number": 6, "replication_factor": 2, "write_consistency_factor": 1, "on_disk_payload": True}``
+    (README, "Scale"). An existing collection keeps the settings it was created with.
+    """
 
     def __init__(
         self,
@@ -64,9 +70,15 @@ class QdrantClientStore(NodeStore):
         client: Any = None,
         async_client: Any = None,
         timeout: float = 10.0,
+        collection_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         super().__init__()
         from qdrant_client import QdrantClient, models
+
+        if collection_options is not None and not isinstance(collection_options, Mapping):
+            raise ConfigError(f"collection_options takes a mapping of create_collection settings, e.g. "
+                              f"{{'shard_number': 2}}, got {type(collection_options).__name__}.")
+        self.collection_options: Dict[str, Any] = dict(collection_options or {})
 
         self._m = models
         self._filters = F.QdrantFilters(
@@ -75,6 +87,8 @@ class QdrantClientStore(NodeStore):
             match_value=lambda value: models.MatchValue(value=value), match_any=lambda values: models.MatchAny(any=values),
             on_range=self._ensure_range_index)
         self.collection = check_collection_name(collection)
+        # Every root is also kept in a collection of its own (see base.roots_ranking).
+        self.roots_collection = self.collection + ROOTS_SUFFIX
         self.upsert_batch_size = upsert_batch_size
         # A client handed in says itself whether it is local mode or a server (a QdrantClient() with
         # no arguments is localhost:6333): everything below is decided from that, never patched later.
@@ -162,6 +176,10 @@ class QdrantClientStore(NodeStore):
             raise self._unreachable(exc) from None
         with self._engine_lock:
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+            if not self.read_only:  # an index of a newer format is searched as it is
+                self._sync_roots(dense_size, created=not exists)
+        if exists and not self.read_only:
+            self._record_format()
         if not exists and self.pending is not None:
             self.pending.reset()  # a new collection: the list covers every write from here on
 
@@ -195,26 +213,80 @@ class QdrantClientStore(NodeStore):
             self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             return
-        self.client.create_collection(
-            self.collection,
-            vectors_config={DENSE: m.VectorParams(size=dense_size, distance=m.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(
-                modifier=m.Modifier.NONE if self._idf.enabled else m.Modifier.IDF)},
-        )
+        self._create_collection(self.collection, dense_size)
         if self._idf.enabled:
             self._idf.rebuild([])
         self._checked = True  # made here: nothing to check
-        if self.engine == "server":
-            for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
-                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("parent_id", m.PayloadSchemaType.KEYWORD)):
-                self.client.create_payload_index(self.collection, field, field_schema=schema)
         self._write_meta(dense_size, model_id, sparse_model)
+
+    def _create_collection(self, name: str, dense_size: int) -> None:
+        """A collection of nodes (the nodes' or the roots' copy), with a server's payload indexes."""
+        m = self._m
+        self.client.create_collection(
+            name,
+            vectors_config={DENSE: m.VectorParams(size=dense_size, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(
+                modifier=m.Modifier.NONE if self._idf.enabled else m.Modifier.IDF)},
+            **self.collection_options,
+        )
+        if self.engine == "server":
+            # (No parent_id index: no request filters by it.)
+            for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
+                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
+                self.client.create_payload_index(name, field, field_schema=schema)
+
+    def _root_hashes(self, name: str, flt: Any) -> Dict[str, str]:
+        """Point id -> doc_hash of the roots a collection holds (call under the engine lock)."""
+        found: Dict[str, str] = {}
+        offset = None
+        while True:
+            self._count()
+            page, offset = self.client.scroll(name, scroll_filter=flt, limit=1024, offset=offset,
+                                              with_payload=["doc_hash"], with_vectors=False)
+            found.update((str(p.id), str((p.payload or {}).get("doc_hash", ""))) for p in page)
+            if offset is None:
+                return found
+
+    def _sync_roots(self, dense_size: Optional[int], *, created: bool) -> None:
+        """Bring the roots' collection in step with the roots of the nodes' collection (call under
+        the engine lock).
+
+        A collection written before the roots had one of their own (or by an older release) gets it
+        here: every root missing from the copy, or held there in another version, is copied, and
+        (embedded stores only) a copy whose root is gone is removed. On a server other writers may
+        be mid-write (their copy lands before their root), so there the copy only gains roots.
+        """
+        m = self._m
+        if not self.client.collection_exists(self.roots_collection):
+            if dense_size is None:
+                raise StoreError("open_collection() makes the roots' collection; call it first.")
+            self._create_collection(self.roots_collection, dense_size)
+        if created:
+            return
+        wanted = self._root_hashes(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]))
+        held = self._root_hashes(self.roots_collection, None)
+        stale = [pid for pid, doc_hash in wanted.items() if held.get(pid) != doc_hash]
+        extra = [pid for pid in held if pid not in wanted] if self.engine != "server" else []
+        for start in range(0, len(stale), self.upsert_batch_size):
+            self._count()
+            found = self.client.retrieve(self.collection, stale[start:start + self.upsert_batch_size],
+                                         with_payload=True, with_vectors=True)
+            points = [m.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in found if is_node(p.payload)]
+            if points:
+                self._count()
+                self.client.upsert(self.roots_collection, points, wait=True)
+        if extra:
+            self._count()
+            self.client.delete(self.roots_collection, points_selector=m.PointIdsList(points=extra), wait=True)
+        if stale or extra:
+            log.info("roots' collection %s brought in step: %d root(s) copied, %d removed", self.roots_collection,
+                     len(stale), len(extra))
 
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
                     meta: Optional[Dict[str, Any]] = None) -> None:
         m = self._m
         self._note_write()
-        # The collection records which model built it in two bookkeeping points (see payload.meta_payload).
+        # The collection records which model built it in two bookkeeping points (see point_schema.meta_payload).
         payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model,
                                                        IDF_SCHEME if self._idf.enabled else None)
         points = [m.PointStruct(id=point_id, vector={DENSE: meta_vector(dense_size)}, payload=payload)
@@ -281,9 +353,15 @@ class QdrantClientStore(NodeStore):
                 for r in chunk
             ]
             self._count()
+            roots = [p for p, r in zip(points, chunk) if r.node.level == 0]
             with self._engine_lock, self._disk_errors(f"write {len(points)} nodes"), self._idf_in_step():
                 replaced = self._sparse_terms(ids=[p.id for p in points]) if self._idf.enabled else []
                 self.client.upsert(self.collection, points, wait=True)
+                if roots:
+                    # The copy after the root (the commit point): the walk reaches no partial
+                    # tree; a write cut between the two leaves the document pending, and the next
+                    # ingest's sweep (or the next open) copies the root.
+                    self.client.upsert(self.roots_collection, roots, wait=True)
                 if self._idf.enabled:
                     self._idf.frequencies.remove(replaced)
                     self._idf.frequencies.add([r.sparse_indices for r in chunk])
@@ -346,6 +424,11 @@ class QdrantClientStore(NodeStore):
                 if self._idf.enabled else []
         if self.pending is not None:
             self.pending.begin([doc_id])
+        # The roots' copy first (the walk stops reaching the tree), then the root, then the rest.
+        self._count()
+        with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"):
+            self.client.delete(self.roots_collection, points_selector=m.FilterSelector(
+                filter=m.Filter(must=self._filters.conditions(steps[-1]), must_not=must_not)), wait=True)
         # Local mode deletes point by point: the root first, so no cut leaves a root without children.
         for step in steps:
             self._count()
@@ -367,6 +450,25 @@ class QdrantClientStore(NodeStore):
             points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=False)
         return _nodes(points)
 
+    def retrieve_roots(self, ids: Sequence[str]) -> List[TreeNode]:
+        if not ids:
+            return []
+        self._count()
+        with self._engine_lock:  # the walk's fields and the file stamp only
+            points = self.client.retrieve(self.collection, list(ids), with_payload=list(ROOT_FIELDS),
+                                          with_vectors=False)
+        return [root_node(str(p.id), p.payload) for p in points if is_node(p.payload) and p.payload.get("level") == 0]
+
+    def sync_roots(self) -> None:
+        with self._engine_lock:
+            self._sync_roots(None, created=False)
+
+    def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
+        self._count()
+        with self._engine_lock, self._disk_errors("update a root's metadata"):
+            for name in (self.collection, self.roots_collection):
+                self.client.set_payload(name, payload=dict(values), points=[root_id], key="metadata", wait=True)
+
     async def aretrieve(self, ids: Sequence[str]) -> List[TreeNode]:
         if self.async_client is None:
             return await super().aretrieve(ids)
@@ -381,21 +483,36 @@ class QdrantClientStore(NodeStore):
         if self.engine != "server" or field in self._range_indexes:
             return
         self._range_indexes.add(field)
-        try:
-            self.client.create_payload_index(self.collection, field, field_schema=self._m.PayloadSchemaType.FLOAT)
-        except Exception as exc:  # e.g. an index of another type exists: the range still runs
-            log.warning("could not create a float payload index on %s (%s); the range filter runs without it",
-                        field, type(exc).__name__)
+        for name in (self.collection, self.roots_collection):
+            try:
+                self.client.create_payload_index(name, field, field_schema=self._m.PayloadSchemaType.FLOAT)
+            except Exception as exc:  # e.g. an index of another type exists: the range still runs
+                log.warning("could not create a float payload index on %s of %s (%s); the range filter runs "
+                            "without it", field, name, type(exc).__name__)
 
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
-        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
-        self._count()
-        with self._engine_lock:
-            responses = self.client.query_batch_points(self.collection, batch)
+        batch, layout, targets = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
+        responses: List[Any] = [None] * len(batch)
+        for name, positions in self._by_collection(targets):
+            self._count()
+            with self._engine_lock:
+                answers = self.client.query_batch_points(name, [batch[i] for i in positions])
+            for i, answer in zip(positions, answers):
+                responses[i] = answer
         return _parse_batch(responses, layout, light)
+
+    def _by_collection(self, targets: Sequence[bool]) -> List[Tuple[str, List[int]]]:
+        """The batch's positions per collection: the roots' rankings on the roots' copy (one call
+        per collection present)."""
+        out = []
+        for on_roots, name in ((True, self.roots_collection), (False, self.collection)):
+            positions = [i for i, t in enumerate(targets) if t is on_roots]
+            if positions:
+                out.append((name, positions))
+        return out
 
     async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
                     light: bool = False) -> List[List[RankedHit]]:
@@ -403,9 +520,16 @@ class QdrantClientStore(NodeStore):
             return await super().arank(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         if not requests:
             return []
-        batch, layout = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
-        self._count()
-        return _parse_batch(await self.async_client.query_batch_points(self.collection, batch), layout, light)
+        batch, layout, targets = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
+        parts = self._by_collection(targets)
+        self._count(len(parts))
+        answers = await asyncio.gather(*(self.async_client.query_batch_points(name, [batch[i] for i in positions])
+                                         for name, positions in parts))
+        responses: List[Any] = [None] * len(batch)
+        for (_, positions), part in zip(parts, answers):
+            for i, answer in zip(positions, part):
+                responses[i] = answer
+        return _parse_batch(responses, layout, light)
 
     def _batch(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool, light: bool):
         """The query_batch_points requests of one round trip, and where each answer sits in it."""
@@ -417,6 +541,7 @@ class QdrantClientStore(NodeStore):
         sparse_q = m.SparseVector(indices=terms, values=weights)
         batch: List[Any] = []
         layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
+        targets: List[bool] = []  # per query: True when the roots' copy answers it
         for request in requests:
             flt = self._filters.request_filter(request)
             side = side_limit(request)
@@ -447,17 +572,20 @@ class QdrantClientStore(NodeStore):
                 batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=read, with_payload=False))
             # Ranks only with explain (a with_scores request reads the sides for their scores).
             layout.append((main_index, dense_index, sparse_index, request, side if explain else 0))
-        return batch, layout
+            targets.extend([roots_ranking(request)] * (len(batch) - len(targets)))
+        return batch, layout, targets
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         m = self._m
         must = self._filters.conditions(F.scroll_conditions(filters, level))
+        # A listing of roots reads the roots' copy: the documents, not a filter over every node.
+        name = self.roots_collection if level == 0 else self.collection
         nodes: List[TreeNode] = []
         offset = None
         while True:
             self._count()
             with self._engine_lock:
-                points, offset = self.client.scroll(self.collection, scroll_filter=m.Filter(must=must), limit=1024,
+                points, offset = self.client.scroll(name, scroll_filter=m.Filter(must=must), limit=1024,
                                                     offset=offset, with_payload=True, with_vectors=False)
             nodes.extend(full_node(p.id, p.payload) for p in points)
             if offset is None:

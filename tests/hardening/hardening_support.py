@@ -129,6 +129,8 @@ def install_write_hook(store: Any, plan: WritePlan) -> WritePlan:
         client.delete = lambda *a, **k: plan.run("client delete", lambda: delete(*a, **k))
     elif getattr(store, "engine", None) == "edge":
         store._shard = _ShardProxy(store._shard, plan)
+        if store._roots is not None:  # the roots' own shard (their copy) is written too
+            store._roots = _ShardProxy(store._roots, plan)
     else:  # pragma: no cover - a new engine needs its own hook
         raise TypeError(f"no write hook for store {type(store).__name__}")
     return plan

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
-from drag_knee_retriever.disk import free_bytes, io_error, os_errno
+from drag_knee_retriever.disk import edge_open_needs, free_bytes, io_error, os_errno
 from drag_knee_retriever.errors import StoreError, StoreIOError
 from hardening_support import bounded
 from support import ENGINES
@@ -261,3 +261,52 @@ def test_an_index_whose_write_was_refused_for_space_still_opens_to_search(tmpfs,
     for command in (["stats"], ["search", "harbours"], ["docs", "list"]):
         proc = _cli(tmp_path, *command, "--index", str(folder))
         assert proc.returncode == 0, (command, proc.stderr[-1500:])
+
+
+@pytest.mark.skipif("edge" not in ENGINES, reason="Qdrant Edge is not installed")
+def test_an_old_format_index_on_a_full_disk_opens_read_only_and_is_brought_up_once_there_is_room(
+        tmpfs, caching_encoder, tmp_path):
+    """Index format 2 keeps the roots in a shard of their own, made when a format-1 index is opened.
+    Making it maps a new log (2 x 32 MiB): on a full disk that open must not refuse (nor die by
+    SIGBUS) but open read-only, say why, and search as format 1 did; with room again it migrates."""
+    import shutil
+
+    from drag_knee_retriever.ids import META_IDS
+    from drag_knee_retriever.store.base import EDGE_ROOTS_DIR
+
+    fs = tmpfs(200)
+    folder = fs.path / "index"
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
+        index.add_documents(_docs(3, "old"))
+        expected = [n.node.id for n in index.search("lighthouses keepers").nodes]
+        store = index.store
+        meta = dict(next(m for m in store._meta_payloads() if m), schema_version=1)
+        store.shard.update(store._qe.UpdateOperation.set_payload(list(META_IDS), meta))
+        shard_folder = store.path
+    shutil.rmtree(shard_folder / EDGE_ROOTS_DIR)  # as format 1 left it: one shard
+    fs.fill(40)
+    predicted = edge_open_needs(shard_folder)  # what loading the shard writes out, and 2 MB
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
+        assert index.store.read_only and "read-only" in index.store.read_only and "format 1" in index.store.read_only
+        assert [n.node.id for n in index.search("lighthouses keepers").nodes] == expected
+        assert {d.doc_id for d in index.list_documents()} == {f"old{i}.txt" for i in range(3)}
+        with pytest.raises(StoreError, match="read-only"):
+            index.add_documents(_docs(1, "new"))
+    assert not (shard_folder / EDGE_ROOTS_DIR).exists()
+    assert 40 * MIB - free_bytes(fs.path) <= predicted  # the engine's load, no more: no migration was begun
+    for command in (["stats"], ["search", "harbours"], ["docs", "list"]):
+        proc = _cli(tmp_path, *command, "--index", str(folder))
+        assert proc.returncode == 0, (command, proc.stderr[-1500:])
+        assert "read-only" in proc.stderr and "free some space" in proc.stderr, proc.stderr[-1500:]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "new.txt").write_text("A new note about lighthouses.\n")
+    refused = _cli(tmp_path, "ingest", str(docs), "--index", str(folder))
+    assert refused.returncode == 1 and "read-only" in refused.stderr and "Traceback" not in refused.stderr, \
+        refused.stderr[-1500:]
+    fs.unfill()
+    with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine="edge")) as index:
+        assert not index.store.read_only
+        assert index.store.collection_info()["schema_version"] == 2
+        assert [n.node.id for n in index.search("lighthouses keepers").nodes] == expected
+    assert (shard_folder / EDGE_ROOTS_DIR).is_dir()

@@ -46,8 +46,9 @@ def orphan(index: DragKneeIndex, doc_id: str, how: str) -> int:
         index.store.delete_nodes(doc_id)
         index.store.upsert(index.vectorizer.records(body))
     elif getattr(index.store, "engine", None) in ("edge", "local"):
-        # A delete cut short after its first step (the root goes first: store/filters.delete_plan).
-        plan = install_write_hook(index.store, WritePlan(hook=fail_at(1, "before")))
+        # A delete cut short after the root went (the roots' copy goes first, then the root:
+        # store/filters.delete_plan), before the rest of the tree.
+        plan = install_write_hook(index.store, WritePlan(hook=fail_at(2, "before")))
         with raises_injected():
             index.delete_document(doc_id)
         plan.hook = None

@@ -128,6 +128,15 @@ def index_dir(workdir, corpus) -> Path:
     return target
 
 
+def test_ingest_again_reads_no_unchanged_file(workdir, corpus, index_dir):
+    """A re-run on the same folder: every file's size and mtime match the stored stamp, so none is
+    read (the image-only scan has no document, so it is read and skipped again)."""
+    proc = run(workdir, "ingest", corpus, "--index", index_dir, "--exclude", "drafts/*")
+    assert proc.returncode == 0, proc.stderr
+    assert "0 added, 0 replaced, 3 unchanged" in proc.stdout and "0 nodes written" in proc.stdout
+    assert "reading: 1/1" in proc.stderr  # only scan.pdf was opened
+
+
 def test_search_prints_document_span_score_and_snippet(workdir, index_dir):
     proc = run(workdir, "search", "How do I right a capsized kayak?", "--index", index_dir)
     assert proc.returncode == 0, proc.stderr

@@ -22,7 +22,7 @@ import pytest
 from drag_knee_retriever.store.edge import LOCK_FILE, EdgeStore
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
 from drag_knee_retriever.nodes import Span, TreeNode
-from drag_knee_retriever.point_schema import node_payload
+from drag_knee_retriever.point_schema import SCHEMA_VERSION, node_payload
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
 
 DIM = 16
@@ -103,7 +103,7 @@ def test_upsert_retrieve_count_and_bookkeeping(store, records):
     assert got[records[3].node.id] == records[3].node
     info = store.collection_info()
     assert info["model_id"] == MODEL and info["dense_size"] == DIM and info["engine"] == "edge"
-    assert info["schema_version"] == 1
+    assert info["schema_version"] == SCHEMA_VERSION
     assert store.describe().startswith("qdrant-edge 0.9.0")
 
 
@@ -123,9 +123,14 @@ def test_every_call_is_one_request(store):
     requests = [RankRequest(limit=3, level=0), RankRequest(limit=5, leaves_only=True),
                 RankRequest(limit=4, candidate_ids=(_id("doc0", "root"),) + tuple(_id("doc0", "leaf", str(i)) for i in range(5)))]
     results = store.rank(requests, QUERY, rrf_k=2, explain=True)
-    assert len(results) == 3 and store.requests == before + 1
+    # Two engine calls: the roots' ranking runs on the roots' own shard, the rest in one batch.
+    assert len(results) == 3 and store.requests == before + 2
+    store.rank(requests[1:], QUERY, rrf_k=2, explain=True)
+    assert store.requests == before + 3
+    store.rank(requests[:1], QUERY, rrf_k=2, explain=True)
+    assert store.requests == before + 4
     store.retrieve([_id("doc1", "root")])
-    assert store.requests == before + 2
+    assert store.requests == before + 5
 
 
 # -- ranking -----------------------------------------------------------------------------------------
@@ -356,7 +361,8 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
         assert store._node_map.complete  # created here: every node is known
         before = store.requests
         _assert_light_equals_full(store)
-        assert store.requests == before + 4  # still one round trip per rank call
+        # Still one round trip per rank call and shard (the roots' request runs on their own shard).
+        assert store.requests == before + 8
     finally:
         store.close()
     without = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=0)  # no map: payload fields

@@ -86,3 +86,20 @@ def test_an_index_built_with_a_token_limit_refuses_to_open_with_another(tmp_path
         assert index.search("honeybee viruses").nodes[0].node.doc_id == "bees"
     assert FastEmbedDense(EmbeddingConfig(model_path=model_path, max_tokens=4096)).identity == \
         FastEmbedDense(EmbeddingConfig(model_path=model_path)).identity
+
+
+def test_an_index_opened_without_embedding_settings_keeps_the_window_it_was_built_with(tmp_path, model_path,
+                                                                                       monkeypatch):
+    monkeypatch.setenv("DRAG_KNEE_MODEL_PATH", model_path)  # the default model, found without embedding=
+    doc = Document(id="bees", pages=["Varroa mites spread deformed wing virus through honeybee colonies."])
+    for built_with in (128, None):
+        folder = tmp_path / f"window-{built_with}"
+        with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_tokens=built_with),
+                           store=StoreConfig(engine="edge")) as index:
+            index.add_documents([doc])
+            built_id = index.encoder.model_id
+        # No embedding= (as the CLI opens it): the stored window, whatever today's default.
+        with DragKneeIndex(str(folder), store=StoreConfig(engine="edge")) as index:
+            assert index.encoder.model_id == built_id
+            assert index.encoder.dense.config.max_tokens == built_with
+            assert index.search("honeybee viruses").nodes[0].node.doc_id == "bees"

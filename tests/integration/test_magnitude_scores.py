@@ -67,10 +67,13 @@ def test_scores_are_the_sides_own_and_leave_the_ranking_alone(indexes, covid_cor
         query = index.encoder.encode_query(question)
         named = _requests(index)
         before = index.store.requests
-        scored = index.store.rank(list(named.values()), query, rrf_k=2, explain=explain)
-        assert index.store.requests - before == 1  # the side rankings ride in the same round trip
         plain = index.store.rank([replace(r, with_scores=False) for r in named.values()], query, rrf_k=2,
                                  explain=explain)
+        plain_calls, before = index.store.requests - before, index.store.requests
+        scored = index.store.rank(list(named.values()), query, rrf_k=2, explain=explain)
+        # The side rankings ride in the same round trip(s): asking for them adds no call. (A batch
+        # mixing the roots' collection with the nodes' takes one call per collection.)
+        assert index.store.requests - before == plain_calls <= 2
         for (name, request), hits, reference in zip(named.items(), scored, plain):
             where = f"{engine} / {name} / {question!r}"
             full = max(request.limit, 100) if request.candidate_ids is None else len(request.candidate_ids)

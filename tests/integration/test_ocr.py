@@ -222,16 +222,22 @@ def _cli(tmp_path: Path, *args: str, **env_extra: str):
 
 
 @needs_engine
-def test_cli_ingest_ocrs_into_the_cache_next_to_the_index_and_cites_pages(ocr_run, tmp_path):
+def test_cli_ingest_ocrs_into_the_user_cache_and_cites_pages(ocr_run, tmp_path):
+    """One OCR cache per user (as the Python API): a second index of the same scans reads it."""
     import json
 
+    # The session's OCR text, placed where the CLI keeps it (the user cache folder, here under
+    # XDG_CACHE_HOME): no engine run here, for either index.
+    cache = tmp_path / "xdg-cache" / "drag-knee-retriever" / "ocr"
+    shutil.copytree(ocr_run["cache"], cache)
+    files_before = sorted(p.name for p in cache.rglob("*.txt"))
+    for name in ("idx", "idx2"):
+        proc = _cli(tmp_path, "ingest", str(ocr_run["pdf"]), "--index", str(tmp_path / name), "--ocr", "auto",
+                    XDG_CACHE_HOME=str(tmp_path / "xdg-cache"))
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(p.name for p in cache.rglob("*.txt")) == files_before  # all hits
+        assert not (tmp_path / f"{name}.ocr-cache").exists()
     index = tmp_path / "idx"
-    # The session's OCR text, placed where the CLI keeps it (<index>.ocr-cache): no engine run here.
-    shutil.copytree(ocr_run["cache"], tmp_path / "idx.ocr-cache")
-    files_before = sorted(p.name for p in (tmp_path / "idx.ocr-cache").rglob("*.txt"))
-    proc = _cli(tmp_path, "ingest", str(ocr_run["pdf"]), "--index", str(index), "--ocr", "auto")
-    assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in (tmp_path / "idx.ocr-cache").rglob("*.txt")) == files_before  # all hits
     proc = _cli(tmp_path, "search", "how many fatalities in the crash", "--index", str(index), "--json")
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)["nodes"]

@@ -79,6 +79,7 @@ def test_pdf_one_page_per_leaf_with_title(tmp_path):
     assert "chains and oil" in doc.pages[0]
     assert doc.pages[1] == ""
     assert "(with parentheses)" in doc.pages[2] and "back\\slash" in doc.pages[2]
+    info = path.stat()
     assert doc.metadata == {
         "source": str(path.resolve()),
         "path": "manual.pdf",
@@ -86,6 +87,7 @@ def test_pdf_one_page_per_leaf_with_title(tmp_path):
         "pages": 3,
         "ocr_pages": [],  # a blank page has nothing for OCR to read: every leaf's text is the PDF's
         "title": "The Manual",
+        "file_stamp": f"{info.st_size}:{info.st_mtime_ns}",  # what a re-ingest compares before reading
     }
 
 

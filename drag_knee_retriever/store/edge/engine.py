@@ -18,18 +18,20 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
-from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, io_error
+from ...disk import MIB, BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space, edge_open_needs, free_bytes, io_error
 from ...errors import (ConfigError, IndexDamagedError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError,
                        StoreLockedError)
 from ...ids import META_ID, META_IDS
 from ...nodes import TreeNode
 from ...point_schema import (
     DENSE,
+    ROOT_FIELDS,
+    SCHEMA_VERSION,
     SPARSE,
     WALK_FIELDS,
     collection_info,
@@ -39,6 +41,7 @@ from ...point_schema import (
     meta_payload,
     meta_vector,
     node_payload,
+    root_node,
 )
 from .. import filters as F
 from ..base import (
@@ -53,12 +56,14 @@ from ..base import (
     RankRequest,
     detect_engine,
     fetch_limit,
+    roots_ranking,
     score_limit,
     side_limit,
     side_scores,
     stable_order,
 )
 from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
+from ..base import EDGE_ROOTS_DIR
 from ..integrity import RECORD_FILE, RecordFile, describe, recorded_meta
 from .fast import fuse_rrf, point_id_set, hits_from_map, point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
@@ -70,21 +75,25 @@ EDGE_PACKAGE = "qdrant-edge-py"
 EDGE_VERSION = "0.9.0"  # pinned in pyproject.toml; the API of this beta package drifts between releases
 
 # Payload indexes: they let the query planner resolve level / leaf / document conditions without
-# scanning payloads (and are what a future HNSW would need for filtered search).
+# scanning payloads (and are what a future HNSW would need for filtered search). No index on
+# parent_id: no request filters by it, and at 1M nodes it held 114 MB resident (issue 26).
 _PAYLOAD_INDEXES = (
     ("doc_id", "Keyword"),
     ("level", "Integer"),
     ("is_leaf", "Bool"),
-    ("parent_id", "Keyword"),
     ("doc_hash", "Keyword"),
 )
 
 
 # Where the engine keeps payloads (page texts): its Memory placements, by our name for them.
 _MEMORY = {None: None, "pinned": "Pinned", "cached": "Cached", "cold": "Cold"}
+# How dense vectors are stored (EdgeStore(dense_datatype=...)): the engine's datatypes.
+_DATATYPES = {None: None, "float32": "Float32", "float16": "Float16"}
 
 # Points per scroll call when every node's sparse vector is read (the frequencies of a reopened index).
 _SCROLL_PAGE = 4096
+# Points per retrieve / upsert when the roots' shard is filled from the nodes' shard.
+_COPY_BATCH = 256
 
 
 def _import_edge() -> Any:
@@ -131,7 +140,8 @@ class EdgeStore(NodeStore):
     engine = "edge"
 
     def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
-                 node_map_capacity: int = 200_000, payload_memory: Optional[str] = None) -> None:
+                 node_map_capacity: int = 200_000, payload_memory: Optional[str] = None,
+                 dense_on_disk: bool = True, dense_datatype: Optional[str] = None) -> None:
         super().__init__()
         check_collection_name(collection)
         if not isinstance(upsert_batch_size, int) or upsert_batch_size < 1:
@@ -141,11 +151,21 @@ class EdgeStore(NodeStore):
         if payload_memory not in _MEMORY:
             raise ConfigError(f"payload_memory must be one of {sorted(k for k in _MEMORY if k)} or None (the engine's "
                               f"default), got {payload_memory!r}.")
+        if not isinstance(dense_on_disk, bool):
+            raise ConfigError(f"dense_on_disk must be True or False, got {dense_on_disk!r}.")
+        if dense_datatype not in _DATATYPES:
+            raise ConfigError(f"dense_datatype must be 'float32', 'float16' or None (float32), got {dense_datatype!r}.")
         self._qe = qe = _import_edge()
         self._filters = F.QdrantFilters(
             filter=qe.Filter, field=qe.FieldCondition, range=qe.RangeFloat, match_any=qe.MatchAny,
             has_id=lambda ids: qe.HasIdCondition(point_id_set(ids)), match_value=lambda value: _match_value(qe, value))
         self.payload_memory = payload_memory
+        # New shards only (an existing folder keeps how it was made): dense vectors in a file the
+        # engine memory-maps once (True), instead of in RAM, where the engine mapped every chunk
+        # twice (resident ~2.2x the vectors' size after a full scan; measured in RESULTS "scale");
+        # float16 halves them again, at ~1e-3 of cosine precision (not exact: opt-in).
+        self.dense_on_disk = dense_on_disk
+        self.dense_datatype = dense_datatype
         self.collection = collection
         self.upsert_batch_size = upsert_batch_size
         self.in_memory = location in (None, ":memory:")
@@ -174,11 +194,17 @@ class EdgeStore(NodeStore):
         # What the index records about itself beside the engine's files (store/integrity.py).
         self.record = None if self.in_memory else RecordFile(self.path / RECORD_FILE)
         self._shard: Any = None
+        # The roots' own shard (``<folder>/<collection>/roots/``): a copy of every root, same id,
+        # vectors and payload, so that ranking the roots scans the roots only (base.roots_ranking).
+        self._roots: Any = None
         self._flush_deferred = 0  # inside writing(): flushes wait for its end
         self._flush_owed = False
+        self._roots_dirty = False  # a write to the roots' shard not flushed yet (see _flush)
+        self._roots_deferred = False  # a format-1 index opened read-only: no roots' shard (_room_for_roots)
         self._last_query: Optional[Tuple[QueryVectors, Any, Any, int]] = None
         self._exact = self._qe.SearchParams(exact=True)
         self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
+        self._root_payload = self._qe.PayloadSelector.Include(list(ROOT_FIELDS))
         # Complete only once this store creates the shard (open_collection); see NodeCache.
         self._node_map = NodeCache(node_map_capacity, complete=False)
         self._loader_stop = threading.Event()
@@ -204,6 +230,9 @@ class EdgeStore(NodeStore):
             if (self.path / _SHARD_MARKER).exists():
                 with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)", str(base)):
                     self._shard = self._qe.EdgeShard.load(str(self.path))
+                if (self.path / EDGE_ROOTS_DIR / _SHARD_MARKER).exists():
+                    with _engine_errors(f"load the roots of the index in {str(self.path)!r}", str(base)):
+                        self._roots = self._qe.EdgeShard.load(str(self.path / EDGE_ROOTS_DIR))
         except Exception:
             self._finalizer()
             raise
@@ -265,6 +294,15 @@ class EdgeStore(NodeStore):
             )
         return self._shard
 
+    @property
+    def roots_shard(self) -> Any:
+        """The roots' own ``EdgeShard`` (made or brought in step by :meth:`open_collection`)."""
+        self.shard  # a closed or unopened store says so
+        if self._roots is None:
+            raise StoreError(f"The roots of collection {self.collection!r} are not open; call open_collection() "
+                             "(DragKneeIndex does) before reading or writing.")
+        return self._roots
+
     # -- schema --------------------------------------------------------------------------------
 
     def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
@@ -273,9 +311,64 @@ class EdgeStore(NodeStore):
         if self._shard is not None:
             self._idf = ClientIdf(enabled=self.collection_info().get("bm25_idf") == IDF_SCHEME)
             self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+            # An index of a newer format is searched as it is; one of format 1 whose roots' shard
+            # cannot be made for want of space is searched as format 1 did (see _room_for_roots).
+            if not self.read_only and self._room_for_roots():
+                self._sync_roots(dense_size)
+                self._record_format()
             return
-        config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dense_size, distance=qe.Distance.Cosine)},
+        config = self._shard_config(dense_size)
+        check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
+        with _engine_errors(f"create the index in {str(self.path)!r}", self.location):
+            self._shard = qe.EdgeShard.create(str(self.path), config)
+            # An empty shard made here: this store sees every write from now on.
+            self._node_map = NodeCache(self._node_map.capacity, complete=True)
+            self._idf = ClientIdf(enabled=True)
+            self._idf.rebuild([])
+            self._create_indexes(self._shard)
+            self._roots = self._create_roots_shard(dense_size)
+        self._checked = True  # made here: nothing to check
+        self._write_meta(dense_size, model_id, sparse_model)
+        self.pending.reset()  # a new shard: the list covers every write from here on
+
+    def _room_for_roots(self) -> bool:
+        """Whether the roots' shard is there, or there is room to make it (bringing a format-1
+        index to format 2 on open). Where there is not, the index opens read-only, saying why:
+        making the shard maps its log (2 x 32 MiB) and copies every root, and Edge dies by SIGBUS
+        on a full disk. Searches and listings then rank the roots by the level filter on the nodes'
+        shard, as format 1 did."""
+        if self._roots is not None or self.in_memory:
+            return True
+        roots = self.count_roots()
+        needed = edge_open_needs(self.path / EDGE_ROOTS_DIR) + 2 * roots * BYTES_PER_NODE
+        free = free_bytes(self.path)
+        if free is None or free >= needed:
+            return True
+        self._roots_deferred = True
+        self.read_only = (
+            f"The index {describe(self)} is in index format 1; bringing it to format {SCHEMA_VERSION} (a shard of "
+            f"its {roots:,} roots) needs about {needed / MIB:.0f} MB of free disk space and {free / MIB:.0f} MB are "
+            "free, so it opens read-only: searches and listings work, writes are refused. The index is intact; "
+            "free some space and open it again to bring it to the new format."
+        )
+        log.warning("%s", self.read_only)
+        return False
+
+    def _roots_to_read(self) -> Any:
+        """The shard that answers rankings and listings of the roots: the roots' own, or the nodes'
+        shard (by its ``level = 0`` filter) for a format-1 index opened read-only (_room_for_roots)."""
+        if self._roots_deferred:
+            return self.shard
+        return self.roots_shard
+
+    def _shard_config(self, dense_size: int) -> Any:
+        """The engine settings of a new shard (the nodes' and the roots' alike)."""
+        qe = self._qe
+        dense = qe.EdgeVectorParams(
+            size=dense_size, distance=qe.Distance.Cosine, on_disk=self.dense_on_disk,
+            datatype=getattr(qe.VectorStorageDatatype, _DATATYPES[self.dense_datatype]) if self.dense_datatype else None)
+        return qe.EdgeConfig(
+            vectors={DENSE: dense},
             # No engine IDF: the store weighs the query by a collection-wide IDF itself, on exact grids,
             # because Edge sums IDF-weighted terms in a per-process order (bm25_idf.py).
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=getattr(qe.Modifier, "None"))},
@@ -285,24 +378,71 @@ class EdgeStore(NodeStore):
             wal_enabled=not self.in_memory,
             payload_memory=getattr(qe.Memory, _MEMORY[self.payload_memory]) if self.payload_memory else None,
         )
-        check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
-        with _engine_errors(f"create the index in {str(self.path)!r}", self.location):
-            self._shard = qe.EdgeShard.create(str(self.path), config)
-            # An empty shard made here: this store sees every write from now on.
-            self._node_map = NodeCache(self._node_map.capacity, complete=True)
-            self._idf = ClientIdf(enabled=True)
-            self._idf.rebuild([])
-            for field, schema in _PAYLOAD_INDEXES:
-                self._shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
-        self._checked = True  # made here: nothing to check
-        self._write_meta(dense_size, model_id, sparse_model)
-        self.pending.reset()  # a new shard: the list covers every write from here on
+
+    def _create_indexes(self, shard: Any) -> None:
+        qe = self._qe
+        for field, schema in _PAYLOAD_INDEXES:
+            shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
+
+    def _create_roots_shard(self, dense_size: int) -> Any:
+        """A new, empty roots' shard (call inside _engine_errors)."""
+        roots = self._qe.EdgeShard.create(str(self.path / EDGE_ROOTS_DIR), self._shard_config(dense_size))
+        self._create_indexes(roots)
+        return roots
+
+    def _root_hashes(self, shard: Any, *, level_filter: bool) -> Dict[str, str]:
+        """Point id -> doc_hash of every root a shard holds (the nodes' shard: ``level = 0``)."""
+        qe = self._qe
+        flt = qe.Filter(must=[qe.FieldCondition(key="level", match=qe.MatchValue(0))]) if level_filter else None
+        found: Dict[str, str] = {}
+        offset = None
+        while True:
+            self._count()
+            page, offset = shard.scroll(qe.ScrollRequest(
+                offset=offset, limit=_SCROLL_PAGE, filter=flt, with_payload=qe.PayloadSelector.Include(["doc_hash"]),
+                with_vector=False))
+            found.update((str(r.id), str((r.payload or {}).get("doc_hash", ""))) for r in page)
+            if offset is None:
+                return found
+
+    def _sync_roots(self, dense_size: Optional[int]) -> None:
+        """Bring the roots' shard in step with the roots of the nodes' shard.
+
+        A folder written before the roots had a shard of their own (or by an older release, which
+        writes the nodes' shard only) gets it here, when it is opened: every root is copied (7,024
+        roots of a 1M-node index: a few seconds), a root the copy lacks or holds in another version
+        is copied again, and a copy whose root is gone is deleted. Two scrolls of the roots' ids and
+        hashes otherwise (milliseconds). The folder lock means no other writer runs meanwhile.
+        """
+        qe = self._qe
+        with _engine_errors("bring the roots' shard in step with the index", self.location):
+            if self._roots is None:
+                if dense_size is None:
+                    raise StoreError("open_collection() makes the roots' shard; call it first.")
+                self._roots = self._create_roots_shard(dense_size)
+            wanted = self._root_hashes(self.shard, level_filter=True)
+            held = self._root_hashes(self._roots, level_filter=False)
+            stale = [pid for pid, doc_hash in wanted.items() if held.get(pid) != doc_hash]
+            extra = [pid for pid in held if pid not in wanted]
+            for start in range(0, len(stale), _COPY_BATCH):
+                self._count()
+                records = self.shard.retrieve(stale[start:start + _COPY_BATCH], with_payload=True, with_vector=True)
+                points = [qe.Point(str(r.id), r.vector, r.payload) for r in records if is_node(r.payload)]
+                self._count()
+                self._roots.update(qe.UpdateOperation.upsert_points(points))
+            if extra:
+                self._count()
+                self._roots.update(qe.UpdateOperation.delete_points(extra))
+            if stale or extra:
+                self._roots.flush()
+                log.info("roots' shard of %s brought in step: %d root(s) copied, %d removed", self.path,
+                         len(stale), len(extra))
 
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
                     meta: Optional[Dict[str, Any]] = None) -> None:
         qe = self._qe
         self._note_write()
-        # The same bookkeeping points as every engine (see payload.meta_payload), the point and its copy.
+        # The same bookkeeping points as every engine (see point_schema.meta_payload), the point and its copy.
         payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model,
                                                        IDF_SCHEME if self._idf.enabled else None)
         points = [qe.Point(point_id, {DENSE: meta_vector(dense_size)}, payload) for point_id in META_IDS]
@@ -387,8 +527,14 @@ class EdgeStore(NodeStore):
                 # in an order that changes from process to process, and equal scores are returned in
                 # offset order, so the same ingest ranked ties differently every run. Point by point
                 # costs the same (3,000 points: 0.15 s either way).
-                for point in points:
+                for point, record in zip(points, chunk):
                     shard.update(qe.UpdateOperation.upsert_points([point]))
+                    if record.node.level == 0:
+                        # The copy after the root (the commit point): the walk reaches no
+                        # partial tree; a write cut between the two leaves the document pending,
+                        # and the next ingest's sweep (or the next open) copies the root.
+                        self.roots_shard.update(qe.UpdateOperation.upsert_points([point]))
+                        self._roots_dirty = True
             if self._idf.enabled:
                 self._idf.frequencies.remove(replaced)
                 self._idf.frequencies.add([r.sparse_indices for r in chunk])
@@ -404,6 +550,9 @@ class EdgeStore(NodeStore):
             self._flush_owed = True
             return
         with self._dropping_node_map_on_error(), _engine_errors("flush written nodes to disk", self.location):
+            if self._roots_dirty:  # a tree's body touches only the nodes' shard: one fsync, not two
+                self.roots_shard.flush()
+                self._roots_dirty = False
             self.shard.flush()
 
     @contextlib.contextmanager
@@ -494,6 +643,11 @@ class EdgeStore(NodeStore):
             # cut short leaves only rootless nodes, which no search reaches and the next ingest removes.
             gone = self._sparse_terms(must=of_doc, must_not=must_not) if self._idf.enabled else []
             with self._idf_in_step():
+                # The roots' copy first (the walk stops reaching the tree), then the root, then the rest.
+                self._count()
+                self._roots_dirty = True
+                self.roots_shard.update(qe.UpdateOperation.delete_points_by_filter(
+                    qe.Filter(must=of_doc, must_not=must_not)))
                 for step in steps:
                     self._count()
                     self.shard.update(qe.UpdateOperation.delete_points_by_filter(
@@ -515,6 +669,26 @@ class EdgeStore(NodeStore):
             records = self.shard.retrieve(list(ids), with_payload=True, with_vector=False)
         return [full_node(str(r.id), r.payload) for r in records if is_node(r.payload)]
 
+    def retrieve_roots(self, ids: Sequence[str]) -> List[TreeNode]:
+        if not ids:
+            return []
+        self._count()
+        with _engine_errors("fetch roots by id"):  # the walk's fields and the file stamp only
+            records = self.shard.retrieve(list(ids), with_payload=self._root_payload, with_vector=False)
+        return [root_node(str(r.id), r.payload) for r in records if is_node(r.payload) and r.payload.get("level") == 0]
+
+    def sync_roots(self) -> None:
+        self._sync_roots(None)
+
+    def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
+        qe = self._qe
+        self._count()
+        with _engine_errors("update a root's metadata", self.location):
+            for shard in (self.shard, self.roots_shard):
+                shard.update(qe.UpdateOperation.set_payload([root_id], dict(values), key="metadata"))
+            self._roots_dirty = True
+            self._flush()
+
     def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:
         if not requests:
@@ -533,8 +707,10 @@ class EdgeStore(NodeStore):
         make_node = light_node if light else full_node
 
         batch: List[Any] = []
+        targets: List[bool] = []  # per engine request: True when the roots' shard answers it
         plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
         for request in requests:
+            on_roots = roots_ranking(request)
             flt = self._filters.request_filter(request)
             side = side_limit(request)
             limit = fetch_limit(request, light)
@@ -570,10 +746,9 @@ class EdgeStore(NodeStore):
                                                  with_payload=False))
                     sparse_index = len(batch)
                     batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read, with_payload=False))
+            targets.extend([on_roots] * (len(batch) - len(targets)))
             plans.append((request, main_index, dense_index, sparse_index))
-        self._count()
-        with _engine_errors(f"rank {len(requests)} candidate sets"):
-            responses = self.shard.query_batch(qe.QueryBatchRequest(batch))
+        responses = self._query_batches(batch, targets)
 
         results: List[List[RankedHit]] = []
         for request, main_index, dense_index, sparse_index in plans:
@@ -634,6 +809,23 @@ class EdgeStore(NodeStore):
             results.append(hits)
         return results
 
+    def _query_batches(self, batch: Sequence[Any], targets: Sequence[bool]) -> List[Any]:
+        """Run a ranking batch: its roots' requests on the roots' shard, the rest on the nodes'
+        shard (one engine call each kind present), answers in the batch's order."""
+        qe = self._qe
+        responses: List[Any] = [None] * len(batch)
+        for on_roots in (True, False):
+            positions = [i for i, t in enumerate(targets) if t is on_roots]
+            if not positions:
+                continue
+            shard = self._roots_to_read() if on_roots else self.shard
+            self._count()
+            with _engine_errors(f"rank {len(positions)} {'root' if on_roots else 'candidate'} sets"):
+                answers = shard.query_batch(qe.QueryBatchRequest([batch[i] for i in positions]))
+            for i, answer in zip(positions, answers):
+                responses[i] = answer
+        return responses
+
     def _fetch_light(self, point_id: str) -> Optional[TreeNode]:
         """A ranked point the node map does not hold, read from the engine (None: not a node)."""
         log.debug("point %s not in the node map; reading its payload", point_id)
@@ -668,12 +860,14 @@ class EdgeStore(NodeStore):
         qe = self._qe
         must = self._filters.conditions(F.scroll_conditions(filters, level))
         with_payload: Any = True if with_text else qe.PayloadSelector.Exclude(["text"])
+        # A listing of roots reads the roots' shard: the documents of a 1M-node index, not a filter over it.
+        shard = self._roots_to_read() if level == 0 else self.shard
         nodes: List[TreeNode] = []
         offset = None
         while True:
             self._count()
             with _engine_errors("list nodes"):
-                records, offset = self.shard.scroll(qe.ScrollRequest(
+                records, offset = shard.scroll(qe.ScrollRequest(
                     offset=offset, limit=1024, filter=qe.Filter(must=must), with_payload=with_payload, with_vector=False))
             nodes.extend(full_node(str(r.id), r.payload) for r in records)
             if offset is None:
@@ -696,23 +890,27 @@ class EdgeStore(NodeStore):
         self._loader_stop.set()
         if self._loader is not None:
             self._loader.join()  # at most one scroll page: the shard closes only after it
-        shard = self._shard
+        shard, roots = self._shard, self._roots
         try:
-            if shard is not None:
+            for one in (roots, shard):
+                if one is None:
+                    continue
                 if self._deleted and not self.in_memory:
                     # Replaced documents leave deleted points behind; optimize() rewrites only
                     # segments above the vacuum threshold (indexing is off, so no HNSW is built).
-                    shard.optimize()
-                shard.flush()
+                    one.optimize()
+                one.flush()
+            if shard is not None:
                 self._close_record()  # the counts, once the writes are on disk (store/integrity.py)
         except Exception:  # closing at interpreter exit or after an engine error must not raise
             log.warning("flushing the Qdrant Edge shard in %s failed", self.path, exc_info=True)
         self._closed = True
         self._node_map.drop()
-        self._shard = None
+        self._shard = self._roots = None
         try:
-            if shard is not None:
-                shard.close()
+            for one in (roots, shard):
+                if one is not None:
+                    one.close()
         except Exception:  # closing at interpreter exit or after an engine error must not raise
             log.warning("closing the Qdrant Edge shard in %s failed", self.path, exc_info=True)
         finally:
