@@ -24,7 +24,33 @@ from ._members import Member, MemberStore, content_id, flat_members
 
 log = logging.getLogger("drag_knee_retriever.integrations.langchain")
 
-__all__ = ["DragKneeVectorStore", "members_from_langchain"]
+__all__ = ["DragKneeVectorStore", "members_from_langchain", "read_langchain_documents"]
+
+
+def read_langchain_documents(documents: Any) -> List[Tuple[str, LCDocument, Optional[str], Optional[int]]]:
+    """Check that ``documents`` is a list of LangChain Documents; each one's ``(where, document,
+    source, page)``: ``where`` names it in errors, ``source`` is ``metadata["source"]`` as a non-blank
+    string (else None), ``page`` is ``metadata["page"]`` when it is an int (not a bool), else None.
+    The one reading of LangChain documents for the vector store and the retriever."""
+    if isinstance(documents, (LCDocument, str)) or not isinstance(documents, Sequence):
+        raise InvalidDocumentError(
+            "documents must be a list of LangChain Document objects, got "
+            f"{type(documents).__name__}; wrap a single document in a list."
+        )
+    read = []
+    for position, doc in enumerate(documents):
+        where = f"documents[{position}]"
+        if not isinstance(doc, LCDocument):
+            raise InvalidDocumentError(
+                f"{where} is a {type(doc).__name__}, not a langchain_core.documents.Document; "
+                "convert it, or use DragKneeIndex.add_documents for drag_knee_retriever.Document."
+            )
+        meta = doc.metadata or {}
+        source = meta.get("source")
+        source = str(source) if source is not None and str(source).strip() else None
+        page = meta.get("page")
+        read.append((where, doc, source, page if isinstance(page, int) and not isinstance(page, bool) else None))
+    return read
 
 
 def members_from_langchain(documents: Sequence[LCDocument], ids: Optional[Sequence[Optional[str]]] = None,
@@ -33,27 +59,13 @@ def members_from_langchain(documents: Sequence[LCDocument], ids: Optional[Sequen
     document's ``id``, else derived from its content; documents with ``metadata["source"]`` are
     members of that source's tree, ordered by ``metadata["page"]`` (0-based, as PyPDFLoader gives
     it) where every one has it, else in the order added."""
-    if isinstance(documents, (LCDocument, str)) or not isinstance(documents, Sequence):
-        raise InvalidDocumentError(
-            "documents must be a list of LangChain Document objects, got "
-            f"{type(documents).__name__}; wrap a single document in a list."
-        )
+    read = read_langchain_documents(documents)
     if ids is not None and len(ids) != len(documents):
         raise InvalidDocumentError(f"{len(ids)} ids for {len(documents)} documents; give one id per document.")
     members = []
-    for position, doc in enumerate(documents):
-        where = f"documents[{position}]"
-        if not isinstance(doc, LCDocument):
-            raise InvalidDocumentError(
-                f"{where} is a {type(doc).__name__}, not a langchain_core.documents.Document; "
-                "convert it, or use DragKneeIndex.add_documents for drag_knee_retriever.Document."
-            )
+    for position, (where, doc, source, page) in enumerate(read):
         meta = dict(doc.metadata or {})
-        source = meta.get("source")
-        source = str(source) if source is not None and str(source).strip() else None
-        page = meta.get("page")
-        page = page if group_pages and source is not None and isinstance(page, int) and not isinstance(page, bool) \
-            and page >= 0 else None
+        page = page if group_pages and source is not None and page is not None and page >= 0 else None
         given = (ids[position] if ids is not None else None) or getattr(doc, "id", None)
         member_id = str(given) if given else content_id(source, page, doc.page_content if isinstance(doc.page_content, str) else "")
         group = source if (source is not None and group_pages) else member_id

@@ -61,7 +61,12 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
 from ..settings import unexpected_keywords
-from ._langchain_store import DragKneeVectorStore, member_document, members_from_langchain
+from ._langchain_store import (
+    DragKneeVectorStore,
+    member_document,
+    members_from_langchain,
+    read_langchain_documents,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -134,24 +139,10 @@ def from_langchain_documents(
     Raises :class:`InvalidDocumentError` naming the offending document (not a ``Document``, no
     text, metadata that is not JSON, a key with the reserved ``drag_`` prefix).
     """
-    if isinstance(documents, (LCDocument, str)) or not isinstance(documents, Sequence):
-        raise InvalidDocumentError(
-            "documents must be a list of LangChain Document objects, got "
-            f"{type(documents).__name__}; wrap a single document in a list."
-        )
     entries: List[PageEntry] = []
-    for position, doc in enumerate(documents):
-        where = f"documents[{position}]"
-        if not isinstance(doc, LCDocument):
-            raise InvalidDocumentError(
-                f"{where} is a {type(doc).__name__}, not a langchain_core.documents.Document; "
-                "convert it, or use DragKneeIndex.add_documents for drag_knee_retriever.Document."
-            )
+    for where, doc, source, page in read_langchain_documents(documents):
         meta = doc.metadata or {}
-        source = meta.get("source")
-        source = str(source) if source is not None and str(source).strip() else None
-        page = meta.get("page")
-        is_page = group_pages and source is not None and isinstance(page, int) and not isinstance(page, bool)
+        is_page = group_pages and source is not None and page is not None
         entries.append(
             PageEntry(
                 text=doc.page_content,
