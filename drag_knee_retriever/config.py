@@ -244,8 +244,8 @@ class SearchConfig(Settings):
             "the best by score are kept. None: no cap.")
     min_score: Optional[float] = setting(
         None, kind=float, optional=True,
-        doc="Drop results whose score is below it (LangChain's score_threshold; RRF scores are at most "
-            "2 / rrf_k, focus.scores='magnitude' scores are sums of z-scores).")
+        doc="Drop results whose score is below it (LangChain's score_threshold). It reads the public score, "
+            "the query's dense cosine with the node clipped to [0, 1], the same for every method.")
     explain: bool = setting(
         False, kind=bool,
         doc="Also record each candidate's dense and BM25 rank in the trace (same round trips, about 10% of a "

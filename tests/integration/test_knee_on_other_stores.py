@@ -59,6 +59,14 @@ def test_compressor_on_langchain_qdrant_as_retriever(minilm):
     assert all("coral" in d.page_content.lower() for d in kept)
     assert [d.page_content for d in kept] == [d.page_content for d in docs[: len(kept)]]
 
+    # The wiring a langchain-qdrant user tries first, as the README gives it: the compressor over
+    # their store's own retriever inside LangChain's ContextualCompressionRetriever.
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    wired = ContextualCompressionRetriever(base_compressor=KneeDocumentCompressor(vector_store=store),
+                                           base_retriever=store.as_retriever(search_kwargs={"k": 8}))
+    assert [d.page_content for d in wired.invoke("why do corals bleach?")] == [d.page_content for d in kept]
+
 
 def test_postprocessor_on_llamaindex_qdrant_query_engine():
     pytest.importorskip("llama_index.vector_stores.qdrant")
