@@ -381,6 +381,62 @@ def test_light_rankings_equal_full_ones_with_and_without_the_node_map(tmp_path, 
         reopened.close()
 
 
+SCORED_REQUESTS = [
+    RankRequest(limit=100, leaves_only=True, with_scores=True),  # the focus step's global list, deep
+    RankRequest(limit=3, leaves_only=True, with_scores=True, filters=parse_filters({"doc_id": ["doc1", "doc3"]})),
+    RankRequest(limit=6, candidate_ids=tuple(_id("doc2", "leaf", str(i)) for i in range(5)), with_scores=True),
+]
+
+
+def _scored_view(results):
+    return [[(h.node.id, h.score, h.dense_score, h.sparse_score, h.node.doc_id, h.node.span, h.node.parent_id)
+             for h in hits] for hits in results]
+
+
+def test_scored_rankings_without_the_node_map_are_fused_here(tmp_path, monkeypatch):
+    """Without the node map (an index above its capacity, e.g. 1M nodes) a with_scores ranking sends
+    its two side rankings only, with the walk's fields (the engine's fused request would rank a
+    filtered set twice more), still one engine call: the same hits and scores as with the map, hits
+    only BM25 returned included."""
+    records = make_records(seed=3, docs=30, leaves=5)  # 150 leaves: each side ranks its best 100
+    store = open_store(tmp_path, records)
+    try:
+        expected = store.rank(SCORED_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)
+    finally:
+        store.close()
+    without = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=0)
+    try:
+        without.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+        assert not without._node_map.complete
+        shard, calls = without.shard, []
+
+        class Spy:
+            def __getattr__(self, name):
+                return getattr(shard, name)
+
+            def query_batch(self, batch):
+                answers = shard.query_batch(batch)
+                calls.append(("query_batch", len(answers)))
+                return answers
+
+            def retrieve(self, ids, **kwargs):
+                calls.append(("retrieve", len(ids)))
+                return shard.retrieve(ids, **kwargs)
+
+        monkeypatch.setattr(without, "_shard", Spy())
+        got = without.rank(SCORED_REQUESTS, QUERY, rrf_k=2, explain=False, light=True)
+        assert _scored_view(got) == _scored_view(expected)
+        assert all(h.node.text == "" and h.node.metadata == {} for hits in got for h in hits)
+        # The deep list holds hits beyond the dense side's best 100 (BM25 brought them).
+        dense_side = without.rank([replace(SCORED_REQUESTS[0], only="dense")], QUERY, rrf_k=2, explain=False)[0]
+        assert {h.node.id for h in got[0]} - {h.node.id for h in dense_side}
+        # Two side rankings per request, no fused one, nothing read after.
+        assert calls[0] == ("query_batch", 2 * len(SCORED_REQUESTS)) and len(calls) == 2
+    finally:
+        monkeypatch.undo()
+        without.close()
+
+
 def test_a_write_while_the_node_map_loads_discards_the_load(records):
     from drag_knee_retriever.store.edge.node_map import NodeCache
 
@@ -614,3 +670,42 @@ def test_an_index_over_the_node_map_capacity_loads_none(tmp_path, records):
         _assert_light_equals_full(store)
     finally:
         store.close()
+
+
+def test_new_shards_walk_the_inverted_index_for_large_filtered_bm25_rankings(tmp_path, monkeypatch):
+    """New shards record full_scan_threshold (both the nodes' and the roots'); a filtered BM25 ranking
+    over more points than that walks the inverted index, with the same hits and scores as the engine's
+    default (every admitted point scored), as a folder written before the setting has."""
+    import drag_knee_retriever.store.edge.engine as edge_engine
+
+    records = make_records(seed=5, docs=40, leaves=6)  # 240 leaves
+    monkeypatch.setattr(edge_engine, "SPARSE_FULL_SCAN", 20)  # the 1,000 of real indexes, scaled down
+    new = open_store(tmp_path / "new", records)
+    monkeypatch.undo()
+    qe = new._qe
+    original = edge_engine.EdgeStore._shard_config
+
+    def engine_default(self, dense_size):  # the configuration of folders written before the setting
+        config = original(self, dense_size)
+        return qe.EdgeConfig(vectors=config.vectors, sparse_vectors={edge_engine.SPARSE: qe.EdgeSparseVectorParams(
+            modifier=getattr(qe.Modifier, "None"))}, optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0))
+
+    monkeypatch.setattr(edge_engine.EdgeStore, "_shard_config", engine_default)
+    old = open_store(tmp_path / "old", records)
+    monkeypatch.undo()
+    try:
+        configs = [json.loads(p.read_text()) for p in sorted((tmp_path / "new").rglob("edge_config.json"))]
+        assert len(configs) == 2 and all(c["sparse_vectors"]["bm25"]["full_scan_threshold"] == 20 for c in configs)
+        assert all("full_scan_threshold" not in json.loads(p.read_text())["sparse_vectors"]["bm25"]
+                   for p in (tmp_path / "old").rglob("edge_config.json"))
+        docs = [f"doc{d}" for d in range(0, 40, 3)]  # 14 documents: 84 leaves admitted, above 20
+        requests = [RankRequest(limit=30, leaves_only=True, filters=parse_filters({"doc_id": docs}), only="sparse"),
+                    RankRequest(limit=30, leaves_only=True, filters=parse_filters({"doc_id": docs}), with_scores=True),
+                    RankRequest(limit=10, candidate_ids=tuple(r.node.id for r in records[:12]), only="sparse")]
+        view = lambda hits: [[(h.node.id, h.score, h.dense_score, h.sparse_score) for h in ranked] for ranked in hits]
+        for light in (False, True):
+            assert view(new.rank(requests, QUERY, rrf_k=2, explain=False, light=light)) == \
+                view(old.rank(requests, QUERY, rrf_k=2, explain=False, light=light))
+    finally:
+        new.close()
+        old.close()

@@ -47,7 +47,13 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
   them here (:func:`.fast.fuse_rrf`, the engine's float32 RRF bit for bit) instead of scanning both sides
   twice; without explain (the default) only the hits that can survive a request's limit are
   read (:func:`.fast.hits_from_map`). Measured at 10k nodes (``benchmarks/engine.py``): the knee search
-  10.3 -> ~4.5 ms, ~1.1x a flat top-10 (explain on: ~1.15-1.2x).
+  10.3 -> ~4.5 ms, ~1.1x a flat top-10 (explain on: ~1.15-1.2x). An index above the map's capacity
+  (200,000 nodes: a 1M-node index keeps none) fuses its scored rankings (the focus step's, explain's)
+  here too: the dense side brings the walk's payload fields and the few hits only BM25 returned are
+  read in one call, instead of a fused request that filters the same points twice more.
+- **Filtered BM25 rankings walk the inverted index** above 1,000 admitted points (new shards:
+  ``full_scan_threshold``; the engine's default, 5,000, scored the focus step's global list point by
+  point). Same scores (the same sums in the same order); measured in ``benchmarks/RESULTS.md``, "scale".
 - **One process per folder.** Edge's own WAL lock makes a second ``load`` fail with an opaque
   "WouldBlock"; we hold an ``fcntl.flock`` on ``<folder>/<collection>/drag_knee.lock`` while open
   and raise :class:`StoreLockedError` naming the holder's pid.

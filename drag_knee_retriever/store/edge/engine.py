@@ -107,6 +107,15 @@ def _import_edge() -> Any:
     return qdrant_edge
 
 
+#: Points a filtered BM25 ranking scores one by one at most (see :meth:`EdgeStore._shard_config`).
+SPARSE_FULL_SCAN = 1000
+
+
+def _str_ids(points: Sequence[Any]) -> List[str]:
+    """The ids of ranked points returned *with* payload (their repr would format the payload)."""
+    return [str(p.id) for p in points]
+
+
 def _match_value(qe: Any, value: Any) -> Any:
     """A MatchValue the engine reads with the right type (see the package docstring on booleans)."""
     if isinstance(value, bool):
@@ -371,7 +380,13 @@ class EdgeStore(NodeStore):
             vectors={DENSE: dense},
             # No engine IDF: the store weighs the query by a collection-wide IDF itself, on exact grids,
             # because Edge sums IDF-weighted terms in a per-process order (bm25_idf.py).
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=getattr(qe.Modifier, "None"))},
+            # full_scan_threshold: a filtered BM25 ranking over more points than this walks the
+            # inverted index (checking the filter per posting) instead of scoring every admitted
+            # point's vector. The engine's default (5,000) scored the focus step's global list (the
+            # leaves of the 50 best documents: ~1,500 points at 10k nodes, ~5,000 at 100k) point by
+            # point at 3-4x the cost of the index walk; candidate sets below it stay point by point.
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=getattr(qe.Modifier, "None"),
+                                                              full_scan_threshold=SPARSE_FULL_SCAN)},
             # indexing_threshold=0 switches HNSW building off: every search stays exact (package docstring).
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0),
             # An ephemeral index needs no write-ahead log (upserts ~35% faster without it).
@@ -726,11 +741,14 @@ class EdgeStore(NodeStore):
                 main_index = len(batch)
                 batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=limit, with_payload=with_payload))
             else:
-                # With explain or with_scores and the node map, the two side rankings are all we ask
-                # for and the fusion is done here (fuse_rrf: bit for bit the engine's); otherwise the
-                # engine fuses. (A fused request would scan both sides a second time: the default
-                # focus's global list cost ~3 ms more per search over 6,500 leaves.)
-                if not ((explain or request.with_scores) and node_map is not None):
+                # With explain or with_scores in a light ranking, the two side rankings are all we
+                # ask for and the fusion is done here (fuse_rrf: bit for bit the engine's); otherwise
+                # the engine fuses. (A fused request would scan both sides a second time: the default
+                # focus's global list cost ~3 ms more per search over 6,500 leaves, and at 1M nodes,
+                # where no node map is kept, each filtered scan of the global list costs tens of ms.)
+                # Without the node map the sides bring the walk's payload fields themselves.
+                fuse_here = (explain or request.with_scores) and light
+                if not fuse_here:
                     main_index = len(batch)
                     batch.append(qe.QueryRequest(
                         prefetches=[qe.Prefetch(query=dense_q, filter=flt, limit=side, params=exact),
@@ -741,11 +759,17 @@ class EdgeStore(NodeStore):
                 if explain or request.with_scores:
                     # Side rankings in the same batch: ranks within `side`, scores of every hit.
                     read = score_limit(request) if request.with_scores else side
+                    # Without the node map the sides bring the walk's payload fields: the dense side
+                    # returns every candidate of a candidate set, so there only it does; an open
+                    # ranking's hits come from either side (``side`` each), so both do.
+                    carry = fuse_here and node_map is None
                     dense_index = len(batch)
                     batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read, params=exact,
-                                                 with_payload=False))
+                                                 with_payload=with_payload if carry else False))
                     sparse_index = len(batch)
-                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read, with_payload=False))
+                    batch.append(qe.QueryRequest(
+                        query=sparse_q, filter=flt, limit=read,
+                        with_payload=with_payload if carry and request.candidate_ids is None else False))
             targets.extend([on_roots] * (len(batch) - len(targets)))
             plans.append((request, main_index, dense_index, sparse_index))
         responses = self._query_batches(batch, targets)
@@ -758,9 +782,13 @@ class EdgeStore(NodeStore):
                 if quiet is not None:
                     results.append(quiet)
                     continue
-            # Side rankings come without payload: their ids are read cheaply (see point_ids).
-            dense_all = point_ids(responses[dense_index]) if dense_index is not None else None
-            sparse_all = point_ids(responses[sparse_index]) if sparse_index is not None else None
+            # Side rankings without payload: their ids are read cheaply (see point_ids); a dense side
+            # with the walk's payload (no node map) as a payload ranking's are.
+            carried = node_map is None and main_index is None
+            dense_all = ((_str_ids if carried else point_ids)(responses[dense_index])
+                         if dense_index is not None else None)
+            sparse_all = ((_str_ids if carried and request.candidate_ids is None else point_ids)(responses[sparse_index])
+                          if sparse_index is not None else None)
             # A with_scores side may read past the side limit: ranks and fusion use its first `side`.
             side = side_limit(request)
             dense_ids = dense_all[:side] if dense_all is not None else None
@@ -769,9 +797,18 @@ class EdgeStore(NodeStore):
             dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if explain and dense_ids is not None else None
             sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
-                assert node_map is not None and dense_ids is not None and sparse_ids is not None
+                assert dense_ids is not None and sparse_ids is not None
                 scored = fuse_rrf(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
-                payloads: List[Any] = [None] * len(scored)
+                if node_map is not None:
+                    payloads: List[Any] = [None] * len(scored)
+                else:  # each hit's payload from the side that returned it
+                    side_payloads = dict(zip(dense_all, (p.payload for p in responses[dense_index])))
+                    if request.candidate_ids is None:
+                        side_payloads.update(zip(sparse_ids, (p.payload for p in responses[sparse_index])))
+                    missing = [pid for pid, _ in scored if pid not in side_payloads]
+                    if missing:  # only where explain ranks a candidate set to fewer than its candidates
+                        side_payloads.update(self._walk_payloads(missing))
+                    payloads = [side_payloads.get(pid) for pid, _ in scored]
             else:
                 points = responses[main_index]
                 ids = point_ids(points) if node_map is not None else [str(p.id) for p in points]
@@ -825,6 +862,13 @@ class EdgeStore(NodeStore):
             for i, answer in zip(positions, answers):
                 responses[i] = answer
         return responses
+
+    def _walk_payloads(self, point_ids: Sequence[str]) -> Dict[str, Any]:
+        """The walk's payload fields of ranked points, by id (one engine call)."""
+        self._count()
+        with _engine_errors("fetch ranked nodes"):
+            records = self.shard.retrieve(list(point_ids), with_payload=self._walk_payload, with_vector=False)
+        return {str(record.id): record.payload for record in records}
 
     def _fetch_light(self, point_id: str) -> Optional[TreeNode]:
         """A ranked point the node map does not hold, read from the engine (None: not a node)."""
