@@ -263,9 +263,10 @@ class SearchConfig(Settings):
         doc="How a document's identity match is weighed: 'terms', by the query's identity terms alone (their "
             "rarity among the documents' identities); 'fields', also by how many distinct fields of the identity "
             "the query names (a metadata value, a part of a file name such as PEPSICO_2022_10K's PEPSICO / 2022 / "
-            "10K): two or more (whose and which) count fully, one half, and a document whose identity is a "
-            "single field (a title that is an article's or a paper's name) not at all, so that the identity "
-            "counts where many similar documents differ in a few short fields and stays out of a collection of "
+            "10K): two or more (whose and which) count fully, one half, and not at all for a document with fewer "
+            "than two fields it shares with other documents (a company its other filings hold, a year, a kind "
+            "of report), such as a title that is an article's or a paper's name: the identity then counts where "
+            "many similar documents differ in a few short fields and names no document of a collection of "
             "named articles (identity.IdentityIndex.coverage; benchmarks/RESULTS.md, 'filings').")
     identity_keys: Optional[Tuple[str, ...]] = setting(
         None, kind="names", optional=True,
