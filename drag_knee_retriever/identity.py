@@ -20,6 +20,15 @@ the pool).
 A query that names no document matches nothing and the walk is unchanged; inside one document
 (a ``doc_id`` filter) every leaf has the same score and the focus is unchanged.
 
+Coverage (``SearchConfig.identity_coverage``): with ``"terms"`` a match is its terms' IDF alone, so a
+title that is an entity's name (a Wikipedia article, a paper whose title shares the question's
+words) counts like a filing's company and year. ``"fields"`` weighs it by the identity's *fields*
+(:func:`identity_parts`: each metadata value, a file name cut at its underscores; parts sharing a
+term merged): the fields the query names over two, capped at 1, and nothing for a document with
+fewer than two fields shared with other documents (:meth:`IdentityIndex.facets`). That is the
+shape the identity is for, many similar documents that differ in a few short fields (whose, which
+period, which kind), and it leaves out collections whose documents are each known by a name.
+
 Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
 martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), stop words and one-letter pieces
 dropped, a plural ``s`` cut; a query's adjacent terms are also joined (``coca cola`` -> ``cocacola``)
