@@ -20,6 +20,15 @@ the pool).
 A query that names no document matches nothing and the walk is unchanged; inside one document
 (a ``doc_id`` filter) every leaf has the same score and the focus is unchanged.
 
+Coverage (``SearchConfig.identity_coverage``): with ``"terms"`` a match is its terms' IDF alone, so a
+title that is an entity's name (a Wikipedia article, a paper whose title shares the question's
+words) counts like a filing's company and year. ``"fields"`` weighs it by the identity's *fields*
+(:func:`identity_parts`: each metadata value, a file name cut at its underscores; parts sharing a
+term merged): the fields the query names over two, capped at 1, and nothing for a document with
+fewer than two fields shared with other documents (:meth:`IdentityIndex.facets`). That is the
+shape the identity is for, many similar documents that differ in a few short fields (whose, which
+period, which kind), and it leaves out collections whose documents are each known by a name.
+
 Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
 martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), stop words and one-letter pieces
 dropped, a plural ``s`` cut; a query's adjacent terms are also joined (``coca cola`` -> ``cocacola``)
@@ -35,8 +44,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["IdentityIndex", "IdentityMatch", "document_identity", "identity_fields", "identity_terms",
-           "title_from_metadata"]
+__all__ = ["IDENTITY_COVERAGES", "IdentityIndex", "IdentityMatch", "document_identity", "identity_fields",
+           "identity_parts", "identity_terms", "title_from_metadata"]
+
+#: How a document's match is weighed (``SearchConfig.identity_coverage``): ``"terms"``, by the
+#: query's terms alone; ``"fields"``, also by how many distinct fields of the identity they name
+#: (see :meth:`IdentityIndex.match`).
+IDENTITY_COVERAGES: Tuple[str, ...] = ("terms", "fields")
 
 #: Metadata keys that carry a document's title or file name (the loaders', LangChain's and
 #: LlamaIndex's spellings); a path-like value counts by its file name, without folder or suffix.
@@ -95,14 +109,15 @@ def query_terms(text: str) -> FrozenSet[str]:
     return frozenset(terms) | joined
 
 
-def _file_title(value: str) -> str:
-    """A path or file name as a title: its last part, without the suffix, underscores as spaces."""
+def _file_title(value: str, cut: bool = False) -> str:
+    """A path or file name as a title: its last part, without the suffix, underscores as spaces
+    (``cut``: as `` | ``, the parts' separator of :func:`identity_parts`)."""
     name = re.split(r"[\\/]", value.strip())[-1]
     stem = _SUFFIX.sub("", name)
-    return re.sub(r"_+", " ", stem).strip() if stem != name else name
+    return re.sub(r"_+", " | " if cut else " ", stem).strip() if stem != name else name
 
 
-def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = None) -> Optional[str]:
+def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = None, *, _cut: bool = False) -> Optional[str]:
     """A document's title: ``metadata["title"]``, else the file name of its ``file_name`` /
     ``file_path`` / ``source`` / ``path`` (a name such as ``ACME_10-K_2023.pdf`` often says whose and
     which year), else ``doc_id`` when that reads like a name; None for an opaque id such as a hash."""
@@ -110,9 +125,9 @@ def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = Non
     for key in TITLE_KEYS:
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():
-            candidates.append(_file_title(value) if key != "title" or _SUFFIX.search(value.strip()) else value)
+            candidates.append(_file_title(value, _cut) if key != "title" or _SUFFIX.search(value.strip()) else value)
     if doc_id:
-        candidates.append(_file_title(doc_id))
+        candidates.append(_file_title(doc_id, _cut))
     for title in candidates:
         title = " ".join(title.split())
         if title and not _OPAQUE.fullmatch(title) and re.search(r"[^\W\d_]", title):
@@ -120,15 +135,15 @@ def title_from_metadata(metadata: Mapping[str, Any], doc_id: Optional[str] = Non
     return None
 
 
-def _naming_title(metadata: Mapping[str, Any], doc_id: Optional[str]) -> Optional[str]:
+def _naming_title(metadata: Mapping[str, Any], doc_id: Optional[str], cut: bool = False) -> Optional[str]:
     """The title as identity: only a title short enough to be a name (at most ``_MAX_VALUE_WORDS``
     words, as any other identity value); a sentence-long title describes the document's content,
     which its text ranks already, and the next title source (file name, id) names it instead."""
-    title = title_from_metadata(metadata, doc_id)
-    if title is not None and len(title.split()) > _MAX_VALUE_WORDS:
+    title = title_from_metadata(metadata, doc_id, _cut=cut)
+    if title is not None and len(title.replace(" | ", " ").split()) > _MAX_VALUE_WORDS:
         rest = {k: v for k, v in metadata.items() if k != "title"}
-        title = title_from_metadata(rest, doc_id)
-        if title is not None and len(title.split()) > _MAX_VALUE_WORDS:
+        title = title_from_metadata(rest, doc_id, _cut=cut)
+        if title is not None and len(title.replace(" | ", " ").split()) > _MAX_VALUE_WORDS:
             return None
     return title
 
@@ -151,20 +166,40 @@ def document_identity(doc_id: str, metadata: Mapping[str, Any], keys: Optional[S
     """The text a document is recognised by: its title (:func:`title_from_metadata`), every
     file-name key, and the values of ``keys`` (None: every metadata value that is a short text or
     a year, except the keys of :data:`NOT_IDENTITY_KEYS` and the package's own ``drag_*`` fields)."""
+    return " | ".join(_identity_pieces(doc_id, metadata, keys, False))
+
+
+def _identity_pieces(doc_id: str, metadata: Mapping[str, Any], keys: Optional[Sequence[str]], cut: bool) -> List[str]:
+    """:func:`document_identity`'s parts (``cut``: file names cut at their underscores)."""
     parts: List[str] = []
-    title = _naming_title(metadata, doc_id)
+    title = _naming_title(metadata, doc_id, cut)
     if title:
         parts.append(title)
     for key in TITLE_KEYS[1:]:
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():
-            parts.append(_file_title(value))
+            parts.append(_file_title(value, cut))
     chosen = keys if keys is not None else identity_keys(metadata)
     for key in chosen:
         value = _identity_value(metadata.get(key))
         if value is not None:
             parts.append(value)
-    return " | ".join(dict.fromkeys(parts))
+    return list(dict.fromkeys(parts))
+
+
+# A file name's parts ("PEPSICO_2022_10K"), and " - " / " | " between the parts of a title; a space
+# does not split ("Scott Derrickson" is one name, "Consumer Staples" one sector).
+_PART_SPLIT = re.compile(r"_+|\s+[-\u2013\u2014|]\s+")
+
+
+def identity_parts(doc_id: str, metadata: Mapping[str, Any], keys: Optional[Sequence[str]] = None) -> List[str]:
+    """The parts of :func:`document_identity`, each a field that can name the document on its own:
+    every metadata value, and a title or file name cut at its underscores and dashes
+    (``PEPSICO_2022_10K`` -> ``PEPSICO``, ``2022``, ``10K``: whose, which period, which kind)."""
+    parts: List[str] = []
+    for piece in _identity_pieces(doc_id, metadata, keys, True):
+        parts.extend(p.strip() for p in _PART_SPLIT.split(piece) if p.strip())
+    return list(dict.fromkeys(parts))
 
 
 def identity_keys(metadata: Mapping[str, Any]) -> List[str]:
@@ -221,6 +256,7 @@ class IdentityIndex:
     def __init__(self, keys: Optional[Sequence[str]] = None) -> None:
         self.keys = tuple(keys) if keys is not None else None
         self._terms: Dict[str, FrozenSet[str]] = {}
+        self._parts: Dict[str, Tuple[FrozenSet[str], ...]] = {}
         self._roots: Dict[str, str] = {}
         self._hashes: Dict[str, str] = {}
         self._postings: Dict[str, set] = {}
@@ -233,6 +269,8 @@ class IdentityIndex:
         self.remove(doc_id)
         terms = frozenset(identity_terms(document_identity(doc_id, metadata, self.keys)))
         self._terms[doc_id], self._roots[doc_id], self._hashes[doc_id] = terms, root_id, doc_hash
+        parts = (frozenset(identity_terms(p)) for p in identity_parts(doc_id, metadata, self.keys))
+        self._parts[doc_id] = tuple(p for p in parts if p)
         for term in terms:
             self._postings.setdefault(term, set()).add(doc_id)
 
@@ -246,6 +284,7 @@ class IdentityIndex:
                     del self._postings[term]
         self._roots.pop(doc_id, None)
         self._hashes.pop(doc_id, None)
+        self._parts.pop(doc_id, None)
 
     def knows(self, doc_id: str, doc_hash: str) -> bool:
         """Whether this index holds ``doc_id`` at version ``doc_hash``."""
@@ -263,16 +302,56 @@ class IdentityIndex:
             return 0.0
         return math.log(len(self._terms) / df)
 
-    def match(self, query: str, limit: Optional[int] = None) -> IdentityMatch:
+    def fields(self, doc_id: str) -> List[FrozenSet[str]]:
+        """A document's identity fields: its parts (:func:`identity_parts`) as terms, without the
+        terms every document holds (they tell nothing apart), parts sharing a term merged (the
+        file name's ``PEPSICO`` and the ``company`` value ``PepsiCo`` are one field)."""
+        fields: List[set] = []
+        for part in self._parts.get(doc_id, ()):
+            terms = {t for t in part if self.idf(t) > 0}
+            if not terms:
+                continue
+            for other in [f for f in fields if f & terms]:
+                terms |= other
+                fields.remove(other)
+            fields.append(terms)
+        return [frozenset(f) for f in fields]
+
+    def facets(self, doc_id: str) -> int:
+        """How many of a document's identity fields (:meth:`fields`) it shares with other documents
+        (one of the field's terms is held by at least two): a company its other filings hold too,
+        a period, a kind of report. Two or more: the document is one of a set of similar documents
+        that differ in a few short fields, the shape the identity is for."""
+        return sum(1 for f in self.fields(doc_id) if any(len(self._postings.get(t, ())) >= 2 for t in f))
+
+    def coverage(self, doc_id: str, query: "str | FrozenSet[str]") -> float:
+        """How much of a document's identity a query names, by distinct fields
+        (``identity_coverage="fields"``): 0.0 for a document with fewer than two shared fields
+        (:meth:`facets`; a title that is an article's or a paper's name shares no field with the
+        others, even cut into words at its underscores; its own text carries it, and the question
+        words that match it are the topic, not the document), else the fields holding a query
+        term over two, capped at 1.0: whose *and* which (a company and a period, a product and a
+        version) name a document among its similar siblings; one of them names a family of
+        documents, and counts half."""
+        terms = query_terms(query) if isinstance(query, str) else query
+        if self.facets(doc_id) < 2:
+            return 0.0
+        return min(1.0, sum(1 for f in self.fields(doc_id) if f & terms) / 2.0)
+
+    def match(self, query: str, limit: Optional[int] = None, coverage: str = "terms") -> IdentityMatch:
         """The documents ``query`` names: the summed IDF of the identity terms each shares with it,
         over the IDF of a term only one document holds (``ln N``), capped at 1.0. So a name only
         one document has (or a company and a year together) counts fully, a word many documents'
         titles share ("report") barely; ``limit`` keeps the best that many. An index of fewer than
-        two documents names none (there is nothing to choose between)."""
+        two documents names none (there is nothing to choose between). ``coverage="fields"``
+        multiplies each score by :meth:`coverage` (documents it brings to 0 are not named)."""
+        if coverage not in IDENTITY_COVERAGES:
+            raise ValueError(f"coverage must be one of {IDENTITY_COVERAGES}, not {coverage!r}")
         if len(self._terms) < 2:
             return NO_MATCH
         totals: Dict[str, float] = {}
-        for term in query_terms(query):
+        asked = query_terms(query)
+        for term in asked:
             docs = self._postings.get(term)
             if not docs:
                 continue
@@ -284,10 +363,16 @@ class IdentityIndex:
         if not totals:
             return NO_MATCH
         unique = math.log(len(self._terms))
-        order = sorted(totals, key=lambda d: (-totals[d], d))
+        scores = {d: min(1.0, total / unique) for d, total in totals.items()}
+        if coverage == "fields":
+            scores = {d: score * self.coverage(d, asked) for d, score in scores.items()}
+            scores = {d: score for d, score in scores.items() if score > 0}
+            if not scores:
+                return NO_MATCH
+        order = sorted(scores, key=lambda d: (-scores[d], -totals[d], d))
         if limit is not None:
             order = order[:limit]
-        return IdentityMatch(scores={d: min(1.0, totals[d] / unique) for d in order},
+        return IdentityMatch(scores={d: scores[d] for d in order},
                              root_ids=tuple(self._roots[d] for d in order))
 
     @classmethod

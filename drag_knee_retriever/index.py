@@ -562,7 +562,8 @@ class DragKneeIndex:
             table = IdentityIndex.from_roots(roots, settings.identity_keys)
             self._roots_meta = [(r.doc_id, r.metadata) for r in roots]
             self._identities[settings.identity_keys] = table
-        match = table.match(plan.query, limit=settings.max_roots or settings.beam_width or 20)
+        match = table.match(plan.query, limit=settings.max_roots or settings.beam_width or 20,
+                            coverage=settings.identity_coverage)
         plan.mark("identity")
         return match
 

@@ -194,3 +194,39 @@ def test_identity_routes_a_word_budget_too(index):
     assert sum(len(n.text.split()) for n in result.nodes) <= 60
     focus = next(s for s in result.trace.steps if s.kind == "focus")
     assert any(c.identity_score for c in focus.candidates)
+
+
+FIELDS = SearchConfig(identity_weight=1.0, identity_coverage="fields", focus=FocusConfig(identity_weight=1.0))
+
+
+def test_fields_coverage_routes_a_filing_from_its_file_name_alone(make_index):
+    """identity_coverage='fields': the file name's parts (ACME / 2023 / 10K, from LangChain's
+    ``source``) are the fields; the question names two of them, and the filing wins as before."""
+    index = make_index(collection="filings_fields", search=FIELDS)
+    index.add_documents([Document(id=f"doc-{i}", pages=d.pages, metadata={"source": f"/reports/{d.id}.pdf"})
+                         for i, d in enumerate(filings())])
+    result = index.search(QUESTION)
+    assert {n.node.doc_id for n in result.nodes} == {"doc-1"}  # ACME_2023_10K
+    assert result.trace.steps[0].candidates[0].identity_score == pytest.approx(0.886717, abs=1e-6)
+
+
+ARTICLES = {"Scott Derrickson": ["Scott Derrickson is an American director of horror films such as Sinister.",
+                                 "Derrickson was born in Denver, Colorado."],
+            "Ed Wood": ["Edward Davis Wood Jr. was an American filmmaker known for low-budget films.",
+                        "Ed Wood was born in Poughkeepsie, New York."],
+            "Ed Wood (film)": ["Ed Wood is a 1994 American biographical film directed by Tim Burton."],
+            "Doctor Strange (2016 film)": ["Doctor Strange is a 2016 superhero film directed by Scott Derrickson."]}
+
+
+def test_fields_coverage_leaves_a_collection_of_named_articles_as_the_text_ranks_it(make_index):
+    """Articles whose identity is their name: the default coverage ('terms') lets a name in the
+    question reorder them; 'fields' names none of them, so the search is the text's alone."""
+    index = make_index(collection="articles_fields")
+    index.add_documents([Document(id=t, pages=p, metadata={"title": t, "dataset": "wiki"}) for t, p in ARTICLES.items()])
+    question = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    off = index.search(question, config=SearchConfig())
+    fields = index.search(question, config=FIELDS)
+    assert [(n.node.id, n.score) for n in fields.nodes] == [(n.node.id, n.score) for n in off.nodes]
+    assert all(c.identity_score is None for s in fields.trace.steps for c in s.candidates)
+    terms = index.search(question, config=IDENTITY)
+    assert any(c.identity_score for c in terms.trace.steps[0].candidates)  # the names do match by terms

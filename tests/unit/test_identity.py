@@ -17,6 +17,7 @@ from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.identity import (
     IdentityIndex,
     document_identity,
+    identity_parts,
     identity_terms,
     query_terms,
     title_from_metadata,
@@ -102,8 +103,54 @@ def test_the_index_follows_changes_and_knows_its_versions():
     assert index.knows("ACME_2023_10K", "v2") and not index.knows("ACME_2023_10K", "v1")
 
 
+def test_parts_cut_file_names_at_underscores_and_keep_a_name_whole():
+    meta = {"company": "PepsiCo", "doc_period": 2022, "doc_type": "10k", "gics_sector": "Consumer Staples"}
+    assert identity_parts("PEPSICO_2022_10K", meta) == ["PEPSICO", "2022", "10K", "PepsiCo", "10k",
+                                                        "Consumer Staples"]
+    assert identity_parts("x", {"source": "/data/COCACOLA_2017_10-K.pdf"}) == ["COCACOLA", "2017", "10-K"]
+    assert identity_parts("x", {"title": "Scott Derrickson"}) == ["Scott Derrickson"]
+    assert identity_parts("x", {"title": "Pneumonia in children \u2014 a changing spectrum"}) == [
+        "Pneumonia in children", "a changing spectrum"]
+
+
+def test_fields_merge_parts_sharing_a_term_and_drop_terms_every_document_holds():
+    index = _index(FILINGS)
+    # the file name's ACME and the company value are one field; 10k (every filing) tells nothing apart
+    assert sorted(map(sorted, index.fields("ACME_2023_10K"))) == [["2023"], ["acme"]]
+    assert index.facets("ACME_2023_10K") == 2  # acme: two filings; 2023: three
+    assert index.facets("INITECH_2023_10K") == 1  # its name is its own
+
+
+NAMED_ARTICLES = {t: {"title": t, "dataset": "wiki"} for t in (
+    "Scott Derrickson", "Ed Wood", "Ed Wood (film)", "Super_Bowl_50", "Harvard_University", "University_of_Chicago")}
+
+
+def test_fields_coverage_names_a_filing_by_whose_and_which_and_never_an_article_by_its_name():
+    filings = _index({**FILINGS, "GLOBEX_2022_10K": {"company": "Globex", "doc_period": 2022, "doc_type": "10k"}})
+    query = "What was Acme's FY2023 capital expenditure?"
+    terms, fields = filings.match(query), filings.match(query, coverage="fields")
+    assert list(fields.scores)[0] == "ACME_2023_10K"
+    assert fields.scores["ACME_2023_10K"] == pytest.approx(terms.scores["ACME_2023_10K"])  # both fields named
+    # a sibling named by one field counts half; Initech shares a single field (its year) and is not named
+    assert fields.scores["ACME_2022_10K"] == pytest.approx(terms.scores["ACME_2022_10K"] / 2)
+    assert fields.scores["GLOBEX_2023_10K"] == pytest.approx(terms.scores["GLOBEX_2023_10K"] / 2)
+    assert "INITECH_2023_10K" not in fields.scores and "INITECH_2023_10K" in terms.scores
+    # One company's filings over the years differ in one field (the year): not the shape, not named.
+    one_company = _index({f"ACME_{y}_10K": {"company": "Acme", "doc_period": y} for y in (2021, 2022, 2023)})
+    assert one_company.match("Acme 2022") and not one_company.match("Acme 2022", coverage="fields")
+    # a collection of named articles: no document has two shared fields, so none is ever named
+    articles = _index(NAMED_ARTICLES)
+    for query in ("Were Scott Derrickson and Ed Wood of the same nationality?", "Who won Super Bowl 50?",
+                  "Is Harvard University older than the University of Chicago?"):
+        assert articles.match(query)
+        assert not articles.match(query, coverage="fields")
+    with pytest.raises(ValueError, match="coverage"):
+        filings.match("Acme", coverage="words")
+
+
 @pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_weight", float("nan")),
-                                          ("identity_weight", True), ("identity_keys", (1,))])
+                                          ("identity_weight", True), ("identity_keys", (1,)),
+                                          ("identity_coverage", "words")])
 def test_bad_identity_settings_are_refused_when_built(field, value):
     with pytest.raises(ConfigError, match=field):
         SearchConfig(**{field: value})
