@@ -257,6 +257,9 @@ class IdentityIndex:
         self.keys = tuple(keys) if keys is not None else None
         self._terms: Dict[str, FrozenSet[str]] = {}
         self._parts: Dict[str, Tuple[FrozenSet[str], ...]] = {}
+        # Each document's (fields, facets), derived from the postings: computed once per version of
+        # the index (a search asks them of every document its terms name), dropped on any change.
+        self._shapes: Dict[str, Tuple[Tuple[FrozenSet[str], ...], int]] = {}
         self._roots: Dict[str, str] = {}
         self._hashes: Dict[str, str] = {}
         self._postings: Dict[str, set] = {}
@@ -271,6 +274,7 @@ class IdentityIndex:
         self._terms[doc_id], self._roots[doc_id], self._hashes[doc_id] = terms, root_id, doc_hash
         parts = (frozenset(identity_terms(p)) for p in identity_parts(doc_id, metadata, self.keys))
         self._parts[doc_id] = tuple(p for p in parts if p)
+        self._shapes.clear()
         for term in terms:
             self._postings.setdefault(term, set()).add(doc_id)
 
@@ -285,6 +289,7 @@ class IdentityIndex:
         self._roots.pop(doc_id, None)
         self._hashes.pop(doc_id, None)
         self._parts.pop(doc_id, None)
+        self._shapes.clear()
 
     def knows(self, doc_id: str, doc_hash: str) -> bool:
         """Whether this index holds ``doc_id`` at version ``doc_hash``."""
@@ -306,23 +311,32 @@ class IdentityIndex:
         """A document's identity fields: its parts (:func:`identity_parts`) as terms, without the
         terms every document holds (they tell nothing apart), parts sharing a term merged (the
         file name's ``PEPSICO`` and the ``company`` value ``PepsiCo`` are one field)."""
-        fields: List[set] = []
-        for part in self._parts.get(doc_id, ()):
-            terms = {t for t in part if self.idf(t) > 0}
-            if not terms:
-                continue
-            for other in [f for f in fields if f & terms]:
-                terms |= other
-                fields.remove(other)
-            fields.append(terms)
-        return [frozenset(f) for f in fields]
+        return list(self._shape(doc_id)[0])
 
     def facets(self, doc_id: str) -> int:
         """How many of a document's identity fields (:meth:`fields`) it shares with other documents
         (one of the field's terms is held by at least two): a company its other filings hold too,
         a period, a kind of report. Two or more: the document is one of a set of similar documents
         that differ in a few short fields, the shape the identity is for."""
-        return sum(1 for f in self.fields(doc_id) if any(len(self._postings.get(t, ())) >= 2 for t in f))
+        return self._shape(doc_id)[1]
+
+    def _shape(self, doc_id: str) -> Tuple[Tuple[FrozenSet[str], ...], int]:
+        """(:meth:`fields`, :meth:`facets`) of a document, from the cache or computed once."""
+        shape = self._shapes.get(doc_id)
+        if shape is None:
+            merged: List[set] = []
+            for part in self._parts.get(doc_id, ()):
+                terms = {t for t in part if self.idf(t) > 0}
+                if not terms:
+                    continue
+                for other in [f for f in merged if f & terms]:
+                    terms |= other
+                    merged.remove(other)
+                merged.append(terms)
+            fields = tuple(frozenset(f) for f in merged)
+            shared = sum(1 for f in fields if any(len(self._postings.get(t, ())) >= 2 for t in f))
+            shape = self._shapes[doc_id] = (fields, shared)
+        return shape
 
     def coverage(self, doc_id: str, query: "str | FrozenSet[str]") -> float:
         """How much of a document's identity a query names, by distinct fields
@@ -334,9 +348,10 @@ class IdentityIndex:
         version) name a document among its similar siblings; one of them names a family of
         documents, and counts half."""
         terms = query_terms(query) if isinstance(query, str) else query
-        if self.facets(doc_id) < 2:
+        fields, shared = self._shape(doc_id)
+        if shared < 2:
             return 0.0
-        return min(1.0, sum(1 for f in self.fields(doc_id) if f & terms) / 2.0)
+        return min(1.0, sum(1 for f in fields if f & terms) / 2.0)
 
     def match(self, query: str, limit: Optional[int] = None, coverage: str = "terms") -> IdentityMatch:
         """The documents ``query`` names: the summed IDF of the identity terms each shares with it,

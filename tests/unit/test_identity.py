@@ -119,6 +119,12 @@ def test_fields_merge_parts_sharing_a_term_and_drop_terms_every_document_holds()
     assert sorted(map(sorted, index.fields("ACME_2023_10K"))) == [["2023"], ["acme"]]
     assert index.facets("ACME_2023_10K") == 2  # acme: two filings; 2023: three
     assert index.facets("INITECH_2023_10K") == 1  # its name is its own
+    # Fields and facets are cached per version of the index: a new filing of Initech makes its
+    # name a shared field, and removing it again gives the old answer back.
+    index.add("INITECH_2022_10K", "r-initech-2022", "h", {"company": "Initech", "doc_period": 2022, "doc_type": "10k"})
+    assert index.facets("INITECH_2023_10K") == 2
+    index.remove("INITECH_2022_10K")
+    assert index.facets("INITECH_2023_10K") == 1
 
 
 NAMED_ARTICLES = {t: {"title": t, "dataset": "wiki"} for t in (
