@@ -206,18 +206,15 @@ class Ingestor:
 
     def file_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
         """doc_id -> the file stamp (``"<size>:<mtime_ns>"``) of the stored documents among
-        ``doc_ids`` whose tree was built with today's settings (one request, no texts). A document
-        built with other settings (or not from a file) has none: its file must be read again."""
+        ``doc_ids`` whose tree was built with today's settings (no texts: the stamp and version of
+        each root, ``NodeStore.root_stamps``). A document built with other settings (or not from a
+        file) has none: its file must be read again."""
         if not doc_ids:
             return {}
         suffix = f"|{self.build_key()}"
-        ids = [i for d in doc_ids for i in root_ids(d)]
-        out = {}
-        for root in self.store.retrieve_roots(ids):
-            stamp = root.metadata.get(FILE_STAMP_KEY)
-            if isinstance(stamp, str) and stamp.endswith(suffix):
-                out[root.doc_id] = stamp[: -len(suffix)]
-        return out
+        cut = -len(suffix)
+        return {doc_id: stamp[:cut] for doc_id, stamp in self.store.root_stamps(doc_ids).items()
+                if stamp.endswith(suffix)}
 
     def _stored_roots(self, doc_ids: Sequence[str]) -> Dict[str, TreeNode]:
         """doc_id -> the stored root (light: the walk's fields and the file stamp), one request."""

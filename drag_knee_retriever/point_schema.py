@@ -55,6 +55,9 @@ WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_le
 #: What an ingest's change check reads of a stored root: the walk's fields (doc_hash among them)
 #: and the file stamp in its metadata (``NodeStore.retrieve_roots``).
 ROOT_FIELDS = WALK_FIELDS + (f"metadata.{FILE_STAMP_KEY}",)
+#: What a re-ingest's stamp check reads of a root's copy (``NodeStore.root_stamps``): the stamp and the
+#: version (the point id says which document it is; the version is checked against the nodes' root).
+STAMP_FIELDS = ("doc_hash", f"metadata.{FILE_STAMP_KEY}")
 
 
 def node_payload(node: TreeNode) -> Dict[str, Any]:

@@ -27,7 +27,8 @@ from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read
 # Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
 from ..config import check_collection_name  # noqa: F401
 from ..errors import ModelMismatchError
-from ..nodes import QueryVectors, TreeNode
+from ..ids import root_ids
+from ..nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
 from ..point_schema import SCHEMA_VERSION
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 
@@ -97,6 +98,42 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
     if request.candidate_ids is not None:
         more = min(more, len(request.candidate_ids))
     return max(request.limit, more)
+
+
+def stamp_ids(doc_ids: Sequence[str]) -> Dict[str, str]:
+    """Point id -> doc_id for the two ids each document's root can have (:func:`~drag_knee_retriever.ids.root_ids`)."""
+    return {pid: d for d in doc_ids for pid in root_ids(d)}
+
+
+def payload_stamp(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """The file stamp in a payload read with :data:`~drag_knee_retriever.point_schema.STAMP_FIELDS` (None: none)."""
+    metadata = payload.get("metadata") if payload else None
+    stamp = metadata.get(FILE_STAMP_KEY) if isinstance(metadata, Mapping) else None
+    return stamp if isinstance(stamp, str) else None
+
+
+def root_version(payload: Optional[Mapping[str, Any]], with_stamp: bool) -> str:
+    """A root's doc_hash (with ``with_stamp``: ``"<doc_hash>|<file stamp>"``) from its payload."""
+    doc_hash = str((payload or {}).get("doc_hash", ""))
+    return f"{doc_hash}|{payload_stamp(payload) or ''}" if with_stamp else doc_hash
+
+
+def live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) -> Optional[Dict[str, str]]:
+    """doc_id -> stamp read from the roots' copy (``copied``: point id -> (doc_id, stamp, doc_hash)),
+    or None when the nodes' collection does not hold each of those roots in the copy's version
+    (``live_hashes(point_ids)``: point id -> doc_hash of the ones it holds).
+
+    The copy is written after its root and deleted before it, and an embedded store opens with
+    the copy brought in step, so there every copy is its root. A server may hold a copy whose root
+    another client (an older release, which writes the nodes only) deleted or replaced: its stamp
+    must not make a re-ingest skip a file whose document is gone or another version. The caller
+    then reads the nodes' roots instead (the answer is the same as before the copy existed)."""
+    if not copied:
+        return {}
+    held = live_hashes(list(copied))
+    if any(pid not in held or held[pid] != doc_hash for pid, (_, _, doc_hash) in copied.items()):
+        return None
+    return {doc_id: stamp for doc_id, stamp, _ in copied.values()}
 
 
 def roots_ranking(request: RankRequest) -> bool:
@@ -318,6 +355,23 @@ class NodeStore(abc.ABC):
         doc_hash...), in one request: what an ingest's change check reads (the engines read those
         payload fields only, no text)."""
         return [node for node in self.retrieve(ids) if node.level == 0]
+
+    def root_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        """doc_id -> the file stamp stored on the root of each stored document among ``doc_ids``
+        that has one (``metadata["file_stamp"]``, build key included), in one request: what a
+        re-ingest's stamp check reads (:meth:`~drag_knee_retriever.ingest.Ingestor.file_stamps`).
+
+        This version reads the nodes' roots (:meth:`retrieve_roots`: both possible root ids, so
+        each document's first leaf comes back too). A store with a roots' collection reads the
+        stamps from there (only roots, the stamp alone) and counts them only once the nodes'
+        collection confirms those roots (Edge: a count of them; qdrant-client: their versions, see
+        :func:`live_stamps`), else it answers as this version does."""
+        out: Dict[str, str] = {}
+        for node in self.retrieve_roots([i for d in doc_ids for i in root_ids(d)]):
+            stamp = node.metadata.get(FILE_STAMP_KEY)
+            if isinstance(stamp, str):
+                out[node.doc_id] = stamp
+        return out
 
     def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
         """Set metadata keys of a stored root (and its copy), leaving every vector and the tree

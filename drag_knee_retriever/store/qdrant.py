@@ -17,12 +17,12 @@ from ..redact import protect, redact_text, redact_url
 from ..errors import ConfigError, DragKneeError, StoreError, StoreLockedError
 from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
-from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, WALK_FIELDS, collection_info, full_node, is_node, light_node,
+from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, STAMP_FIELDS, WALK_FIELDS, collection_info, full_node, is_node, light_node,
                             meta_payload, meta_vector, node_payload, root_node)
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
-from .base import ROOTS_SUFFIX, roots_ranking, stable_order
+from .base import ROOTS_SUFFIX, live_stamps, payload_stamp, root_version, roots_ranking, stable_order, stamp_ids
 from .integrity import RECORD_FILE, RecordFile, recorded_meta
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,7 @@ class QdrantClientStore(NodeStore):
         else:
             self.engine = "server" if url else "local"
         self._range_indexes: set = set()  # payload fields given a float index for range filters
+        self._roots_synced = False  # open_collection brought the roots' copy in step (root_stamps reads it)
         self.timeout = timeout
         # Local mode: BM25 IDF kept here in exact arithmetic (bm25_idf.py), like Qdrant Edge, so both
         # engines give the same bits every run. A server keeps its own IDF (other clients write too).
@@ -178,6 +179,7 @@ class QdrantClientStore(NodeStore):
             self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
             if not self.read_only:  # an index of a newer format is searched as it is
                 self._sync_roots(dense_size, created=not exists)
+                self._roots_synced = True  # the roots' copy holds the roots: it answers root_stamps
         if exists and not self.read_only:
             self._record_format()
         if not exists and self.pending is not None:
@@ -235,15 +237,17 @@ class QdrantClientStore(NodeStore):
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(name, field, field_schema=schema)
 
-    def _root_hashes(self, name: str, flt: Any) -> Dict[str, str]:
-        """Point id -> doc_hash of the roots a collection holds (call under the engine lock)."""
+    def _root_hashes(self, name: str, flt: Any, *, with_stamp: bool = False) -> Dict[str, str]:
+        """Point id -> doc_hash of the roots a collection holds (call under the engine lock);
+        ``with_stamp``: ``"<doc_hash>|<file stamp>"`` (see the Edge store's)."""
+        fields = list(STAMP_FIELDS) if with_stamp else ["doc_hash"]
         found: Dict[str, str] = {}
         offset = None
         while True:
             self._count()
             page, offset = self.client.scroll(name, scroll_filter=flt, limit=1024, offset=offset,
-                                              with_payload=["doc_hash"], with_vectors=False)
-            found.update((str(p.id), str((p.payload or {}).get("doc_hash", ""))) for p in page)
+                                              with_payload=fields, with_vectors=False)
+            found.update((str(p.id), root_version(p.payload, with_stamp)) for p in page)
             if offset is None:
                 return found
 
@@ -263,8 +267,9 @@ class QdrantClientStore(NodeStore):
             self._create_collection(self.roots_collection, dense_size)
         if created:
             return
-        wanted = self._root_hashes(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]))
-        held = self._root_hashes(self.roots_collection, None)
+        wanted = self._root_hashes(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]),
+                                   with_stamp=True)
+        held = self._root_hashes(self.roots_collection, None, with_stamp=True)
         stale = [pid for pid, doc_hash in wanted.items() if held.get(pid) != doc_hash]
         extra = [pid for pid in held if pid not in wanted] if self.engine != "server" else []
         for start in range(0, len(stale), self.upsert_batch_size):
@@ -458,6 +463,34 @@ class QdrantClientStore(NodeStore):
             points = self.client.retrieve(self.collection, list(ids), with_payload=list(ROOT_FIELDS),
                                           with_vectors=False)
         return [root_node(str(p.id), p.payload) for p in points if is_node(p.payload) and p.payload.get("level") == 0]
+
+    def root_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        # The roots' copy answers (only roots come back, with the stamp and version alone), then
+        # the nodes' collection confirms those roots' versions (see base.live_stamps).
+        if not doc_ids:
+            return {}
+        if not self._roots_synced:  # an index of a newer format, read as it is: the nodes' roots
+            return super().root_stamps(doc_ids)
+        by_id = stamp_ids(doc_ids)
+        self._count()
+        with self._engine_lock:
+            points = self.client.retrieve(self.roots_collection, list(by_id), with_payload=list(STAMP_FIELDS),
+                                          with_vectors=False)
+        copied = {}
+        for point in points:
+            pid, stamp = str(point.id), payload_stamp(point.payload)
+            if stamp is not None and pid in by_id:
+                copied[pid] = (by_id[pid], stamp, point.payload.get("doc_hash"))
+        found = live_stamps(copied, self._doc_hashes)
+        return super().root_stamps(doc_ids) if found is None else found
+
+    def _doc_hashes(self, point_ids: Sequence[str]) -> Dict[str, Any]:
+        """Point id -> doc_hash of the nodes' collection's points among ``point_ids`` (one request)."""
+        self._count()
+        with self._engine_lock:
+            points = self.client.retrieve(self.collection, list(point_ids), with_payload=["doc_hash"],
+                                          with_vectors=False)
+        return {str(p.id): (p.payload or {}).get("doc_hash") for p in points}
 
     def sync_roots(self) -> None:
         with self._engine_lock:

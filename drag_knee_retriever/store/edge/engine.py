@@ -27,12 +27,13 @@ from ...disk import MIB, BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space,
 from ...errors import (ConfigError, IndexDamagedError, InvalidQueryError, ModelMismatchError, StoreError, StoreIOError,
                        StoreLockedError)
 from ...ids import META_ID, META_IDS
-from ...nodes import TreeNode
+from ...nodes import FILE_STAMP_KEY, TreeNode
 from ...point_schema import (
     DENSE,
     ROOT_FIELDS,
     SCHEMA_VERSION,
     SPARSE,
+    STAMP_FIELDS,
     WALK_FIELDS,
     collection_info,
     full_node,
@@ -56,7 +57,10 @@ from ..base import (
     RankRequest,
     detect_engine,
     fetch_limit,
+    payload_stamp,
+    root_version,
     roots_ranking,
+    stamp_ids,
     score_limit,
     side_limit,
     side_scores,
@@ -214,6 +218,7 @@ class EdgeStore(NodeStore):
         self._exact = self._qe.SearchParams(exact=True)
         self._walk_payload = self._qe.PayloadSelector.Include(list(WALK_FIELDS))
         self._root_payload = self._qe.PayloadSelector.Include(list(ROOT_FIELDS))
+        self._stamp_payload = self._qe.PayloadSelector.Include([f"metadata.{FILE_STAMP_KEY}"])
         # Complete only once this store creates the shard (open_collection); see NodeCache.
         self._node_map = NodeCache(node_map_capacity, complete=False)
         self._loader_stop = threading.Event()
@@ -405,18 +410,21 @@ class EdgeStore(NodeStore):
         self._create_indexes(roots)
         return roots
 
-    def _root_hashes(self, shard: Any, *, level_filter: bool) -> Dict[str, str]:
-        """Point id -> doc_hash of every root a shard holds (the nodes' shard: ``level = 0``)."""
+    def _root_hashes(self, shard: Any, *, level_filter: bool, with_stamp: bool = False) -> Dict[str, str]:
+        """Point id -> doc_hash of every root a shard holds (the nodes' shard: ``level = 0``);
+        ``with_stamp``: ``"<doc_hash>|<file stamp>"``, so a copy whose stamp lags its root's (a
+        stamp update cut between the two) is copied again too."""
         qe = self._qe
         flt = qe.Filter(must=[qe.FieldCondition(key="level", match=qe.MatchValue(0))]) if level_filter else None
+        fields = list(STAMP_FIELDS) if with_stamp else ["doc_hash"]
         found: Dict[str, str] = {}
         offset = None
         while True:
             self._count()
             page, offset = shard.scroll(qe.ScrollRequest(
-                offset=offset, limit=_SCROLL_PAGE, filter=flt, with_payload=qe.PayloadSelector.Include(["doc_hash"]),
+                offset=offset, limit=_SCROLL_PAGE, filter=flt, with_payload=qe.PayloadSelector.Include(fields),
                 with_vector=False))
-            found.update((str(r.id), str((r.payload or {}).get("doc_hash", ""))) for r in page)
+            found.update((str(r.id), root_version(r.payload, with_stamp)) for r in page)
             if offset is None:
                 return found
 
@@ -435,8 +443,8 @@ class EdgeStore(NodeStore):
                 if dense_size is None:
                     raise StoreError("open_collection() makes the roots' shard; call it first.")
                 self._roots = self._create_roots_shard(dense_size)
-            wanted = self._root_hashes(self.shard, level_filter=True)
-            held = self._root_hashes(self._roots, level_filter=False)
+            wanted = self._root_hashes(self.shard, level_filter=True, with_stamp=True)
+            held = self._root_hashes(self._roots, level_filter=False, with_stamp=True)
             stale = [pid for pid, doc_hash in wanted.items() if held.get(pid) != doc_hash]
             extra = [pid for pid in held if pid not in wanted]
             for start in range(0, len(stale), _COPY_BATCH):
@@ -691,6 +699,39 @@ class EdgeStore(NodeStore):
         with _engine_errors("fetch roots by id"):  # the walk's fields and the file stamp only
             records = self.shard.retrieve(list(ids), with_payload=self._root_payload, with_vector=False)
         return [root_node(str(r.id), r.payload) for r in records if is_node(r.payload) and r.payload.get("level") == 0]
+
+    def root_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+        # The roots' copy answers: only roots come back, with the stamp alone (a retrieve of both
+        # possible root ids from the nodes' shard also returned each document's first leaf, and
+        # the walk's fields of each: ~75 ms for 1,000 files, RESULTS.md "scale"). The folder lock
+        # and the sync on open make the copy the roots (written after its root, deleted before
+        # it); a count of those documents' roots in the nodes' shard (~2 ms) confirms it anyway,
+        # and any disagreement reads the nodes' roots, as before the copy existed.
+        if not doc_ids:
+            return {}
+        if self._roots is None or self._roots_deferred:  # format 1 read as it is: the nodes' roots
+            return super().root_stamps(doc_ids)
+        by_id = stamp_ids(doc_ids)
+        self._count()
+        with _engine_errors("fetch the roots' file stamps"):
+            records = self._roots.retrieve(list(by_id), with_payload=self._stamp_payload, with_vector=False)
+        found: Dict[str, str] = {}
+        for record in records:
+            stamp = payload_stamp(record.payload)
+            if stamp is not None:
+                found[by_id[str(record.id)]] = stamp
+        if found and self._count_roots_of(list(found)) != len(found):
+            return super().root_stamps(doc_ids)
+        return found
+
+    def _count_roots_of(self, doc_ids: Sequence[str]) -> int:
+        """How many roots of ``doc_ids`` the nodes' shard holds (one count on its payload indexes)."""
+        qe = self._qe
+        self._count()
+        with _engine_errors("count the roots of documents"):
+            return self.shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must=[
+                qe.FieldCondition(key="doc_id", match=qe.MatchAny(list(doc_ids))),
+                qe.FieldCondition(key="level", match=qe.MatchValue(0))])))
 
     def sync_roots(self) -> None:
         self._sync_roots(None)
