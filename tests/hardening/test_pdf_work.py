@@ -55,10 +55,11 @@ def test_hostile_pdfs_cost_seconds_and_the_batch_goes_on(hostile_folder):
     for name, reason in reasons.items():
         assert "takes far more work to read than a PDF of its size should" in reason and "qpdf" in reason, (name, reason)
     # Each at most its budget (2 s + 20 s per MB) plus the parse of its stream before the first
-    # operator (~1.5 s for the flood): about 8 s on a quiet machine, and CPU time itself grows when
-    # two jobs share a core's caches, hence the margin. The code before the limits spent 23 s and
-    # 33 s of CPU on them.
-    assert spent < 15, f"the two hostile PDFs cost {spent:.1f} s of CPU"
+    # operator (~1.5 s for the flood): about 8 s on a quiet machine. CPU time itself grows when other
+    # jobs share the cores' caches (16.3 s read once beside an encoding job), so the bound is set
+    # against the code before the limits, which spent 23 s and 33 s (56 s) on them; the reasons
+    # above already say that each file was stopped by its limit.
+    assert spent < 30, f"the two hostile PDFs cost {spent:.1f} s of CPU"
     print(f"\n[hardening] hostile PDFs: 2 skipped in {spent:.1f} s of CPU "
           f"({time.perf_counter() - started:.1f} s wall), 2 good files loaded")
 
