@@ -86,6 +86,8 @@ DATASETS: Dict[str, Tuple[str, Dict[str, Any], int]] = {
     "xqen": ("xquad-en", {"limit_questions": 400}, 200),
     # The same paragraphs in Russian: MiniLM's English word pieces split Russian words finely.
     "xqru": ("xquad-ru", {"limit_questions": 400}, 300),
+    # Meeting transcripts (run_default.sh's ``qmsum``): long spoken turns, passages of ~150-200 words.
+    "qmsum": ("qmsum", {}, 1000),
 }
 
 

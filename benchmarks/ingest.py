@@ -1,6 +1,7 @@
 """Ingestion throughput and memory: against the bare encoder (the floor) or a naive pipeline.
 
     python benchmarks/ingest.py --corpus mmlongbench [--passage-words 120|none] [--split-pages-over 200|none] [--threads 1]
+    python benchmarks/ingest.py --corpus mmlongbench --ab-max-tokens none 128 [--rounds 2]   # encoder window A/B
     python benchmarks/ingest.py [--corpus covidqa] [--papers 20] [--engine edge|local]
 
 ``--corpus mmlongbench`` (the floor, issue 17): a fixed subset of ~300 text pages of
@@ -121,6 +122,38 @@ def floor_run(args) -> None:
           f"peak_rss_mb={peak:.0f}")
 
 
+def window_ab(args) -> None:
+    """--ab-max-tokens A B: ``add_documents`` of the same subset with EmbeddingConfig(max_tokens=A) and
+    (max_tokens=B), alternated for ``--rounds`` rounds in one process (fresh in-memory Edge index each time,
+    no bare-encoder timing). Prints pages/s (wall) and process CPU-seconds per page for each, and the ratios."""
+    os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
+    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig, EncoderRuntime, StoreConfig
+
+    docs, pages = load_mmlongbench()
+    windows = [None if w == "none" else int(w) for w in args.ab_max_tokens]
+    results = {w: [] for w in windows}
+    for r in range(args.rounds):
+        for w in (windows if r % 2 == 0 else windows[::-1]):  # A B, B A, ...: neither side always first
+            index = DragKneeIndex(":memory:", embedding=EmbeddingConfig(max_tokens=w, runtime=EncoderRuntime(threads=args.threads)),
+                                  store=StoreConfig(collection=f"ab{r}_{w}", engine="edge"))
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            report = index.add_documents(docs)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            index.close()
+            results[w].append((wall, cpu))
+            print(f"round {r + 1} max_tokens={w}: {wall:.1f} s wall, {cpu:.1f} CPU-s -> {pages / wall:.2f} pages/s, "
+                  f"{cpu / pages:.3f} CPU-s/page, dense {report.phase_seconds.get('dense', 0.0):.1f} s; "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+    base = windows[0]
+    print(f"MMLongBench-Doc subset: {len(docs)} documents, {pages} text pages, threads={args.threads}, "
+          f"{os.cpu_count()} cores, engine=edge, {args.rounds} alternated rounds")
+    for w in windows:
+        wall = sum(x for x, _ in results[w]); cpu = sum(y for _, y in results[w])
+        bw = sum(x for x, _ in results[base]); bc = sum(y for _, y in results[base])
+        print(f"max_tokens={w}: pages_per_s={pages * len(results[w]) / wall:.2f} "
+              f"cpu_s_per_page={cpu / (pages * len(results[w])):.3f} speed_x={bw / wall:.2f} cpu_x={cpu / bc:.2f}")
+
+
 def load(papers: int):
     """Documents (one page per non-blank line, as the dataset README maps leaves) and questions."""
     from drag_knee_retriever import Document
@@ -213,8 +246,15 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=20)
     parser.add_argument("--engine", default="auto")
     parser.add_argument("--questions", type=int, default=200, help="questions used for the quality check")
+    parser.add_argument("--ab-max-tokens", nargs="+", metavar="N",
+                        help="mmlongbench: ingest A/B of EmbeddingConfig(max_tokens=N) ('none' = today's default), "
+                        "alternated in one process")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the --ab-max-tokens A/B")
     parser.add_argument("--side", choices=["ours", "naive"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.corpus == "mmlongbench" and args.ab_max_tokens:
+        window_ab(args)
+        return
     if args.corpus == "mmlongbench":
         floor_run(args)
         return
