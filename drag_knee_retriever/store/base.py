@@ -112,10 +112,10 @@ def payload_stamp(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
     return stamp if isinstance(stamp, str) else None
 
 
-def root_version(payload: Optional[Mapping[str, Any]], with_stamp: bool) -> str:
-    """A root's doc_hash (with ``with_stamp``: ``"<doc_hash>|<file stamp>"``) from its payload."""
-    doc_hash = str((payload or {}).get("doc_hash", ""))
-    return f"{doc_hash}|{payload_stamp(payload) or ''}" if with_stamp else doc_hash
+def root_version(payload: Optional[Mapping[str, Any]]) -> str:
+    """A root's version as the roots' copy is kept in step by: ``"<doc_hash>|<file stamp>"`` (so a
+    copy whose stamp lags its root's, a stamp update cut between the two, is copied again too)."""
+    return f"{(payload or {}).get('doc_hash', '')}|{payload_stamp(payload) or ''}"
 
 
 def live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) -> Optional[Dict[str, str]]:

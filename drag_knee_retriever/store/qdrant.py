@@ -237,17 +237,15 @@ class QdrantClientStore(NodeStore):
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(name, field, field_schema=schema)
 
-    def _root_hashes(self, name: str, flt: Any, *, with_stamp: bool = False) -> Dict[str, str]:
-        """Point id -> doc_hash of the roots a collection holds (call under the engine lock);
-        ``with_stamp``: ``"<doc_hash>|<file stamp>"`` (see the Edge store's)."""
-        fields = list(STAMP_FIELDS) if with_stamp else ["doc_hash"]
+    def _root_versions(self, name: str, flt: Any) -> Dict[str, str]:
+        """Point id -> :func:`root_version` of the roots a collection holds (call under the engine lock)."""
         found: Dict[str, str] = {}
         offset = None
         while True:
             self._count()
             page, offset = self.client.scroll(name, scroll_filter=flt, limit=1024, offset=offset,
-                                              with_payload=fields, with_vectors=False)
-            found.update((str(p.id), root_version(p.payload, with_stamp)) for p in page)
+                                              with_payload=list(STAMP_FIELDS), with_vectors=False)
+            found.update((str(p.id), root_version(p.payload)) for p in page)
             if offset is None:
                 return found
 
@@ -267,10 +265,9 @@ class QdrantClientStore(NodeStore):
             self._create_collection(self.roots_collection, dense_size)
         if created:
             return
-        wanted = self._root_hashes(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]),
-                                   with_stamp=True)
-        held = self._root_hashes(self.roots_collection, None, with_stamp=True)
-        stale = [pid for pid, doc_hash in wanted.items() if held.get(pid) != doc_hash]
+        wanted = self._root_versions(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]))
+        held = self._root_versions(self.roots_collection, None)
+        stale = [pid for pid, version in wanted.items() if held.get(pid) != version]
         extra = [pid for pid in held if pid not in wanted] if self.engine != "server" else []
         for start in range(0, len(stale), self.upsert_batch_size):
             self._count()

@@ -73,10 +73,13 @@ def write(store: Any, docs: range, version: str = "a") -> None:
 
 
 def copy_hashes(store: Any) -> Dict[str, str]:
-    """What the roots' copy holds: point id -> doc_hash (read from the engine itself)."""
+    """What the roots' copy holds: point id -> doc_hash (read from the engine itself; a root's
+    version is ``"<doc_hash>|<file stamp>"``)."""
     if store.engine == "edge":
-        return store._root_hashes(store.roots_shard, level_filter=False)
-    return store._root_hashes(store.roots_collection, None)
+        versions = store._root_versions(store.roots_shard, level_filter=False)
+    else:
+        versions = store._root_versions(store.roots_collection, None)
+    return {pid: version.partition("|")[0] for pid, version in versions.items()}
 
 
 def main_root_hashes(store: Any) -> Dict[str, str]:

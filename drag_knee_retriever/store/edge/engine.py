@@ -410,21 +410,18 @@ class EdgeStore(NodeStore):
         self._create_indexes(roots)
         return roots
 
-    def _root_hashes(self, shard: Any, *, level_filter: bool, with_stamp: bool = False) -> Dict[str, str]:
-        """Point id -> doc_hash of every root a shard holds (the nodes' shard: ``level = 0``);
-        ``with_stamp``: ``"<doc_hash>|<file stamp>"``, so a copy whose stamp lags its root's (a
-        stamp update cut between the two) is copied again too."""
+    def _root_versions(self, shard: Any, *, level_filter: bool) -> Dict[str, str]:
+        """Point id -> :func:`root_version` of every root a shard holds (the nodes' shard: ``level = 0``)."""
         qe = self._qe
         flt = qe.Filter(must=[qe.FieldCondition(key="level", match=qe.MatchValue(0))]) if level_filter else None
-        fields = list(STAMP_FIELDS) if with_stamp else ["doc_hash"]
         found: Dict[str, str] = {}
         offset = None
         while True:
             self._count()
             page, offset = shard.scroll(qe.ScrollRequest(
-                offset=offset, limit=_SCROLL_PAGE, filter=flt, with_payload=qe.PayloadSelector.Include(fields),
+                offset=offset, limit=_SCROLL_PAGE, filter=flt, with_payload=qe.PayloadSelector.Include(list(STAMP_FIELDS)),
                 with_vector=False))
-            found.update((str(r.id), root_version(r.payload, with_stamp)) for r in page)
+            found.update((str(r.id), root_version(r.payload)) for r in page)
             if offset is None:
                 return found
 
@@ -443,9 +440,9 @@ class EdgeStore(NodeStore):
                 if dense_size is None:
                     raise StoreError("open_collection() makes the roots' shard; call it first.")
                 self._roots = self._create_roots_shard(dense_size)
-            wanted = self._root_hashes(self.shard, level_filter=True, with_stamp=True)
-            held = self._root_hashes(self._roots, level_filter=False, with_stamp=True)
-            stale = [pid for pid, doc_hash in wanted.items() if held.get(pid) != doc_hash]
+            wanted = self._root_versions(self.shard, level_filter=True)
+            held = self._root_versions(self._roots, level_filter=False)
+            stale = [pid for pid, version in wanted.items() if held.get(pid) != version]
             extra = [pid for pid in held if pid not in wanted]
             for start in range(0, len(stale), _COPY_BATCH):
                 self._count()
