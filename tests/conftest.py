@@ -42,6 +42,17 @@ def encoder(model_path):
     return Encoder(EmbeddingConfig(model_path=model_path))
 
 
+@pytest.fixture(scope="session")
+def passage_cache(encoder):
+    """The session encoder, remembering every passage's dense and BM25 vectors (queries are encoded
+    each time): the suite builds COVID-QA's papers into a dozen indexes in as many files, and the
+    model reads each text once for all of them. The vectors are the model's own (a text encoded
+    in a later index gets the vector its first encoding gave)."""
+    from support import CachingEncoder
+
+    return CachingEncoder(encoder, cache_queries=False)
+
+
 def load_covid(limit_docs: int = 3, questions_per_doc: int = 4) -> Tuple[list, List[Tuple[str, str]]]:
     """The first papers of COVID-QA as page-per-paragraph Documents, with (question, doc_id) pairs."""
     from drag_knee_retriever import Document
@@ -64,17 +75,18 @@ def covid_corpus():
 
 
 @pytest.fixture(scope="session")
-def make_index(encoder, tmp_path_factory) -> Iterator[Callable[..., object]]:
+def make_index(passage_cache, tmp_path_factory) -> Iterator[Callable[..., object]]:
     """Factory for DragKneeIndex objects sharing the session encoder; all closed at the end.
 
     A test helper's shorthand: ``collection`` / ``engine`` become the index's ``StoreConfig``, ``store`` (a
-    NodeStore) its location, ``encoder`` its ``embedding``; everything else goes to ``DragKneeIndex``.
+    NodeStore) its location, ``encoder`` its ``embedding`` (by default the session's ``passage_cache``);
+    everything else goes to ``DragKneeIndex``.
     """
     from drag_knee_retriever import DragKneeIndex, StoreConfig
 
     made = []
 
-    def factory(*, collection="drag_knee", engine="auto", encoder=encoder, store=None, **kwargs):
+    def factory(*, collection="drag_knee", engine="auto", encoder=passage_cache, store=None, **kwargs):
         index = DragKneeIndex(store if store is not None else ":memory:", embedding=encoder,
                               store=StoreConfig(collection=collection, engine=engine), **kwargs)
         made.append(index)

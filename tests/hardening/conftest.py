@@ -8,6 +8,7 @@ from support import CachingEncoder
 
 
 @pytest.fixture(scope="session")
-def caching_encoder(encoder):
-    """The real session encoder, memoised: re-writing the same documents costs no encoding."""
-    return CachingEncoder(encoder)
+def caching_encoder(passage_cache):
+    """The real session encoder, memoised (queries too): re-writing the same documents costs no encoding.
+    Passages come through the session's ``passage_cache``, which ``make_index`` indexes share."""
+    return CachingEncoder(passage_cache)

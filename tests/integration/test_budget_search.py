@@ -14,11 +14,10 @@ BUDGETS = [20, 150, 600, 2000]
 
 
 @pytest.fixture(scope="module")
-def passage_vectors(encoder):
-    """The session encoder, remembering passage vectors: the second engine's index encodes nothing."""
-    from drag_knee_retriever.eval.encoding import CachingEncoder
-
-    return CachingEncoder(encoder)
+def passage_vectors(passage_cache):
+    """The session encoder, remembering passage vectors: the second engine's index encodes nothing
+    (nor does test_passage_index.py's index of the same passages)."""
+    return passage_cache
 
 
 @pytest.fixture(scope="module")

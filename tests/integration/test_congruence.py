@@ -31,9 +31,10 @@ RRF_FOCUS = SearchConfig(focus=FocusConfig(scores="rrf", global_leaves=None))
 
 
 @pytest.fixture(scope="module")
-def replay(encoder):
-    """The session's real encoder, memoised: the second index gets bit-identical vectors for free."""
-    return CachingEncoder(encoder)
+def replay(passage_cache):
+    """The session's real encoder, memoised (queries too): the second index gets bit-identical vectors
+    for free, and the passages' come from the session's cache (the papers other files indexed)."""
+    return CachingEncoder(passage_cache)
 
 
 @pytest.fixture(scope="module")

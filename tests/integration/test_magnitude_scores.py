@@ -21,11 +21,11 @@ REL = 1e-5  # Edge computes in float32, local mode in float64
 
 
 @pytest.fixture(scope="module")
-def indexes(make_index, covid_corpus, encoder):
+def indexes(make_index, covid_corpus, passage_cache):
     from drag_knee_retriever.store.memory import MemoryStore
 
     docs, _ = covid_corpus
-    replay = CachingEncoder(encoder)
+    replay = CachingEncoder(passage_cache)
     built = {
         "edge": make_index(collection="mag_edge", engine="edge", encoder=replay),
         "local": make_index(collection="mag_local", engine="local", encoder=replay),

@@ -12,11 +12,14 @@ class CachingEncoder:
     """Delegates to the real encoder and remembers every text's vectors (same outputs, paid once).
 
     Two indexes given one CachingEncoder get bit-identical vectors (the congruence tests rely on
-    it); a fault sweep re-writing a document pays no encoding after the first pass.
+    it); a fault sweep re-writing a document pays no encoding after the first pass. With
+    ``cache_queries=False`` every query reaches the inner encoder (its ``query_encodings`` counts
+    each search, as tests of the one-encoding-per-search rule read it).
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, cache_queries: bool = True) -> None:
         self.inner = inner
+        self.cache_queries = cache_queries
         self._dense: Dict[str, np.ndarray] = {}
         self._sparse: Dict[str, Any] = {}
         self._queries: Dict[str, Any] = {}
@@ -26,6 +29,8 @@ class CachingEncoder:
         return getattr(self.inner, name)
 
     def encode_query(self, text: str):
+        if not self.cache_queries:
+            return self.inner.encode_query(text)
         with self._lock:
             if text not in self._queries:
                 self._queries[text] = self.inner.encode_query(text)
