@@ -33,7 +33,7 @@ CURVE_KS: Tuple[int, ...] = FLAT_KS + (20, 50)
 #: Word budgets at which recall is also read (a reader's context window, not a k): flat hybrid
 #: filled up to each budget from its top-50 list, and the default search given the budget where it
 #: takes one (``search(max_tokens=...)``).
-WORD_BUDGETS: Tuple[int, ...] = (500, 1000, 2000)
+WORD_BUDGETS: Tuple[int, ...] = (500, 1000, 1500, 2000)
 # How far flat's ranking is read when its top-50 list holds fewer words than a budget.
 _FLAT_BUDGET_DEPTH = 250
 DEFAULT_FUSION_SCHEDULE: Tuple[Tuple[float, float], ...] = ((0.2, 0.8), (0.5, 0.5), (0.8, 0.2), (1.0, 0.0))
