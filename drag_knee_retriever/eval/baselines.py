@@ -416,9 +416,18 @@ def search_takes(index: Any, option: str) -> bool:
 
     target = getattr(index, "_index", index)
     try:
-        return option in inspect.signature(target.search).parameters
+        parameters = inspect.signature(target.search).parameters
     except (TypeError, ValueError):
         return False
+    if option in parameters:
+        return True
+    # ``**options: Unpack[SearchOptions]`` (DragKneeIndex.search since its keywords are checked):
+    # the per-call settings are the TypedDict's keys.
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        from ..config import SearchOptions
+
+        return option in SearchOptions.__annotations__  # a TypedDict's annotations hold its bases' keys too
+    return False
 
 
 def drag_budget_methods(index: Any, leaf_tokens: LeafTokens, *, budgets: Sequence[int] = WORD_BUDGETS,
