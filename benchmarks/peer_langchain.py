@@ -3,6 +3,7 @@
     python benchmarks/peer_langchain.py [--docs text|le20] [--cache /work/cache/peer] [--limit-questions N]
         [--build leaves.passage_words=120,...] [--search focus.scores=rrf,...]
     python benchmarks/peer_langchain.py --dataset financebench --setting both [--ours-dir DIR] [--peer-dir DIR]
+        [--build-only] [--peer-ks 1,2,4,6,8,10,15,20] [--ours-collection eval_default]
 
 MMLongBench-Doc (single-document setting: every search filtered to the question's document) or
 FinanceBench (``--setting shared``: all 48 filings in one store, no filter; ``single``: the
@@ -25,9 +26,16 @@ words (whitespace words of the returned texts, chunk overlaps counted twice as a
 Printed per setting: both curves, our default's recall against the peer's interpolated at our mean
 words, the gain with a 95% paired bootstrap (questions resampled; the peer curve rebuilt on each
 sample), the right-document rate (a result in the question's document), recall within 500 / 1,000 /
-2,000 words (each list filled to the budget in rank order, as the eval's ``flat_hybrid_w*``), and
-latency per query including query encoding (interleaved question by question). ``--ours-dir`` /
-``--peer-dir`` keep both stores in folders and reuse them (a re-run then costs only the searches).
+1,500 / 2,000 words (each list filled to the budget in rank order, as the eval's ``flat_hybrid_w*``),
+and latency per query including query encoding (interleaved question by question). ``--ours-dir`` /
+``--peer-dir`` keep both stores in folders and reuse them (a re-run then costs only the searches); a
+peer build that stopped part-way is resumed (its points are upserted in chunk order, so the stored
+ones are the first chunks: checked by their texts, the rest added). ``--build-only`` builds both
+stores and stops (the peer first, so a run beside an eval of the same dataset on the same vector
+cache finds our passages cached). ``--ours-collection eval_default`` with ``--ours-dir`` on a copy of
+an eval's ``--index-dir`` build (``<index-dir>/<corpus>/default``) searches that index instead of
+building one. ``--peer-ks`` reads the peer at fewer k's: each k is one local-mode search, which
+on a store of tens of thousands of chunks costs seconds.
 
 Dense passage vectors (chunks and pages) are cached on disk in ``<cache>/emb`` (keyed by text
 SHA-1, one file per encoder fingerprint), so a re-run costs only BM25, upserts and search time.
@@ -209,7 +217,7 @@ def fill(items: Sequence[Tuple[int, Any]], budget: int) -> List[Tuple[int, Any]]
     return kept
 
 
-BUDGETS = (500, 1000, 2000)
+BUDGETS = (500, 1000, 1500, 2000)
 
 
 def load_questions(args: Any):
@@ -236,10 +244,17 @@ def open_peer(documents: Sequence[Any], encoder: Any, shared: "SharedQuery", fol
                                        for d in documents for i, text in enumerate(d.pages)])
     client = QdrantClient(path=folder)
     dense, sparse = make_peer_models(encoder, shared)
-    if client.collection_exists("peer") and client.count("peer").count == len(chunks):
+    stored = client.count("peer").count if client.collection_exists("peer") else 0
+    if stored and stored <= len(chunks) and _stored_texts(client) == sorted(c.page_content for c in chunks[:stored]):
+        # The whole store, or the first chunks of a build that stopped (points are upserted in
+        # chunk order, one after another): add what is missing and reuse the rest.
         store = QdrantVectorStore(client=client, collection_name="peer", embedding=dense, sparse_embedding=sparse,
                                   retrieval_mode=RetrievalMode.HYBRID, vector_name="dense", sparse_vector_name="sparse")
-        return store, len(chunks), 0.0
+        started = time.perf_counter()
+        if stored < len(chunks):
+            log.info("peer store: %d of %d chunks stored, adding the rest", stored, len(chunks))
+            _add_in_parts(store, chunks, stored)
+        return store, len(chunks), time.perf_counter() - started
     client.close()
     import shutil
 
@@ -247,6 +262,16 @@ def open_peer(documents: Sequence[Any], encoder: Any, shared: "SharedQuery", fol
     started = time.perf_counter()
     store, n, _ = _build_peer_in(QdrantClient(path=folder), chunks, encoder, shared)
     return store, n, time.perf_counter() - started
+
+
+def _stored_texts(client: Any) -> List[str]:
+    """The sorted texts of every point in the peer collection."""
+    texts, offset = [], None
+    while True:
+        points, offset = client.scroll("peer", limit=2048, offset=offset, with_payload=True, with_vectors=False)
+        texts += [p.payload.get("page_content", "") for p in points]
+        if offset is None:
+            return sorted(texts)
 
 
 def _build_peer_in(client: Any, chunks: Sequence[Any], encoder: Any, shared: "SharedQuery"):
@@ -261,8 +286,15 @@ def _build_peer_in(client: Any, chunks: Sequence[Any], encoder: Any, shared: "Sh
     )
     store = QdrantVectorStore(client=client, collection_name="peer", embedding=dense, sparse_embedding=sparse,
                               retrieval_mode=RetrievalMode.HYBRID, vector_name="dense", sparse_vector_name="sparse")
-    store.add_documents(list(chunks), batch_size=256)
+    _add_in_parts(store, chunks, 0)
     return store, len(chunks), 0.0
+
+
+def _add_in_parts(store: Any, chunks: Sequence[Any], start: int) -> None:
+    """``chunks[start:]`` added in order, in parts, so a long build shows where it is."""
+    for lo in range(start, len(chunks), 2048):
+        store.add_documents(list(chunks[lo:lo + 2048]), batch_size=256)
+        log.info("peer store: %d of %d chunks", min(lo + 2048, len(chunks)), len(chunks))
 
 
 def main() -> None:
@@ -276,6 +308,9 @@ def main() -> None:
                              "le20: the documents of <= 20 pages (23 docs, 93 q)")
     parser.add_argument("--cache", default="/work/cache/peer", help="folder for the passage-vector cache (emb/)")
     parser.add_argument("--ours-dir", help="keep our index in this folder and reuse it")
+    parser.add_argument("--ours-collection", default="peer_ours",
+                        help="our index's collection in --ours-dir (eval_default reopens a copy of the eval's "
+                             "--index-dir build, <index-dir>/<corpus>/default: unchanged documents are skipped)")
     parser.add_argument("--peer-dir", help="keep the peer's langchain-qdrant store in this folder and reuse it")
     parser.add_argument("--limit-questions", type=int)
     parser.add_argument("--limit-docs", type=int, help="the first N documents only (a smoke test)")
@@ -284,6 +319,10 @@ def main() -> None:
     parser.add_argument("--build", help="our BuildConfig as key=value,... (e.g. leaves.passage_words=120)")
     parser.add_argument("--search", help="our SearchConfig as key=value,... (e.g. focus.scores=rrf)")
     parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--build-only", action="store_true",
+                        help="build (or check) both stores in --ours-dir / --peer-dir and stop; a later run reuses them")
+    parser.add_argument("--peer-ks", help="the peer's k's, e.g. 1,2,4,6,8,10,15,20 (default 1..20): each k is one "
+                                         "local-mode search, the cost of a large store")
     parser.add_argument("--json", help="write the aggregate figures to this file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -296,6 +335,10 @@ def main() -> None:
         sys.path.insert(0, str(REPO))  # benchmarks.datasets
     from drag_knee_retriever.eval.encoding import CachingEncoder
 
+    peer_ks = sorted({int(k) for k in args.peer_ks.split(",")}) if args.peer_ks else KS
+    if not {4, 10, max(KS)} <= set(peer_ks):
+        raise SystemExit(f"--peer-ks {args.peer_ks}: give at least 4, 10 and {max(KS)} (LangChain's default, the "
+                         "latency row and the budget fill)")
     setting = args.setting or ("both" if args.dataset == "financebench" else "single")
     settings = ["shared", "single"] if setting == "both" else [setting]
     ds = load_questions(args)
@@ -307,21 +350,28 @@ def main() -> None:
     encoder = CachingEncoder(Encoder(EmbeddingConfig(runtime=EncoderRuntime(threads=args.threads))), Path(args.cache) / "emb")
     shared = SharedQuery(encoder)
 
+    # The peer first: a run beside an eval of the same dataset (on the same vector cache) then
+    # finds our passages' vectors cached by the time our index is built.
+    peer, n_chunks, peer_build_s = open_peer(ds.documents, encoder, shared, args.peer_dir)
+    encoder.save()
+    print(f"peer: {n_chunks} chunks in langchain-qdrant (local mode), built in {peer_build_s:.0f}s; "
+          f"vector cache hits {encoder.hits}, misses {encoder.misses}", flush=True)
+    encoder = CachingEncoder(encoder._inner, Path(args.cache) / "emb")  # what other runs saved meanwhile
     started = time.perf_counter()
     build, search = parse_config(BuildConfig, args.build), parse_config(SearchConfig, args.search)
     ours = DragKneeIndex(args.ours_dir or ":memory:", embedding=encoder, build=build, search=search,
-                         store=StoreConfig(collection="peer_ours", engine=args.engine))
+                         store=StoreConfig(collection=args.ours_collection, engine=args.engine))
     ours.add_documents(ds.documents)
     ours_build_s = time.perf_counter() - started
     encoder.save()
     stats = ours.stats()
     print(f"ours: {stats['nodes']} nodes ({stats['leaves']} leaves), engine {stats['engine']}, "
           f"built in {ours_build_s:.0f}s; method {ours.search_config.method!r}; --build {args.build or '(default)'}; "
-          f"--search {args.search or '(default)'}")
-    peer, n_chunks, peer_build_s = open_peer(ds.documents, encoder, shared, args.peer_dir)
-    encoder.save()
-    print(f"peer: {n_chunks} chunks in langchain-qdrant (local mode), built in {peer_build_s:.0f}s; "
-          f"vector cache hits {encoder.hits}, misses {encoder.misses}")
+          f"--search {args.search or '(default)'}; vector cache hits {encoder.hits}, misses {encoder.misses}",
+          flush=True)
+    if args.build_only:
+        ours.close()
+        return
 
     out: Dict[str, Any] = {"dataset": ds.name, "docs": args.docs, "documents": len(ds.documents), "pages": total_pages,
                            "questions": len(questions), "peer_chunks": n_chunks, "ours_nodes": stats["nodes"],
@@ -329,14 +379,15 @@ def main() -> None:
                            "build": args.build, "search": args.search,
                            "build_s": {"ours": ours_build_s, "peer": peer_build_s}, "settings": {}}
     for name in settings:
-        out["settings"][name] = run_setting(name, ours, peer, encoder, shared, questions, gold_pages, args.resamples)
+        out["settings"][name] = run_setting(name, ours, peer, encoder, shared, questions, gold_pages, args.resamples,
+                                            peer_ks)
     ours.close()
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
 
 
 def run_setting(setting: str, ours: Any, peer: Any, encoder: Any, shared: "SharedQuery", questions: Sequence[Any],
-                gold_pages: Sequence[set], resamples: int) -> Dict[str, Any]:
+                gold_pages: Sequence[set], resamples: int, peer_ks: Sequence[int] = KS) -> Dict[str, Any]:
     """Every question in one setting: our default, our flat sweep and the peer's (figures and a printout)."""
     def scope(q: Any) -> Dict[str, Any]:
         return {"filters": {"doc_id": q.metadata["doc_id"]}} if setting == "single" else {}
@@ -348,7 +399,7 @@ def run_setting(setting: str, ours: Any, peer: Any, encoder: Any, shared: "Share
         ours.search(q.text, **scope(q))
         peer.similarity_search_with_score(q.text, k=4, **peer_scope(q))
 
-    names = ["ours_default", *[f"flat_k{k}" for k in KS], *[f"peer_k{k}" for k in KS],
+    names = ["ours_default", *[f"flat_k{k}" for k in KS], *[f"peer_k{k}" for k in peer_ks],
              *[f"{who}_w{b}" for who in ("flat", "peer") for b in BUDGETS]]
     rows: Dict[str, Any] = {n: [] for n in names}
     right: Dict[str, List[float]] = {"ours_default": [], "flat_k5": [], "flat_k10": [], "peer_k4": [], "peer_k10": []}
@@ -375,7 +426,7 @@ def run_setting(setting: str, ours: Any, peer: Any, encoder: Any, shared: "Share
         t = time.perf_counter()
         ours.flat_search(q.text, k=10, **scope(q))
         latency["flat_k10"].append((time.perf_counter() - t) * 1e3)
-        for k in KS:
+        for k in peer_ks:
             shared._text = None  # every peer search encodes its query, as LangChain does
             t = time.perf_counter()
             docs = peer.similarity_search_with_score(q.text, k=k, **peer_scope(q))
@@ -399,11 +450,11 @@ def run_setting(setting: str, ours: Any, peer: Any, encoder: Any, shared: "Share
 
     print(f"\n== {setting} ==\n{'k':>3} {'peer words':>10} {'peer recall':>11} {'flat words':>10} {'flat recall':>11}")
     for k in KS:
-        pw, pr = mean(f"peer_k{k}")
+        pw, pr = mean(f"peer_k{k}") if k in peer_ks else (float("nan"), float("nan"))
         fw, fr = mean(f"flat_k{k}")
         print(f"{k:>3} {pw:>10.0f} {pr:>11.3f} {fw:>10.0f} {fr:>11.3f}")
     ow, orc = mean("ours_default")
-    peer_curve = {k: rows[f"peer_k{k}"] for k in KS}
+    peer_curve = {k: rows[f"peer_k{k}"] for k in peer_ks}
     flat_curve = {k: rows[f"flat_k{k}"] for k in KS}
     g_peer, at_peer, lo_peer, hi_peer = bootstrap_gain(rows["ours_default"], peer_curve, resamples)
     g_flat, at_flat, lo_flat, hi_flat = bootstrap_gain(rows["ours_default"], flat_curve, resamples)

@@ -33,7 +33,7 @@ CURVE_KS: Tuple[int, ...] = FLAT_KS + (20, 50)
 #: Word budgets at which recall is also read (a reader's context window, not a k): flat hybrid
 #: filled up to each budget from its top-50 list, and the default search given the budget where it
 #: takes one (``search(max_tokens=...)``).
-WORD_BUDGETS: Tuple[int, ...] = (500, 1000, 2000)
+WORD_BUDGETS: Tuple[int, ...] = (500, 1000, 1500, 2000)
 # How far flat's ranking is read when its top-50 list holds fewer words than a budget.
 _FLAT_BUDGET_DEPTH = 250
 DEFAULT_FUSION_SCHEDULE: Tuple[Tuple[float, float], ...] = ((0.2, 0.8), (0.5, 0.5), (0.8, 0.2), (1.0, 0.0))
@@ -416,9 +416,18 @@ def search_takes(index: Any, option: str) -> bool:
 
     target = getattr(index, "_index", index)
     try:
-        return option in inspect.signature(target.search).parameters
+        parameters = inspect.signature(target.search).parameters
     except (TypeError, ValueError):
         return False
+    if option in parameters:
+        return True
+    # ``**options: Unpack[SearchOptions]`` (DragKneeIndex.search since its keywords are checked):
+    # the per-call settings are the TypedDict's keys.
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        from ..config import SearchOptions
+
+        return option in SearchOptions.__annotations__  # a TypedDict's annotations hold its bases' keys too
+    return False
 
 
 def drag_budget_methods(index: Any, leaf_tokens: LeafTokens, *, budgets: Sequence[int] = WORD_BUDGETS,

@@ -67,6 +67,6 @@ def test_shared_store_flag_index_folder_reuse_and_word_budgets(tmp_path, model_p
     assert second["summary"]["drag_knee"] == {**first["summary"]["drag_knee"],
                                               "latency_ms": second["summary"]["drag_knee"]["latency_ms"]}
     budgets = first["headline"]["word_budgets"]
-    assert set(budgets) == {"500", "1000", "2000"}
+    assert set(budgets) == {"500", "1000", "1500", "2000"}
     assert budgets["500"]["flat_hybrid_w500"]["tokens"] <= 500
     assert first["summary"]["flat_hybrid_w1000"]["right_document"] == 1.0

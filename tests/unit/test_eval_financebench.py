@@ -95,3 +95,16 @@ def test_search_variants_name_a_default_search_with_other_settings():
         parse_search_variant("identity_wieght=1")
     with pytest.raises(EvalSetupError, match="identity_weight"):
         parse_search_variant("identity_weight=-1")
+
+
+def test_budget_rows_are_made_for_the_index_whose_search_takes_options_as_keywords():
+    """DragKneeIndex.search takes its per-call settings as ``**options: Unpack[SearchOptions]``:
+    the eval still sees ``max_tokens`` there and makes the ``drag_knee_wB`` rows."""
+    from drag_knee_retriever import DragKneeIndex
+    from drag_knee_retriever.eval.baselines import WORD_BUDGETS, drag_budget_methods, search_takes
+
+    assert search_takes(DragKneeIndex, "max_tokens")
+    assert not search_takes(DragKneeIndex, "no_such_option")
+    assert 1500 in WORD_BUDGETS
+    names = [m.name for m in drag_budget_methods(DragKneeIndex, {}, budgets=WORD_BUDGETS)]
+    assert names == [f"drag_knee_w{b}" for b in WORD_BUDGETS]
