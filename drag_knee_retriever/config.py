@@ -259,7 +259,7 @@ class SearchConfig(Settings):
             "weight, and the roots of named documents join the roots ranking. focus.identity_weight passes the "
             "match on to the leaves. 0: off.")
     identity_coverage: str = setting(
-        "terms", kind="choice", choices=("terms", "fields"),
+        "terms", kind="choice", choices=("terms", "fields", "two_fields"),
         doc="How a document's identity match is weighed: 'terms', by the query's identity terms alone (their "
             "rarity among the documents' identities); 'fields', also by how many distinct fields of the identity "
             "the query names (a metadata value, a part of a file name such as PEPSICO_2022_10K's PEPSICO / 2022 / "
@@ -267,7 +267,9 @@ class SearchConfig(Settings):
             "than two fields it shares with other documents (a company its other filings hold, a year, a kind "
             "of report), such as a title that is an article's or a paper's name: the identity then counts where "
             "many similar documents differ in a few short fields and names no document of a collection of "
-            "named articles (identity.IdentityIndex.coverage; benchmarks/RESULTS.md, 'filings').")
+            "named articles; 'two_fields', as 'fields' but one field alone counts nothing (a word such as 'paper' "
+            "or 'report' that names a kind of document, or a topic, names a family, not a document): only whose "
+            "and which name one (identity.IdentityIndex.coverage; benchmarks/RESULTS.md, 'filings', 'filings5').")
     identity_keys: Optional[Tuple[str, ...]] = setting(
         None, kind="names", optional=True,
         doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "
