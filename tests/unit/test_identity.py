@@ -253,8 +253,12 @@ def _walk(store, config, query="Acme FY2023 capital expenditure", max_roots=None
     return walk(ranker, config, (), trace, identity), trace, ranker
 
 
+# The identity switched off (the default before "filings5"): both weights 0.
+OFF = dict(identity_weight=0.0, focus=FocusConfig(identity_weight=0.0))
+
+
 def test_without_identity_the_text_ranking_decides(store):
-    hits, trace, ranker = _walk(store, SearchConfig(max_roots=1))
+    hits, trace, ranker = _walk(store, SearchConfig(max_roots=1, **OFF))
     assert hits[0].node.doc_id == "GLOBEX_2023_10K"
     assert [c.doc_id for c in trace.steps[0].candidates] == ["GLOBEX_2023_10K"]
     assert [r.level for r in ranker.requests].count(0) == 1
@@ -279,7 +283,7 @@ def test_named_roots_join_the_roots_ranking_in_the_same_round_trip_and_win(store
 
 
 def test_a_query_naming_no_document_walks_exactly_as_without_identity(store):
-    plain, _, _ = _walk(store, SearchConfig(max_roots=2), query="capital expenditure")
+    plain, _, _ = _walk(store, SearchConfig(max_roots=2, **OFF), query="capital expenditure")
     named, _, ranker = _walk(store, SearchConfig(max_roots=2, identity_weight=2.0, focus=FocusConfig(identity_weight=1.0)),
                              query="capital expenditure")
     assert [(h.node.id, h.score) for h in named] == [(h.node.id, h.score) for h in plain]
