@@ -8,7 +8,7 @@ Per dataset: the documents' identity fields and how many of them are shared with
 (``IdentityIndex.fields`` / ``facets``), then per coverage the share of questions naming at least one
 document and the share whose best-named document holds their gold evidence. A question that names
 no document is searched exactly as with the identity off (the walk and the focus see no match), so
-where ``fields`` names none the search is unchanged by construction.
+where ``fields`` (or ``two_fields``) names none the search is unchanged by construction.
 """
 
 from __future__ import annotations

@@ -158,10 +158,12 @@ class FocusConfig(Settings):
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
     # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(
-        0.0, kind=float, low=0.0,
+        4.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
             "match (the title or file name and the metadata that names it, against the query's words: "
-            "drag_knee_retriever.identity): a leaf inherits its document's match. 0: off.")
+            "drag_knee_retriever.identity): a leaf inherits its document's match. Counts only where the query "
+            "names a document (SearchConfig.identity_coverage) and among leaves of several documents. 0: off "
+            "(the default before 'filings5').")
     root_weight: float = setting(
         0.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score of its document root's score in the walk's "
@@ -252,14 +254,15 @@ class SearchConfig(Settings):
             "search). The trace always has the fused scores, the knee and every decision.")
     # The document's identity as evidence and a word budget (issue 24).
     identity_weight: float = setting(
-        0.0, kind=float, low=0.0,
+        2.0, kind=float, low=0.0,
         doc="How much a document's identity (its title or file name and the metadata that names it, matched "
             "against the query's words: drag_knee_retriever.identity) adds to its root's fused score; a "
             "document the query names fully (a name only it holds, or its company and year) adds the full "
             "weight, and the roots of named documents join the roots ranking. focus.identity_weight passes the "
-            "match on to the leaves. 0: off.")
+            "match on to the leaves. 0 (with focus.identity_weight=0): off, the default before 'filings5' "
+            "(benchmarks/RESULTS.md).")
     identity_coverage: str = setting(
-        "terms", kind="choice", choices=("terms", "fields"),
+        "two_fields", kind="choice", choices=("terms", "fields", "two_fields"),
         doc="How a document's identity match is weighed: 'terms', by the query's identity terms alone (their "
             "rarity among the documents' identities); 'fields', also by how many distinct fields of the identity "
             "the query names (a metadata value, a part of a file name such as PEPSICO_2022_10K's PEPSICO / 2022 / "
@@ -267,7 +270,9 @@ class SearchConfig(Settings):
             "than two fields it shares with other documents (a company its other filings hold, a year, a kind "
             "of report), such as a title that is an article's or a paper's name: the identity then counts where "
             "many similar documents differ in a few short fields and names no document of a collection of "
-            "named articles (identity.IdentityIndex.coverage; benchmarks/RESULTS.md, 'filings').")
+            "named articles; 'two_fields', as 'fields' but one field alone counts nothing (a word such as 'paper' "
+            "or 'report' that names a kind of document, or a topic, names a family, not a document): only whose "
+            "and which name one (identity.IdentityIndex.coverage; benchmarks/RESULTS.md, 'filings', 'filings5').")
     identity_keys: Optional[Tuple[str, ...]] = setting(
         None, kind="names", optional=True,
         doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "

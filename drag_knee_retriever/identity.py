@@ -28,6 +28,9 @@ term merged): the fields the query names over two, capped at 1, and nothing for 
 fewer than two fields shared with other documents (:meth:`IdentityIndex.facets`). That is the
 shape the identity is for, many similar documents that differ in a few short fields (whose, which
 period, which kind), and it leaves out collections whose documents are each known by a name.
+``"two_fields"`` counts a match only where the query names at least two fields (whose *and* which):
+a question's "this paper" or "the report" names a metadata ``doc_type`` every paper or report
+holds, and a topic word names every report on it; one field names a family, not a document.
 
 Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
 martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), stop words and one-letter pieces
@@ -49,8 +52,9 @@ __all__ = ["IDENTITY_COVERAGES", "IdentityIndex", "IdentityMatch", "document_ide
 
 #: How a document's match is weighed (``SearchConfig.identity_coverage``): ``"terms"``, by the
 #: query's terms alone; ``"fields"``, also by how many distinct fields of the identity they name
-#: (see :meth:`IdentityIndex.match`).
-IDENTITY_COVERAGES: Tuple[str, ...] = ("terms", "fields")
+#: (one counts half); ``"two_fields"``, only where they name at least two (see
+#: :meth:`IdentityIndex.coverage`).
+IDENTITY_COVERAGES: Tuple[str, ...] = ("terms", "fields", "two_fields")
 
 #: Metadata keys that carry a document's title or file name (the loaders', LangChain's and
 #: LlamaIndex's spellings); a path-like value counts by its file name, without folder or suffix.
@@ -202,6 +206,15 @@ def identity_parts(doc_id: str, metadata: Mapping[str, Any], keys: Optional[Sequ
     return list(dict.fromkeys(parts))
 
 
+def _part_terms(part: str) -> FrozenSet[str]:
+    """A part's terms, plus its terms joined when it has several (``Coca-Cola`` -> ``coca``,
+    ``cola``, ``cocacola``): so the file name's ``COCACOLA`` and the ``company`` value ``Coca-Cola``
+    merge into one field (:meth:`IdentityIndex.fields`), one name written two ways. The joined
+    term only merges parts; a document's match is scored on its identity terms alone."""
+    terms = identity_terms(part)
+    return frozenset(terms) | ({"".join(terms)} if len(terms) > 1 else frozenset())
+
+
 def identity_keys(metadata: Mapping[str, Any]) -> List[str]:
     """The metadata keys :func:`document_identity` reads by default (title keys aside)."""
     return [k for k in metadata if isinstance(k, str) and k not in TITLE_KEYS and k.lower() not in NOT_IDENTITY_KEYS
@@ -272,7 +285,7 @@ class IdentityIndex:
         self.remove(doc_id)
         terms = frozenset(identity_terms(document_identity(doc_id, metadata, self.keys)))
         self._terms[doc_id], self._roots[doc_id], self._hashes[doc_id] = terms, root_id, doc_hash
-        parts = (frozenset(identity_terms(p)) for p in identity_parts(doc_id, metadata, self.keys))
+        parts = (_part_terms(p) for p in identity_parts(doc_id, metadata, self.keys))
         self._parts[doc_id] = tuple(p for p in parts if p)
         self._shapes.clear()
         for term in terms:
@@ -310,7 +323,8 @@ class IdentityIndex:
     def fields(self, doc_id: str) -> List[FrozenSet[str]]:
         """A document's identity fields: its parts (:func:`identity_parts`) as terms, without the
         terms every document holds (they tell nothing apart), parts sharing a term merged (the
-        file name's ``PEPSICO`` and the ``company`` value ``PepsiCo`` are one field)."""
+        file name's ``PEPSICO`` and the ``company`` value ``PepsiCo`` are one field; a part's terms
+        joined count for the merge, so ``COCACOLA`` and ``Coca-Cola`` are one field too)."""
         return list(self._shape(doc_id)[0])
 
     def facets(self, doc_id: str) -> int:
@@ -338,7 +352,7 @@ class IdentityIndex:
             shape = self._shapes[doc_id] = (fields, shared)
         return shape
 
-    def coverage(self, doc_id: str, query: "str | FrozenSet[str]") -> float:
+    def coverage(self, doc_id: str, query: "str | FrozenSet[str]", least: int = 1) -> float:
         """How much of a document's identity a query names, by distinct fields
         (``identity_coverage="fields"``): 0.0 for a document with fewer than two shared fields
         (:meth:`facets`; a title that is an article's or a paper's name shares no field with the
@@ -346,12 +360,17 @@ class IdentityIndex:
         words that match it are the topic, not the document), else the fields holding a query
         term over two, capped at 1.0: whose *and* which (a company and a period, a product and a
         version) name a document among its similar siblings; one of them names a family of
-        documents, and counts half."""
+        documents, and counts half. ``least=2`` (``identity_coverage="two_fields"``): one field
+        alone counts nothing (a word such as "paper" or "report" that a kind of document holds,
+        or a topic, names a family; only whose *and* which name a document)."""
         terms = query_terms(query) if isinstance(query, str) else query
         fields, shared = self._shape(doc_id)
         if shared < 2:
             return 0.0
-        return min(1.0, sum(1 for f in fields if f & terms) / 2.0)
+        named = sum(1 for f in fields if f & terms)
+        if named < least:
+            return 0.0
+        return min(1.0, named / 2.0)
 
     def match(self, query: str, limit: Optional[int] = None, coverage: str = "terms") -> IdentityMatch:
         """The documents ``query`` names: the summed IDF of the identity terms each shares with it,
@@ -379,8 +398,9 @@ class IdentityIndex:
             return NO_MATCH
         unique = math.log(len(self._terms))
         scores = {d: min(1.0, total / unique) for d, total in totals.items()}
-        if coverage == "fields":
-            scores = {d: score * self.coverage(d, asked) for d, score in scores.items()}
+        if coverage != "terms":
+            least = 2 if coverage == "two_fields" else 1
+            scores = {d: score * self.coverage(d, asked, least) for d, score in scores.items()}
             scores = {d: score for d, score in scores.items() if score > 0}
             if not scores:
                 return NO_MATCH

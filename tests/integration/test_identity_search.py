@@ -25,7 +25,9 @@ INCOME = ("CONSOLIDATED STATEMENTS OF INCOME\nNet operating revenues {a}\nCost o
 RISKS = "Item 1A. Risk Factors\nOur business depends on consumer demand, weather and the prices of commodities."
 FILINGS = [("ACME_2022_10K", "Acme", 2022), ("ACME_2023_10K", "Acme", 2023), ("GLOBEX_2023_10K", "Globex", 2023),
            ("INITECH_2023_10K", "Initech", 2023), ("GLOBEX_2022_10K", "Globex", 2022)]
-IDENTITY = SearchConfig(identity_weight=1.0, focus=FocusConfig(identity_weight=1.0))
+IDENTITY = SearchConfig(identity_weight=1.0, identity_coverage="terms", focus=FocusConfig(identity_weight=1.0))
+# The identity switched off: the default before "filings5" (both weights 0).
+OFF = SearchConfig(identity_weight=0.0, focus=FocusConfig(identity_weight=0.0))
 QUESTION = "What were Acme's purchases of property, plant and equipment in FY2023?"
 
 
@@ -45,7 +47,7 @@ def index(request, make_index):
 
 
 def test_identity_routes_a_question_to_the_filing_it_names(index):
-    plain = index.search(QUESTION, config=SearchConfig())
+    plain = index.search(QUESTION, config=OFF)
     named = index.search(QUESTION)
     assert named.nodes and {n.node.doc_id for n in named.nodes} == {"ACME_2023_10K"}
     assert named.nodes[0].node.span.first_page == 3  # the cash-flow statement
@@ -60,7 +62,7 @@ def test_identity_routes_a_question_to_the_filing_it_names(index):
 def test_a_question_naming_no_filing_is_unchanged(index):
     question = "purchases of property, plant and equipment"
     assert ([(n.node.id, n.score) for n in index.search(question).nodes]
-            == [(n.node.id, n.score) for n in index.search(question, config=SearchConfig()).nodes])
+            == [(n.node.id, n.score) for n in index.search(question, config=OFF).nodes])
 
 
 def test_both_adapters_route_the_same_way(index):
@@ -224,9 +226,50 @@ def test_fields_coverage_leaves_a_collection_of_named_articles_as_the_text_ranks
     index = make_index(collection="articles_fields")
     index.add_documents([Document(id=t, pages=p, metadata={"title": t, "dataset": "wiki"}) for t, p in ARTICLES.items()])
     question = "Were Scott Derrickson and Ed Wood of the same nationality?"
-    off = index.search(question, config=SearchConfig())
+    off = index.search(question, config=OFF)
     fields = index.search(question, config=FIELDS)
     assert [(n.node.id, n.score) for n in fields.nodes] == [(n.node.id, n.score) for n in off.nodes]
     assert all(c.identity_score is None for s in fields.trace.steps for c in s.candidates)
     terms = index.search(question, config=IDENTITY)
     assert any(c.identity_score for c in terms.trace.steps[0].candidates)  # the names do match by terms
+
+
+TWO_FIELDS = SearchConfig(identity_weight=2.0, identity_coverage="two_fields", focus=FocusConfig(identity_weight=4.0))
+# Reports of one publisher whose file names say publisher, date and topic, and whose metadata says
+# the kind of document: a question's "report" names the kind, a field half of them hold.
+REPORTS = {"PG_2020.03.09_US-Germany_FINAL": ["Americans and Germans differ on defence spending and on Russia.",
+                                              "Among internet users, most adults in both countries read news online."],
+           "PG_2021.03.04_US-Views-on-China_FINAL": ["Most Americans see China as a competitor.",
+                                                     "Adults who use the internet daily read more about China."],
+           "PP_2019.01.17_Trump-economy_FINAL2": ["Views of the national economy are split by party.",
+                                                  "Adults rate jobs as plentiful in their area."],
+           "PP_2020.08.06_COVID-19-Restrictions_FINAL-1": ["Most adults say restrictions were lifted too quickly."]}
+
+
+def test_two_fields_coverage_needs_whose_and_which(make_index):
+    """identity_coverage='two_fields' (the default): one field named (the kind of document a question calls "the
+    report") counts nothing, so the search is the text's alone where 'fields' lets it reorder the
+    reports; two fields (company and year) route the filing as 'fields' does."""
+    index = make_index(collection="reports_two_fields")
+    index.add_documents([Document(id=t, pages=p, metadata={
+        "title": f"{t}.pdf", "doc_type": "Research report" if t.startswith("PG") else "Fact sheet"})
+        for t, p in REPORTS.items()])
+    question = "According to the report, how many adults use the internet daily?"
+    off = index.search(question, config=OFF)
+    two = index.search(question, config=TWO_FIELDS)
+    assert [(n.node.id, n.score) for n in two.nodes] == [(n.node.id, n.score) for n in off.nodes]
+    assert all(c.identity_score is None for s in two.trace.steps for c in s.candidates)
+    fields = index.search(question, config=SearchConfig(identity_weight=2.0, identity_coverage="fields",
+                                                        focus=FocusConfig(identity_weight=4.0)))
+    assert any(c.identity_score for c in fields.trace.steps[0].candidates)  # "report" names them under 'fields'
+
+    # the default search (SearchConfig() is TWO_FIELDS since "filings5")
+    assert SearchConfig() == TWO_FIELDS
+    filings_index = make_index(collection="filings_two_fields")
+    filings_index.add_documents(filings())
+    result = filings_index.search(QUESTION)
+    assert {n.node.doc_id for n in result.nodes} == {"ACME_2023_10K"}
+    assert result.trace.steps[0].candidates[0].identity_score == pytest.approx(0.886717, abs=1e-6)
+    # Acme without a year is one field: nothing is named, the search is the text's
+    no_year = "What were Acme's purchases of property, plant and equipment?"
+    assert all(c.identity_score is None for c in filings_index.search(no_year).trace.steps[0].candidates)

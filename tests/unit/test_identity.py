@@ -154,6 +154,48 @@ def test_fields_coverage_names_a_filing_by_whose_and_which_and_never_an_article_
         filings.match("Acme", coverage="words")
 
 
+def test_a_name_written_as_one_word_and_as_two_is_one_field():
+    index = _index({"COCACOLA_2017_10K": {"company": "Coca-Cola", "doc_period": 2017, "doc_type": "10k"},
+                    "COCACOLA_2018_10K": {"company": "Coca-Cola", "doc_period": 2018, "doc_type": "10k"},
+                    "PEPSICO_2017_10K": {"company": "PepsiCo", "doc_period": 2017, "doc_type": "10k"}})
+    assert sorted(map(sorted, index.fields("COCACOLA_2017_10K"))) == [["2017"], ["coca", "cocacola", "cola"]]
+    # the company alone is one field named, however it is written
+    assert index.coverage("COCACOLA_2017_10K", "Coca Cola revenue") == 0.5
+    assert index.coverage("COCACOLA_2017_10K", "CocaCola revenue") == 0.5
+    assert index.coverage("COCACOLA_2017_10K", "Coca Cola revenue in 2017") == 1.0
+
+
+def test_two_fields_coverage_names_a_document_only_by_whose_and_which():
+    filings = _index({**FILINGS, "GLOBEX_2022_10K": {"company": "Globex", "doc_period": 2022, "doc_type": "10k"}})
+    query = "What was Acme's FY2023 capital expenditure?"
+    fields, two = filings.match(query, coverage="fields"), filings.match(query, coverage="two_fields")
+    # whose and which: the filing counts as fully as under "fields"
+    assert list(two.scores) == ["ACME_2023_10K"]
+    assert two.scores["ACME_2023_10K"] == pytest.approx(fields.scores["ACME_2023_10K"])
+    # one field alone (Acme's other year, Globex's same year) counts half under "fields", nothing here
+    assert fields.scores["ACME_2022_10K"] > 0 and fields.scores["GLOBEX_2023_10K"] > 0
+    assert filings.coverage("ACME_2022_10K", query, least=2) == 0.0
+    assert not filings.match("What was Acme's capital expenditure?", coverage="two_fields")
+    assert filings.match("What was Acme's capital expenditure?", coverage="fields")
+    # A kind of document or a topic that a question's words hold is one field: it names a family,
+    # never a document (a folder of reports and papers whose type is a metadata value).
+    reports = _index({
+        "PG_2020.03.09_US-Germany_FINAL": {"doc_type": "Research report"},
+        "PG_2021.03.04_US-Views-on-China_FINAL": {"doc_type": "Research report"},
+        "PP_2019.01.17_Trump-economy_FINAL2": {"doc_type": "Research report"},
+        "2310.05634v2": {"doc_type": "Academic paper"},
+        "2310.07609v1": {"doc_type": "Academic paper"},
+    })
+    for query in ("What does this paper propose?", "According to the report, how many adults use the internet?"):
+        assert reports.match(query, coverage="fields")
+        assert not reports.match(query, coverage="two_fields")
+    assert list(reports.match("The 2021 report on views of China", coverage="two_fields").scores)[0] == \
+        "PG_2021.03.04_US-Views-on-China_FINAL"
+    # named articles: never, as under "fields"
+    articles = _index(NAMED_ARTICLES)
+    assert not articles.match("Were Scott Derrickson and Ed Wood of the same nationality?", coverage="two_fields")
+
+
 @pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_weight", float("nan")),
                                           ("identity_weight", True), ("identity_keys", (1,)),
                                           ("identity_coverage", "words")])
@@ -211,8 +253,12 @@ def _walk(store, config, query="Acme FY2023 capital expenditure", max_roots=None
     return walk(ranker, config, (), trace, identity), trace, ranker
 
 
+# The identity switched off (the default before "filings5"): both weights 0.
+OFF = dict(identity_weight=0.0, focus=FocusConfig(identity_weight=0.0))
+
+
 def test_without_identity_the_text_ranking_decides(store):
-    hits, trace, ranker = _walk(store, SearchConfig(max_roots=1))
+    hits, trace, ranker = _walk(store, SearchConfig(max_roots=1, **OFF))
     assert hits[0].node.doc_id == "GLOBEX_2023_10K"
     assert [c.doc_id for c in trace.steps[0].candidates] == ["GLOBEX_2023_10K"]
     assert [r.level for r in ranker.requests].count(0) == 1
@@ -237,7 +283,7 @@ def test_named_roots_join_the_roots_ranking_in_the_same_round_trip_and_win(store
 
 
 def test_a_query_naming_no_document_walks_exactly_as_without_identity(store):
-    plain, _, _ = _walk(store, SearchConfig(max_roots=2), query="capital expenditure")
+    plain, _, _ = _walk(store, SearchConfig(max_roots=2, **OFF), query="capital expenditure")
     named, _, ranker = _walk(store, SearchConfig(max_roots=2, identity_weight=2.0, focus=FocusConfig(identity_weight=1.0)),
                              query="capital expenditure")
     assert [(h.node.id, h.score) for h in named] == [(h.node.id, h.score) for h in plain]
