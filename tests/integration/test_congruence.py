@@ -45,6 +45,7 @@ def pair(make_index, covid_corpus, replay):
     local = make_index(collection="congruence_local", engine="local", encoder=replay, search=RRF_FOCUS)
     for index in (edge, local):
         index.add_documents(docs)
+        index.search("warm-up")  # the first search reads the roots' identities once (one more store request)
     assert isinstance(edge.store, EdgeStore) and isinstance(local.store, QdrantClientStore)
     return edge, local
 
@@ -318,6 +319,7 @@ def memory(make_index, covid_corpus, replay):
     index = make_index(collection="congruence_memory", store=MemoryStore("congruence_memory"), encoder=replay,
                        search=RRF_FOCUS)
     index.add_documents(docs)
+    index.search("warm-up")  # the first search reads the roots' identities once (one more store request)
     return index
 
 

@@ -230,6 +230,7 @@ async def test_asearch_uses_the_store_async_client(make_index, covid_corpus):
     index = make_index(collection="async_path", engine="local")
     index.add_documents(docs[:1])
     assert isinstance(index.store, QdrantClientStore)
+    index.search("warm-up")  # the first search reads the roots' identities once (one more store request)
     index.store.async_client = AwaitableClient(index.store.client)
     for method in METHODS:
         knobs = {"sensitivity": 0.5} if method in ("sensitive_knee", "branch") else {}
