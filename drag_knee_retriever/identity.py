@@ -55,6 +55,8 @@ __all__ = ["IDENTITY_COVERAGES", "IdentityIndex", "IdentityMatch", "document_ide
 #: (one counts half); ``"two_fields"``, only where they name at least two (see
 #: :meth:`IdentityIndex.coverage`).
 IDENTITY_COVERAGES: Tuple[str, ...] = ("terms", "fields", "two_fields")
+# The fields a query must name of a document for each coverage by fields (IdentityIndex.coverage's ``least``).
+_LEAST_FIELDS = {"fields": 1, "two_fields": 2}
 
 #: Metadata keys that carry a document's title or file name (the loaders', LangChain's and
 #: LlamaIndex's spellings); a path-like value counts by its file name, without folder or suffix.
@@ -377,8 +379,9 @@ class IdentityIndex:
         over the IDF of a term only one document holds (``ln N``), capped at 1.0. So a name only
         one document has (or a company and a year together) counts fully, a word many documents'
         titles share ("report") barely; ``limit`` keeps the best that many. An index of fewer than
-        two documents names none (there is nothing to choose between). ``coverage="fields"``
-        multiplies each score by :meth:`coverage` (documents it brings to 0 are not named)."""
+        two documents names none (there is nothing to choose between). ``coverage="fields"`` or
+        ``"two_fields"`` multiplies each score by :meth:`coverage` with the fields that coverage asks
+        for at least (documents it brings to 0 are not named)."""
         if coverage not in IDENTITY_COVERAGES:
             raise ValueError(f"coverage must be one of {IDENTITY_COVERAGES}, not {coverage!r}")
         if len(self._terms) < 2:
@@ -399,7 +402,7 @@ class IdentityIndex:
         unique = math.log(len(self._terms))
         scores = {d: min(1.0, total / unique) for d, total in totals.items()}
         if coverage != "terms":
-            least = 2 if coverage == "two_fields" else 1
+            least = _LEAST_FIELDS[coverage]
             scores = {d: score * self.coverage(d, asked, least) for d, score in scores.items()}
             scores = {d: score for d, score in scores.items() if score > 0}
             if not scores:

@@ -422,11 +422,11 @@ def search_takes(index: Any, option: str) -> bool:
     if option in parameters:
         return True
     # ``**options: Unpack[SearchOptions]`` (DragKneeIndex.search since its keywords are checked):
-    # the per-call settings are the TypedDict's keys.
+    # the per-call settings are the names the index checks them against.
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        from ..config import SearchOptions
+        from ..config import SEARCH_OPTIONS
 
-        return option in SearchOptions.__annotations__  # a TypedDict's annotations hold its bases' keys too
+        return option in SEARCH_OPTIONS
     return False
 
 
