@@ -762,6 +762,7 @@ class EdgeStore(NodeStore):
         batch: List[Any] = []
         targets: List[bool] = []  # per engine request: True when the roots' shard answers it
         plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
+        carried: Dict[int, bool] = {}  # engine request -> whether it brings the walk's payload fields
         for request in requests:
             on_roots = roots_ranking(request)
             flt = self._filters.request_filter(request)
@@ -797,36 +798,60 @@ class EdgeStore(NodeStore):
                 if explain or request.with_scores:
                     # Side rankings in the same batch: ranks within `side`, scores of every hit.
                     read = score_limit(request) if request.with_scores else side
-                    # Without the node map the sides bring the walk's payload fields: the dense side
-                    # returns every candidate of a candidate set, so there only it does; an open
-                    # ranking's hits come from either side (``side`` each), so both do.
-                    carry = fuse_here and node_map is None
+                    # Without the node map the sides bring the walk's payload fields where the
+                    # fusion keeps what they return: the dense side of a candidate set (it returns
+                    # every candidate), both sides of a roots ranking (explain). An open ranking of
+                    # the nodes brings none: each side reads ``read`` hits (100 for the focus step's
+                    # global list) of which the fusion keeps ``limit`` (50), and a payload read on
+                    # cold pages costs ~40 us a point; the kept hits' fields come from a candidate
+                    # set of the batch if it holds them, else from one engine call after the batch
+                    # (measured at 100k nodes without the map: benchmarks/RESULTS.md, "scale6").
+                    carry = fuse_here and node_map is None and (request.candidate_ids is not None or on_roots)
                     dense_index = len(batch)
                     batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read, params=exact,
                                                  with_payload=with_payload if carry else False))
                     sparse_index = len(batch)
-                    batch.append(qe.QueryRequest(
-                        query=sparse_q, filter=flt, limit=read,
-                        with_payload=with_payload if carry and request.candidate_ids is None else False))
+                    sparse_carry = carry and request.candidate_ids is None
+                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read,
+                                                 with_payload=with_payload if sparse_carry else False))
+                    carried[dense_index], carried[sparse_index] = carry, sparse_carry
             targets.extend([on_roots] * (len(batch) - len(targets)))
             plans.append((request, main_index, dense_index, sparse_index))
         responses = self._query_batches(batch, targets)
+        # Each side ranking's ids, read once; the payloads the carrying sides brought, by id.
+        side_ids: Dict[int, List[str]] = {}
+        payloads_of: Dict[str, Any] = {}
+        for position, carries in carried.items():
+            if carries:
+                side_ids[position] = _str_ids(responses[position])
+                payloads_of.update(zip(side_ids[position], (p.payload for p in responses[position])))
+            else:
+                side_ids[position] = point_ids(responses[position])
+        # The rankings fused here, each cut at its limit; without the node map, the fields of their
+        # kept hits that no side brought are read in one engine call for the whole batch.
+        fused: Dict[int, List[Tuple[str, float]]] = {}
+        for number, (request, main_index, dense_index, sparse_index) in enumerate(plans):
+            if main_index is None and dense_index is not None and sparse_index is not None:
+                side = side_limit(request)
+                fused[number] = fuse_rrf(side_ids[dense_index][:side], side_ids[sparse_index][:side], rrf_k,
+                                         request.weights)[: request.limit]
+        if node_map is None and fused:
+            missing = list(dict.fromkeys(pid for scored in fused.values() for pid, _ in scored if pid not in payloads_of))
+            if missing:  # an open ranking's kept hits (or a candidate set that explain ranks short)
+                payloads_of.update(self._walk_payloads(missing))
 
         results: List[List[RankedHit]] = []
-        for request, main_index, dense_index, sparse_index in plans:
+        for number, (request, main_index, dense_index, sparse_index) in enumerate(plans):
             if node_map is not None and main_index is not None and dense_index is None:
                 # The default walk (light, explain off): ids, scores and the node map only.
                 quiet = hits_from_map(responses[main_index], request.limit, node_map)
                 if quiet is not None:
                     results.append(quiet)
                     continue
-            # Side rankings without payload: their ids are read cheaply (see point_ids); a dense side
-            # with the walk's payload (no node map) as a payload ranking's are.
-            carried = node_map is None and main_index is None
-            dense_all = ((_str_ids if carried else point_ids)(responses[dense_index])
-                         if dense_index is not None else None)
-            sparse_all = ((_str_ids if carried and request.candidate_ids is None else point_ids)(responses[sparse_index])
-                          if sparse_index is not None else None)
+            # Side rankings without payload: their ids are read cheaply (see point_ids); a side with
+            # the walk's payload (no node map) as a payload ranking's are.
+            dense_all = side_ids[dense_index] if dense_index is not None else None
+            sparse_all = side_ids[sparse_index] if sparse_index is not None else None
             # A with_scores side may read past the side limit: ranks and fusion use its first `side`.
             side = side_limit(request)
             dense_ids = dense_all[:side] if dense_all is not None else None
@@ -835,18 +860,11 @@ class EdgeStore(NodeStore):
             dense_ranks = dict(zip(dense_ids, range(len(dense_ids)))) if explain and dense_ids is not None else None
             sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
-                assert dense_ids is not None and sparse_ids is not None
-                scored = fuse_rrf(dense_ids, sparse_ids, rrf_k, request.weights)[: request.limit]
+                scored = fused[number]
                 if node_map is not None:
                     payloads: List[Any] = [None] * len(scored)
-                else:  # each hit's payload from the side that returned it
-                    side_payloads = dict(zip(dense_all, (p.payload for p in responses[dense_index])))
-                    if request.candidate_ids is None:
-                        side_payloads.update(zip(sparse_ids, (p.payload for p in responses[sparse_index])))
-                    missing = [pid for pid, _ in scored if pid not in side_payloads]
-                    if missing:  # only where explain ranks a candidate set to fewer than its candidates
-                        side_payloads.update(self._walk_payloads(missing))
-                    payloads = [side_payloads.get(pid) for pid, _ in scored]
+                else:  # each hit's payload from a side of this batch that brought it, or read after it
+                    payloads = [payloads_of.get(pid) for pid, _ in scored]
             else:
                 points = responses[main_index]
                 ids = point_ids(points) if node_map is not None else [str(p.id) for p in points]
