@@ -137,16 +137,19 @@ def live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) ->
 
 
 def roots_ranking(request: RankRequest) -> bool:
-    """Whether a request ranks the roots of the whole (filtered) index (the walk's first step).
+    """Whether a request ranks roots (``level = 0``): the walk's first step, over the whole
+    (filtered) index, and the roots of the documents the query names, ranked in the same round trip.
 
     Such a request goes to the roots' own collection (qdrant-client: ``<collection>__roots``; Edge:
     ``<folder>/<collection>/roots/``), a copy of every root with the same id, vectors and payload,
     kept in step by every write. Why: a filter ``level = 0`` over every point scans the whole
     collection; measured on Qdrant Edge at 1M nodes, the roots' ranking cost ~74 ms that way and
     ~10 ms in a shard of their own (benchmarks/RESULTS.md, "scale"). Scores are the same: the
-    copy's points are the roots' points, and BM25's IDF is the nodes' collection's.
+    copy's points are the roots' points, and BM25's IDF is the nodes' collection's. The named roots
+    go there too, so the first step is one engine call (one request to a server), not one per
+    collection; their ids come from the identity table, which is read from the same copy.
     """
-    return request.level == 0 and request.candidate_ids is None
+    return request.level == 0
 
 
 def stable_order(hits: List[RankedHit]) -> List[RankedHit]:

@@ -145,6 +145,7 @@ def store_requests(index) -> List[Tuple[str, RankRequest]]:
     return [
         ("roots", RankRequest(limit=20, level=0)),
         ("roots weighted", RankRequest(limit=20, level=0, weights=(0.2, 0.8))),
+        ("named roots", RankRequest(limit=3, level=0, candidate_ids=tuple(r.id for r in roots[:3]))),
         ("flat leaves", RankRequest(limit=10, leaves_only=True)),
         # Every level (flat_search scope="all"): unrestricted, so the bookkeeping point must stay out.
         ("flat all levels", RankRequest(limit=15)),
@@ -174,7 +175,7 @@ def test_store_rankings_agree(pair, queries, rrf_k):
         e_results = edge.store.rank(requests, vectors, rrf_k=rrf_k, explain=True)
         l_results = local.store.rank(requests, vectors, rrf_k=rrf_k, explain=True)
         # One round trip per collection each: the roots' rankings run on the roots' own copy.
-        calls = 1 + any(r.level == 0 and r.candidate_ids is None for r in requests)
+        calls = 1 + any(r.level == 0 for r in requests)  # the roots' collection answers level 0 (roots_ranking)
         assert edge.store.requests - e_before == calls == local.store.requests - l_before
         for (name, request), e_hits, l_hits in zip(named, e_results, l_results):
             where = f"{name} / {query!r} / k={rrf_k}"

@@ -133,6 +133,15 @@ def test_the_copy_holds_every_root_and_answers_the_roots_ranking(engine, tmp_pat
         gone = _id("doc2", "root")
         drop_copy_point(store, gone)
         assert {pid for pid, _ in ranked(store)} == {pid for pid, _ in before} - {gone}
+        # ...and so do the roots of named documents (level 0 by ids: the walk's first round trip is one
+        # request, the copy's; their ids come from the identity table, read from the copy too)...
+        named = RankRequest(limit=2, candidate_ids=(gone, _id("doc3", "root")), level=0)
+        before_calls = store.requests
+        assert [pid for pid, _ in ranked(store, named)] == [_id("doc3", "root")]
+        assert store.requests == before_calls + 1
+        both = store.rank([ROOTS, named], QUERY, rrf_k=2, explain=False, light=True)
+        assert store.requests == before_calls + 2  # the roots ranking and the named roots: one call
+        assert [h.node.id for h in both[1]] == [_id("doc3", "root")]
         # ...while a candidate-set ranking and a listing of every node still see it (the nodes' collection).
         assert gone in {h.node.id for h in store.rank([RankRequest(limit=5, candidate_ids=(gone,))], QUERY,
                                                       rrf_k=2, explain=False)[0]}
