@@ -275,3 +275,42 @@ def test_magnitude_focus_invariants_on_the_real_index(covid_index, covid_corpus,
         assert scores == sorted(scores, reverse=True)
         assert (config.focus.global_leaves is not None) == any(s.kind == "global" for s in steps)
         json.loads(result.to_json())
+
+
+def test_the_final_fetch_reads_the_roots_each_document_version_can_have(make_index, covid_corpus, monkeypatch):
+    """The final fetch reads each met document's root: for a version of which the walk met a node
+    with a parent only its inner root's id (its first leaf is no root), else both ids a root can
+    have (a one-leaf document's root is that leaf). The same results and trace as reading both ids
+    of every document."""
+    import drag_knee_retriever.context as context
+    from drag_knee_retriever.ids import root_ids
+
+    docs, questions = covid_corpus
+    index = make_index(collection="final_fetch_roots")
+    one_leaf = Document(id="note", text="The incubation period of the new coronavirus is about five days.")
+    index.add_documents(list(docs[:2]) + [one_leaf])
+    fetched = []
+    retrieve = index.store.retrieve
+    monkeypatch.setattr(index.store, "retrieve", lambda ids: fetched.append(list(ids)) or retrieve(ids))
+    both = lambda doc_id, versions, parented: root_ids(doc_id)
+    for question in [q for q, _ in questions[:4]] + [one_leaf.text]:
+        fetched.clear()
+        result = index.search(question)
+        ids = set(fetched[-1])
+        met = {c.doc_id for s in result.trace.steps if s.kind in ("global", "focus") for c in s.candidates}
+        met |= {n.doc_id for n in result.nodes}
+        under_hits = {leaf_id(n.doc_id, i) for n in result.nodes for i in range(n.span.first_leaf, n.span.last_leaf + 1)}
+        for doc_id in met:
+            inner, first = root_ids(doc_id)
+            assert inner in ids
+            # Only the one-leaf document (or a first leaf the results hold) has its first leaf read.
+            assert (first in ids) == (doc_id == "note" or first in under_hits), (question, doc_id)
+        with monkeypatch.context() as m:
+            m.setattr(context, "root_ids_to_read", both)
+            fetched.clear()
+            again = index.search(question)
+            assert len(set(fetched[-1])) > len(ids) or "note" in met
+        assert [(n.node, n.score, n.text) for n in result.nodes] == [(n.node, n.score, n.text) for n in again.nodes]
+        view = lambda t: [[(c.node_id, c.fused_score, c.outcome) for c in s.candidates] for s in t.steps]
+        assert view(result.trace) == view(again.trace)
+    assert any(n.node.doc_id == "note" for n in result.nodes), "the one-leaf document is found and kept live"
