@@ -33,9 +33,11 @@ a question's "this paper" or "the report" names a metadata ``doc_type`` every pa
 holds, and a topic word names every report on it; one field names a family, not a document.
 
 Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
-martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), stop words and one-letter pieces
-dropped, a plural ``s`` cut; a query's adjacent terms are also joined (``coca cola`` -> ``cocacola``)
-so a file name written as one word matches a name written as two.
+martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), a fiscal year or quarter written
+against a year of two or four digits read as its parts (``FY21`` -> ``fy 2021``, ``Q22023`` and
+``2Q23`` -> ``q2 2023``), stop words and one-letter pieces dropped, a plural ``s`` cut; a query's
+adjacent terms are also joined (``coca cola`` -> ``cocacola``) so a file name written as one word
+matches a name written as two.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _WORDS = re.compile(r"[^\W_]+")
 # A four-digit year glued to letters: "fy2017" -> "fy", "2017"; "2023q2" -> "2023", "q2".
 _YEAR_EDGE = re.compile(r"(?<=[^\W\d_])(?=(?:19|20)\d\d(?!\d))|(?<=(?:19|20)\d\d)(?=[^\W\d_])")
+# A fiscal year or quarter written against its year as one word, the year in two digits or four:
+# "fy21", "q22023", "q223", "2q23", "2q2023" (the year first, "2023q2", is _YEAR_EDGE's).
+_PERIOD = re.compile(r"(?:(fy)|q([1-4])|([1-4])q)((?:19|20)\d\d|\d\d)")
 _JOIN = 3  # a query's runs of up to this many adjacent terms are joined as one more term
 
 
@@ -96,12 +101,26 @@ def _stem(term: str) -> str:
     return term
 
 
+def _period_parts(raw: str) -> List[str]:
+    """A lower-cased word as its period's terms when it is a fiscal year or quarter written against
+    its year (``fy21`` -> ``fy``, ``2021``; ``q22023`` and ``2q23`` -> ``q2``, ``2023``), so every
+    spelling of a period gives the terms ``2023Q2`` and ``FY2021`` give; a two-digit year is read as
+    ``strptime``'s ``%y`` reads it (69-99: 1900s, else 2000s). Else split at a year's edges."""
+    m = _PERIOD.fullmatch(raw)
+    if m is None:
+        return _YEAR_EDGE.split(raw)
+    fy, q_first, q_last, year = m.groups()
+    if len(year) == 2:
+        year = ("19" if int(year) >= 69 else "20") + year
+    return ["fy" if fy else f"q{q_first or q_last}", year]
+
+
 def identity_terms(text: str) -> List[str]:
     """The identity terms of a text, in order (see the module docstring); repeated terms stay."""
     stop = _stop_words()
     out: List[str] = []
     for raw in _WORDS.findall(_CAMEL.sub(" ", text).lower()):
-        for part in _YEAR_EDGE.split(raw):
+        for part in _period_parts(raw):
             if len(part) < 2 or part in stop:
                 continue
             out.append(_stem(part))

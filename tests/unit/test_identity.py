@@ -196,6 +196,32 @@ def test_two_fields_coverage_names_a_document_only_by_whose_and_which():
     assert not articles.match("Were Scott Derrickson and Ed Wood of the same nationality?", coverage="two_fields")
 
 
+@pytest.mark.parametrize("text, terms", [
+    ("Q22023", ["q2", "2023"]), ("2Q23", ["q2", "2023"]), ("2q2023", ["q2", "2023"]), ("Q2 2023", ["q2", "2023"]),
+    ("2023Q2", ["2023", "q2"]), ("FY21", ["fy", "2021"]), ("FY99", ["fy", "1999"]), ("FY2017", ["fy", "2017"]),
+    ("fiscal 2023", ["fiscal", "2023"]),
+    # not a quarter against a year: left as written
+    ("Q5 2023", ["q5", "2023"]), ("q22", ["q22"]), ("FY123", ["fy123"]),
+])
+def test_a_fiscal_year_or_quarter_written_against_its_year_gives_the_terms_of_its_parts(text, terms):
+    assert identity_terms(text) == terms
+
+
+QUARTERLIES = {
+    "ACME_2023Q2_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
+    "ACME_2023_10K": {"company": "Acme", "doc_period": 2023, "doc_type": "10k"},
+    "ACME_2021_10K": {"company": "Acme", "doc_period": 2021, "doc_type": "10k"},
+    "GLOBEX_2023Q2_10Q": {"company": "Globex", "doc_period": 2023, "doc_type": "10q"},
+}
+
+
+def test_a_quarter_or_year_in_any_spelling_names_its_filing():
+    index = _index(QUARTERLIES)
+    for query in ("Acme's revenue in Q22023", "Acme's revenue in 2Q23", "Acme's revenue in Q2 2023"):
+        assert list(index.match(query, coverage="two_fields").scores)[0] == "ACME_2023Q2_10Q", query
+    assert list(index.match("Did Acme grow between FY20 and FY21?", coverage="two_fields").scores) == ["ACME_2021_10K"]
+
+
 @pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_weight", float("nan")),
                                           ("identity_weight", True), ("identity_keys", (1,)),
                                           ("identity_coverage", "words")])
