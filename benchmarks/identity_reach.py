@@ -59,7 +59,8 @@ def _identity_module(checkout: str) -> ModuleType:
 
 def diff(spec: str, other: ModuleType, coverage: str) -> Dict[str, object]:
     """Per question, the documents named here against those ``other``'s identity names: counts of
-    questions whose named set or best-named document changed, and of gold named / best before and after."""
+    questions whose named set, scores or best-named document changed, and of gold named / best before
+    and after."""
     ds = _load(spec)
     indexes: Tuple[object, object] = (other.IdentityIndex(), IdentityIndex())
     for doc in ds.documents:
@@ -70,6 +71,8 @@ def diff(spec: str, other: ModuleType, coverage: str) -> Dict[str, object]:
         old, new = (index.match(question.text, coverage=coverage) for index in indexes)  # type: ignore[attr-defined]
         old_best, new_best = (next(iter(m.scores), None) for m in (old, new))
         counts["set changed"] += set(old.scores) != set(new.scores)
+        counts["scores changed"] += {d: round(v, 9) for d, v in old.scores.items()} != \
+            {d: round(v, 9) for d, v in new.scores.items()}
         counts["best changed"] += old_best != new_best
         counts["named before"] += bool(old)
         counts["named after"] += bool(new)
@@ -83,7 +86,7 @@ def diff(spec: str, other: ModuleType, coverage: str) -> Dict[str, object]:
     return {"dataset": spec, "questions": len(ds.questions), **counts}
 
 
-DIFF_COLUMNS = ("set changed", "best changed", "named before", "named after", "gold named before", "gold named after",
+DIFF_COLUMNS = ("set changed", "scores changed", "best changed", "named before", "named after", "gold named before", "gold named after",
                 "gold newly named", "gold no longer named", "wrong newly named", "best holds gold before",
                 "best holds gold after")
 
