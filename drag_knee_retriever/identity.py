@@ -33,13 +33,22 @@ a question's "this paper" or "the report" names a metadata ``doc_type`` every pa
 holds, and a topic word names every report on it; one field names a family, not a document.
 
 Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
-martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), stop words and one-letter pieces
-dropped, a plural ``s`` cut; a query's adjacent terms are also joined (``coca cola`` -> ``cocacola``)
-so a file name written as one word matches a name written as two.
+martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), a fiscal year or quarter written
+against a year of two or four digits read as its parts (``FY21`` -> ``fy 2021``, ``Q22023`` and
+``2Q23`` -> ``q2 2023``), stop words and one-letter pieces dropped, a plural ``s`` cut; a query's
+adjacent terms are also joined (``coca cola`` -> ``cocacola``) so a file name written as one word
+matches a name written as two.
+
+Short forms (:meth:`IdentityIndex.short_names`): a query's word written with two or more capitals
+(``JPM``, ``JnJ``, ``J&J``) counts as a name of the identity it abbreviates, by rules read off the
+name itself, no list: the initials of a name of several words (``Johnson & Johnson``, its ``&``
+kept), the start of a one-word name (``JPMorgan``). A short form some identity holds as written
+(``MGM``) stands for no other name.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -48,7 +57,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["IDENTITY_COVERAGES", "IdentityIndex", "IdentityMatch", "document_identity", "identity_fields",
-           "identity_parts", "identity_terms", "title_from_metadata"]
+           "identity_parts", "identity_terms", "query_short_forms", "title_from_metadata"]
 
 #: How a document's match is weighed (``SearchConfig.identity_coverage``): ``"terms"``, by the
 #: query's terms alone; ``"fields"``, also by how many distinct fields of the identity they name
@@ -76,7 +85,19 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _WORDS = re.compile(r"[^\W_]+")
 # A four-digit year glued to letters: "fy2017" -> "fy", "2017"; "2023q2" -> "2023", "q2".
 _YEAR_EDGE = re.compile(r"(?<=[^\W\d_])(?=(?:19|20)\d\d(?!\d))|(?<=(?:19|20)\d\d)(?=[^\W\d_])")
+# A fiscal year or quarter written against its year as one word, the year in two digits or four:
+# "fy21", "q22023", "q223", "2q23", "2q2023" (the year first, "2023q2", is _YEAR_EDGE's).
+_PERIOD = re.compile(r"(?:(fy)|q([1-4])|([1-4])q)((?:19|20)\d\d|\d\d)")
 _JOIN = 3  # a query's runs of up to this many adjacent terms are joined as one more term
+# A word of letters as written (no case folding, no camel split), an ampersand joining letters kept
+# inside it ("J&J", "AT&T"): a query's candidate short forms.
+_LETTER_RUN = re.compile(r"(?<![\w&])[^\W\d_]+(?:&[^\W\d_]+)*(?![\w&])")
+# A lower-case "n" between two capitals of a short form reads as "&" ("JnJ" is "J&J").
+_N_AS_AND = re.compile(r"(?<=[A-Z])n(?=[A-Z])")
+# A name's words and its ampersands, for its initials.
+_NAME_TOKENS = re.compile(r"[^\W_]+|&")
+_SHORT_MAX = 5  # a short form has at most this many letters ("JPM", "JnJ", "BofA", "MSFT")
+_PREFIX_MIN = 3  # a short form read as the start of a one-word name has at least this many
 
 
 @lru_cache(maxsize=1)
@@ -96,12 +117,26 @@ def _stem(term: str) -> str:
     return term
 
 
+def _period_parts(raw: str) -> List[str]:
+    """A lower-cased word as its period's terms when it is a fiscal year or quarter written against
+    its year (``fy21`` -> ``fy``, ``2021``; ``q22023`` and ``2q23`` -> ``q2``, ``2023``), so every
+    spelling of a period gives the terms ``2023Q2`` and ``FY2021`` give; a two-digit year is read as
+    ``strptime``'s ``%y`` reads it (69-99: 1900s, else 2000s). Else split at a year's edges."""
+    m = _PERIOD.fullmatch(raw)
+    if m is None:
+        return _YEAR_EDGE.split(raw)
+    fy, q_first, q_last, year = m.groups()
+    if len(year) == 2:
+        year = ("19" if int(year) >= 69 else "20") + year
+    return ["fy" if fy else f"q{q_first or q_last}", year]
+
+
 def identity_terms(text: str) -> List[str]:
     """The identity terms of a text, in order (see the module docstring); repeated terms stay."""
     stop = _stop_words()
     out: List[str] = []
     for raw in _WORDS.findall(_CAMEL.sub(" ", text).lower()):
-        for part in _YEAR_EDGE.split(raw):
+        for part in _period_parts(raw):
             if len(part) < 2 or part in stop:
                 continue
             out.append(_stem(part))
@@ -113,6 +148,49 @@ def query_terms(text: str) -> FrozenSet[str]:
     terms = identity_terms(text)
     joined = {"".join(terms[i : i + n]) for n in range(2, _JOIN + 1) for i in range(len(terms) - n + 1)}
     return frozenset(terms) | joined
+
+
+def query_short_forms(text: str) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """A query's short forms of names, as (initials, prefixes). A short form is a word of 2 to
+    ``_SHORT_MAX`` letters written with at least two capitals (``JPM``, ``JnJ``, ``J&J``, ``PwC``) and
+    not a stop word; its capitals are initials (``jpm``, ``pc``), an ampersand between them kept
+    (``J&J`` -> ``j&j``; a lower-case ``n`` between two capitals is one too, ``JnJ`` -> ``j&j``), and
+    written all in capitals with at least ``_PREFIX_MIN`` letters it is also a prefix (``jpm``).
+    Capitals are what tell an abbreviation from a word: ``net`` or ``cost`` in lower case is a word,
+    never a company's start (a query written all in capitals has no short forms). The kept
+    ampersand keeps ``R&D``, ``M&A``, ``P&L`` (a filing's own words) from standing for a two-word
+    name whose initials are ``rd``, ``ma``, ``pl``."""
+    stop = _stop_words()
+    initials, prefixes = set(), set()
+    if not any(c.islower() for c in text):
+        return frozenset(), frozenset()  # written all in capitals: no word stands out as a short form
+    for word in _LETTER_RUN.findall(text):
+        letters = word.replace("&", "")
+        if not 2 <= len(letters) <= _SHORT_MAX or sum(c.isupper() for c in letters) < 2 \
+                or letters.lower() in stop:
+            continue
+        word = _N_AS_AND.sub("&", word)
+        initials.add("".join(c for c in word if c.isupper() or c == "&").lower())
+        if letters.isupper() and "&" not in word and len(letters) >= _PREFIX_MIN:
+            prefixes.add(letters.lower())
+    return frozenset(initials), frozenset(prefixes)
+
+
+def _name_forms(part: str) -> Tuple[str, str]:
+    """(initials, one-word name) of an identity part, each "" when it has none: a part of two or
+    more words of letters (stop words aside) has the initials of its words, its ``&`` or ``and``
+    between them kept as ``&`` (``Johnson & Johnson`` -> ``j&j``, ``Bank of America`` -> ``ba``,
+    ``Lockheed Martin`` -> ``lm``); a part that is one word of letters of more than ``_PREFIX_MIN``
+    is a one-word name (``JPMorgan`` -> ``jpmorgan``) a short form may begin."""
+    stop = _stop_words()
+    tokens = ["&" if t == "&" or t.lower() == "and" else t for t in _NAME_TOKENS.findall(part)]
+    words = [t for t in tokens if t != "&" and t.lower() not in stop]
+    if not words or not all(w.isalpha() for w in words):
+        return "", ""
+    if len(words) >= 2:
+        initials = "".join("&" if t == "&" else t[0] for t in tokens if t == "&" or t.lower() not in stop)
+        return re.sub("&+", "&", initials).strip("&").lower(), ""
+    return ("", words[0].lower()) if len(words[0]) > _PREFIX_MIN else ("", "")
 
 
 def _file_title(value: str, cut: bool = False) -> str:
@@ -278,6 +356,12 @@ class IdentityIndex:
         self._roots: Dict[str, str] = {}
         self._hashes: Dict[str, str] = {}
         self._postings: Dict[str, set] = {}
+        # Each document's names a short form can stand for: (initials, one-word name, the part's terms).
+        self._names: Dict[str, Tuple[Tuple[str, str, FrozenSet[str]], ...]] = {}
+        # (initials -> [(doc, terms)], sorted [(one-word name, doc, terms)]): built on the first query
+        # with a short form after a change.
+        self._short: Optional[Tuple[Dict[str, List[Tuple[str, FrozenSet[str]]]],
+                                    List[Tuple[str, str, FrozenSet[str]]]]] = None
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -287,9 +371,12 @@ class IdentityIndex:
         self.remove(doc_id)
         terms = frozenset(identity_terms(document_identity(doc_id, metadata, self.keys)))
         self._terms[doc_id], self._roots[doc_id], self._hashes[doc_id] = terms, root_id, doc_hash
-        parts = (_part_terms(p) for p in identity_parts(doc_id, metadata, self.keys))
-        self._parts[doc_id] = tuple(p for p in parts if p)
+        parts = [(p, _part_terms(p)) for p in identity_parts(doc_id, metadata, self.keys)]
+        self._parts[doc_id] = tuple(t for _, t in parts if t)
+        names = ((*_name_forms(p), t) for p, t in parts if t)
+        self._names[doc_id] = tuple(n for n in names if n[0] or n[1])
         self._shapes.clear()
+        self._short = None
         for term in terms:
             self._postings.setdefault(term, set()).add(doc_id)
 
@@ -304,7 +391,9 @@ class IdentityIndex:
         self._roots.pop(doc_id, None)
         self._hashes.pop(doc_id, None)
         self._parts.pop(doc_id, None)
+        self._names.pop(doc_id, None)
         self._shapes.clear()
+        self._short = None
 
     def knows(self, doc_id: str, doc_hash: str) -> bool:
         """Whether this index holds ``doc_id`` at version ``doc_hash``."""
@@ -354,6 +443,41 @@ class IdentityIndex:
             shape = self._shapes[doc_id] = (fields, shared)
         return shape
 
+    def short_names(self, query: str) -> Dict[str, FrozenSet[str]]:
+        """Document -> the terms of its names the query's short forms (:func:`query_short_forms`)
+        stand for: a multi-word name whose initials they are (``JnJ``, ``J&J`` -> ``Johnson &
+        Johnson``), a one-word name they begin (``JPM`` -> ``JPMorgan``). Derived from the names
+        alone, no list of abbreviations: a user's question names a company as analysts write it.
+        A short form some identity holds as a term (``HD`` of ``Heinkel HD 23``, ``MGM``) names those
+        documents as written, and stands for no other name."""
+        initials, prefixes = (frozenset(f for f in forms if f not in self._postings)
+                              for forms in query_short_forms(query))
+        if not initials and not prefixes:
+            return {}
+        if self._short is None:
+            by_initials: Dict[str, List[Tuple[str, FrozenSet[str]]]] = {}
+            words: List[Tuple[str, str, FrozenSet[str]]] = []
+            for doc_id, names in self._names.items():
+                for ini, word, terms in names:
+                    if ini:
+                        by_initials.setdefault(ini, []).append((doc_id, terms))
+                    if word:
+                        words.append((word, doc_id, terms))
+            self._short = (by_initials, sorted(words))
+        by_initials, words = self._short
+        named: Dict[str, set] = {}
+        for ini in initials:
+            for doc_id, terms in by_initials.get(ini, ()):
+                named.setdefault(doc_id, set()).update(terms)
+        for prefix in prefixes:
+            at = bisect.bisect_left(words, (prefix,))
+            while at < len(words) and words[at][0].startswith(prefix):
+                word, doc_id, terms = words[at]
+                if len(word) > len(prefix):
+                    named.setdefault(doc_id, set()).update(terms)
+                at += 1
+        return {d: frozenset(t) for d, t in named.items()}
+
     def coverage(self, doc_id: str, query: "str | FrozenSet[str]", least: int = 1) -> float:
         """How much of a document's identity a query names, by distinct fields
         (``identity_coverage="fields"``): 0.0 for a document with fewer than two shared fields
@@ -381,7 +505,8 @@ class IdentityIndex:
         titles share ("report") barely; ``limit`` keeps the best that many. An index of fewer than
         two documents names none (there is nothing to choose between). ``coverage="fields"`` or
         ``"two_fields"`` multiplies each score by :meth:`coverage` with the fields that coverage asks
-        for at least (documents it brings to 0 are not named)."""
+        for at least (documents it brings to 0 are not named). A short form in the query
+        (:meth:`short_names`) counts for a document as the terms of the name it stands for."""
         if coverage not in IDENTITY_COVERAGES:
             raise ValueError(f"coverage must be one of {IDENTITY_COVERAGES}, not {coverage!r}")
         if len(self._terms) < 2:
@@ -397,13 +522,20 @@ class IdentityIndex:
                 continue
             for doc_id in docs:
                 totals[doc_id] = totals.get(doc_id, 0.0) + weight
+        # A short form counts as the name it stands for, for the documents holding that name.
+        short = self.short_names(query)
+        for doc_id, terms in short.items():
+            extra = sum(self.idf(t) for t in (terms - asked) & self._terms.get(doc_id, frozenset()))
+            if extra > 0:
+                totals[doc_id] = totals.get(doc_id, 0.0) + extra
         if not totals:
             return NO_MATCH
         unique = math.log(len(self._terms))
         scores = {d: min(1.0, total / unique) for d, total in totals.items()}
         if coverage != "terms":
             least = _LEAST_FIELDS[coverage]
-            scores = {d: score * self.coverage(d, asked, least) for d, score in scores.items()}
+            scores = {d: score * self.coverage(d, asked | short.get(d, frozenset()), least)
+                      for d, score in scores.items()}
             scores = {d: score for d, score in scores.items() if score > 0}
             if not scores:
                 return NO_MATCH

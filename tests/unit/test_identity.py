@@ -19,6 +19,7 @@ from drag_knee_retriever.identity import (
     document_identity,
     identity_parts,
     identity_terms,
+    query_short_forms,
     query_terms,
     title_from_metadata,
 )
@@ -194,6 +195,84 @@ def test_two_fields_coverage_names_a_document_only_by_whose_and_which():
     # named articles: never, as under "fields"
     articles = _index(NAMED_ARTICLES)
     assert not articles.match("Were Scott Derrickson and Ed Wood of the same nationality?", coverage="two_fields")
+
+
+@pytest.mark.parametrize("text, terms", [
+    ("Q22023", ["q2", "2023"]), ("2Q23", ["q2", "2023"]), ("2q2023", ["q2", "2023"]), ("Q2 2023", ["q2", "2023"]),
+    ("2023Q2", ["2023", "q2"]), ("FY21", ["fy", "2021"]), ("FY99", ["fy", "1999"]), ("FY2017", ["fy", "2017"]),
+    ("fiscal 2023", ["fiscal", "2023"]),
+    # not a quarter against a year: left as written
+    ("Q5 2023", ["q5", "2023"]), ("q22", ["q22"]), ("FY123", ["fy123"]),
+])
+def test_a_fiscal_year_or_quarter_written_against_its_year_gives_the_terms_of_its_parts(text, terms):
+    assert identity_terms(text) == terms
+
+
+QUARTERLIES = {
+    "ACME_2023Q2_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
+    "ACME_2023_10K": {"company": "Acme", "doc_period": 2023, "doc_type": "10k"},
+    "ACME_2021_10K": {"company": "Acme", "doc_period": 2021, "doc_type": "10k"},
+    "GLOBEX_2023Q2_10Q": {"company": "Globex", "doc_period": 2023, "doc_type": "10q"},
+}
+
+
+def test_a_quarter_or_year_in_any_spelling_names_its_filing():
+    index = _index(QUARTERLIES)
+    for query in ("Acme's revenue in Q22023", "Acme's revenue in 2Q23", "Acme's revenue in Q2 2023"):
+        assert list(index.match(query, coverage="two_fields").scores)[0] == "ACME_2023Q2_10Q", query
+    assert list(index.match("Did Acme grow between FY20 and FY21?", coverage="two_fields").scores) == ["ACME_2021_10K"]
+
+
+FIRMS = {
+    "JOHNSON_JOHNSON_2022_10K": {"company": "Johnson & Johnson", "doc_period": 2022},
+    "JOHNSON_JOHNSON_2021_10K": {"company": "Johnson & Johnson", "doc_period": 2021},
+    "JPMORGAN_2022_10K": {"company": "JPMorgan", "doc_period": 2022},
+    "JPMORGAN_2021_10K": {"company": "JPMorgan", "doc_period": 2021},
+    "LOCKHEEDMARTIN_2022_10K": {"company": "Lockheed Martin", "doc_period": 2022},
+    "LOCKHEEDMARTIN_2021_10K": {"company": "Lockheed Martin", "doc_period": 2021},
+    "NETFLIX_2022_10K": {"company": "Netflix", "doc_period": 2022},
+    "NETFLIX_2021_10K": {"company": "Netflix", "doc_period": 2021},
+    "RIVERDALE_2022_10K": {"company": "River Dale", "doc_period": 2022},
+    "RIVERDALE_2021_10K": {"company": "River Dale", "doc_period": 2021},
+}
+
+
+@pytest.mark.parametrize("query, named", [
+    ("JnJ's gross margin in FY2022", "JOHNSON_JOHNSON_2022_10K"),  # initials, "n" for "&"
+    ("J&J's gross margin in FY2022", "JOHNSON_JOHNSON_2022_10K"),
+    ("JPM's net revenue in 2021", "JPMORGAN_2021_10K"),  # the start of a one-word name, in capitals
+    ("LM's backlog in 2021", "LOCKHEEDMARTIN_2021_10K"),  # initials of a two-word name
+])
+def test_a_short_form_of_a_company_names_its_filings_like_its_name(query, named):
+    index = _index(FIRMS)
+    assert query_short_forms(query)[0]
+    assert list(index.match(query, coverage="two_fields").scores) == [named]
+
+
+@pytest.mark.parametrize("query", [
+    "What was the net income in 2022?",  # "net" in lower case is a word, not Netflix
+    "WHAT WAS THE NET INCOME IN 2022?",  # a query all in capitals has no short forms
+    "R&D spending in 2022",  # an ampersand's initials stand only for a name with an "&" or "and"
+    "Revenue of JPM",  # a short form is the company: a period is still needed to name a filing
+])
+def test_words_that_are_not_short_forms_name_nothing(query):
+    assert not _index(FIRMS).match(query, coverage="two_fields")
+
+
+def test_a_short_form_an_identity_holds_as_written_stands_for_no_other_name():
+    index = _index({"Heinkel HD 23": {"dataset": "wiki"}, "Horny as a Dandy": {"dataset": "wiki"}})
+    assert index.short_names("the Heinkel HD 23") == {}  # "hd" is a term of the Heinkel's title
+    other = _index({"Horny as a Dandy": {"dataset": "wiki"}, "Ed Wood": {"dataset": "wiki"}})
+    assert set(other.short_names("the HD 23")) == {"Horny as a Dandy"}
+
+
+def test_short_names_follow_the_index_changes():
+    index = _index(FIRMS)
+    assert "JPMORGAN_2021_10K" in index.short_names("JPM in 2021")
+    index.remove("JPMORGAN_2021_10K")
+    assert "JPMORGAN_2021_10K" not in index.short_names("JPM in 2021")
+    index.add("JPMORGAN_2021_10K", "r", "v2", FIRMS["JPMORGAN_2021_10K"])
+    assert list(index.match("JPM in 2021", coverage="two_fields").scores) == ["JPMORGAN_2021_10K"]
 
 
 @pytest.mark.parametrize("field, value", [("identity_weight", -1), ("identity_weight", float("nan")),
