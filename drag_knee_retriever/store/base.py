@@ -118,24 +118,6 @@ def root_version(payload: Optional[Mapping[str, Any]]) -> str:
     return f"{(payload or {}).get('doc_hash', '')}|{payload_stamp(payload) or ''}"
 
 
-def live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) -> Optional[Dict[str, str]]:
-    """doc_id -> stamp read from the roots' copy (``copied``: point id -> (doc_id, stamp, doc_hash)),
-    or None when the nodes' collection does not hold each of those roots in the copy's version
-    (``live_hashes(point_ids)``: point id -> doc_hash of the ones it holds).
-
-    The copy is written after its root and deleted before it, and an embedded store opens with
-    the copy brought in step, so there every copy is its root. A server may hold a copy whose root
-    another client (an older release, which writes the nodes only) deleted or replaced: its stamp
-    must not make a re-ingest skip a file whose document is gone or another version. The caller
-    then reads the nodes' roots instead (the answer is the same as before the copy existed)."""
-    if not copied:
-        return {}
-    held = live_hashes(list(copied))
-    if any(pid not in held or held[pid] != doc_hash for pid, (_, _, doc_hash) in copied.items()):
-        return None
-    return {doc_id: stamp for doc_id, stamp, _ in copied.values()}
-
-
 def roots_ranking(request: RankRequest) -> bool:
     """Whether a request ranks roots (``level = 0``): the walk's first step, over the whole
     (filtered) index, and the roots of the documents the query names, ranked in the same round trip.
@@ -364,17 +346,28 @@ class NodeStore(abc.ABC):
         that has one (``metadata["file_stamp"]``, build key included), in one request: what a
         re-ingest's stamp check reads (:meth:`~drag_knee_retriever.ingest.Ingestor.file_stamps`).
 
-        This version reads the nodes' roots (:meth:`retrieve_roots`: both possible root ids, so
-        each document's first leaf comes back too). A store with a roots' collection reads the
-        stamps from there (only roots, the stamp alone) and counts them only once the nodes'
-        collection confirms those roots (Edge: a count of them; qdrant-client: their versions, see
-        :func:`live_stamps`), else it answers as this version does."""
+        A store with a roots' collection reads the stamps from there (only roots, the stamp alone)
+        and counts them only once the nodes' collection confirms those roots (Edge: a count of
+        them; qdrant-client: their versions), see :meth:`_copied_stamps`; otherwise, or when they
+        disagree, the nodes' roots are read (:meth:`retrieve_roots`: both possible root ids, so
+        each document's first leaf comes back too)."""
+        if not doc_ids:
+            return {}
+        copied = self._copied_stamps(doc_ids)
+        if copied is not None:
+            return copied
         out: Dict[str, str] = {}
         for node in self.retrieve_roots([i for d in doc_ids for i in root_ids(d)]):
             stamp = node.metadata.get(FILE_STAMP_KEY)
             if isinstance(stamp, str):
                 out[node.doc_id] = stamp
         return out
+
+    def _copied_stamps(self, doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
+        """:meth:`root_stamps` as the roots' own collection answers it, once the nodes' collection
+        confirms those roots; None where there is no copy to read or it disagrees (the nodes'
+        roots are then read). This version keeps no copy."""
+        return None
 
     def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
         """Set metadata keys of a stored root (and its copy), leaving every vector and the tree

@@ -22,7 +22,7 @@ from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, STAMP_FIELDS, WALK_FIELD
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
-from .base import ROOTS_SUFFIX, live_stamps, payload_stamp, root_version, roots_ranking, stable_order, stamp_ids
+from .base import ROOTS_SUFFIX, payload_stamp, root_version, roots_ranking, stable_order, stamp_ids
 from .integrity import RECORD_FILE, RecordFile, recorded_meta
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,24 @@ def _client_engine(client: Any) -> Tuple[str, Optional[str], Optional[str], Opti
         return "local", None, None, str(options["path"])
     url = options.get("url") or options.get("location") or options.get("host")
     return "server", (str(url) if url else None), options.get("api_key"), None
+
+
+def _live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) -> Optional[Dict[str, str]]:
+    """doc_id -> stamp read from the roots' copy (``copied``: point id -> (doc_id, stamp, doc_hash)),
+    or None when the nodes' collection does not hold each of those roots in the copy's version
+    (``live_hashes(point_ids)``: point id -> doc_hash of the ones it holds).
+
+    The copy is written after its root and deleted before it, and an embedded store opens with
+    the copy brought in step, so there every copy is its root. A server may hold a copy whose root
+    another client (an older release, which writes the nodes only) deleted or replaced: its stamp
+    must not make a re-ingest skip a file whose document is gone or another version. The caller
+    then reads the nodes' roots instead (the answer is the same as before the copy existed)."""
+    if not copied:
+        return {}
+    held = live_hashes(list(copied))
+    if any(pid not in held or held[pid] != doc_hash for pid, (_, _, doc_hash) in copied.items()):
+        return None
+    return {doc_id: stamp for doc_id, stamp, _ in copied.values()}
 
 
 class QdrantClientStore(NodeStore):
@@ -461,13 +479,11 @@ class QdrantClientStore(NodeStore):
                                           with_vectors=False)
         return [root_node(str(p.id), p.payload) for p in points if is_node(p.payload) and p.payload.get("level") == 0]
 
-    def root_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+    def _copied_stamps(self, doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
         # The roots' copy answers (only roots come back, with the stamp and version alone), then
-        # the nodes' collection confirms those roots' versions (see base.live_stamps).
-        if not doc_ids:
-            return {}
+        # the nodes' collection confirms those roots' versions (see _live_stamps).
         if not self._roots_synced:  # an index of a newer format, read as it is: the nodes' roots
-            return super().root_stamps(doc_ids)
+            return None
         by_id = stamp_ids(doc_ids)
         self._count()
         with self._engine_lock:
@@ -478,8 +494,7 @@ class QdrantClientStore(NodeStore):
             pid, stamp = str(point.id), payload_stamp(point.payload)
             if stamp is not None and pid in by_id:
                 copied[pid] = (by_id[pid], stamp, point.payload.get("doc_hash"))
-        found = live_stamps(copied, self._doc_hashes)
-        return super().root_stamps(doc_ids) if found is None else found
+        return _live_stamps(copied, self._doc_hashes)
 
     def _doc_hashes(self, point_ids: Sequence[str]) -> Dict[str, Any]:
         """Point id -> doc_hash of the nodes' collection's points among ``point_ids`` (one request)."""

@@ -697,17 +697,14 @@ class EdgeStore(NodeStore):
             records = self.shard.retrieve(list(ids), with_payload=self._root_payload, with_vector=False)
         return [root_node(str(r.id), r.payload) for r in records if is_node(r.payload) and r.payload.get("level") == 0]
 
-    def root_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
+    def _copied_stamps(self, doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
         # The roots' copy answers: only roots come back, with the stamp alone (a retrieve of both
         # possible root ids from the nodes' shard also returned each document's first leaf, and
         # the walk's fields of each: ~75 ms for 1,000 files, RESULTS.md "scale"). The folder lock
         # and the sync on open make the copy the roots (written after its root, deleted before
-        # it); a count of those documents' roots in the nodes' shard (~2 ms) confirms it anyway,
-        # and any disagreement reads the nodes' roots, as before the copy existed.
-        if not doc_ids:
-            return {}
+        # it); a count of those documents' roots in the nodes' shard (~2 ms) confirms it anyway.
         if self._roots is None or self._roots_deferred:  # format 1 read as it is: the nodes' roots
-            return super().root_stamps(doc_ids)
+            return None
         by_id = stamp_ids(doc_ids)
         self._count()
         with _engine_errors("fetch the roots' file stamps"):
@@ -718,7 +715,7 @@ class EdgeStore(NodeStore):
             if stamp is not None:
                 found[by_id[str(record.id)]] = stamp
         if found and self._count_roots_of(list(found)) != len(found):
-            return super().root_stamps(doc_ids)
+            return None
         return found
 
     def _count_roots_of(self, doc_ids: Sequence[str]) -> int:
