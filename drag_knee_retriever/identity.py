@@ -32,7 +32,8 @@ period, which kind), and it leaves out collections whose documents are each know
 a question's "this paper" or "the report" names a metadata ``doc_type`` every paper or report
 holds, and a topic word names every report on it; one field names a family, not a document.
 
-Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
+Terms: lower-cased word runs (a number and one letter joined by a hyphen kept as one, ``10-K`` ->
+``10k``, so a 10-K and a 10-Q are two kinds), camel case and years split off (``LockheedMartin`` -> ``lockheed
 martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), a fiscal year or quarter written
 against a year of two or four digits read as its parts (``FY21`` -> ``fy 2021``, ``Q22023`` and
 ``2Q23`` -> ``q2 2023``), stop words and one-letter pieces dropped, a plural ``s`` cut; a query's
@@ -88,6 +89,10 @@ _YEAR_EDGE = re.compile(r"(?<=[^\W\d_])(?=(?:19|20)\d\d(?!\d))|(?<=(?:19|20)\d\d
 # A fiscal year or quarter written against its year as one word, the year in two digits or four:
 # "fy21", "q22023", "q223", "2q23", "2q2023" (the year first, "2023q2", is _YEAR_EDGE's).
 _PERIOD = re.compile(r"(?:(fy)|q([1-4])|([1-4])q)((?:19|20)\d\d|\d\d)")
+# A number and one letter joined by a hyphen, a form's or a model's code ("10-K", "10-Q", "8-K", "S-1"):
+# one term ("10k"), as written without the hyphen; split, the letter alone would be dropped and every
+# kind of form would read as its number ("10-K" and "10-Q" both "10").
+_CODE = re.compile(r"(?<![^\W_])(?:(\d+)-([^\W\d_])|([^\W\d_])-(\d+))(?![^\W_])")
 _JOIN = 3  # a query's runs of up to this many adjacent terms are joined as one more term
 # A word of letters as written (no case folding, no camel split), an ampersand joining letters kept
 # inside it ("J&J", "AT&T"): a query's candidate short forms.
@@ -135,6 +140,7 @@ def identity_terms(text: str) -> List[str]:
     """The identity terms of a text, in order (see the module docstring); repeated terms stay."""
     stop = _stop_words()
     out: List[str] = []
+    text = _CODE.sub(lambda m: "".join(g for g in m.groups() if g), text)
     for raw in _WORDS.findall(_CAMEL.sub(" ", text).lower()):
         for part in _period_parts(raw):
             if len(part) < 2 or part in stop:

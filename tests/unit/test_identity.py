@@ -34,7 +34,7 @@ from support import FakeRanker
 
 def test_terms_split_years_camel_case_and_drop_stop_words_and_plurals():
     assert identity_terms("ACME_Corp FY2017 10-K of the LockheedMartin Resorts") == [
-        "acme", "corp", "fy", "2017", "10", "lockheed", "martin", "resort"]
+        "acme", "corp", "fy", "2017", "10k", "lockheed", "martin", "resort"]
     assert identity_terms("2023Q2 report") == ["2023", "q2", "report"]
     assert identity_terms("Walmart's 2020") == ["walmart", "2020"]  # the possessive 's is a lone letter
 
@@ -221,6 +221,19 @@ def test_a_quarter_or_year_in_any_spelling_names_its_filing():
     for query in ("Acme's revenue in Q22023", "Acme's revenue in 2Q23", "Acme's revenue in Q2 2023"):
         assert list(index.match(query, coverage="two_fields").scores)[0] == "ACME_2023Q2_10Q", query
     assert list(index.match("Did Acme grow between FY20 and FY21?", coverage="two_fields").scores) == ["ACME_2021_10K"]
+
+
+def test_a_form_written_with_a_hyphen_is_one_kind_and_names_its_filing():
+    assert identity_terms("ACME_10-K_2023") == ["acme", "10k", "2023"]
+    assert identity_terms("the 10-Q, an 8-K and Form S-1") == ["10q", "8k", "form", "s1"]
+    assert identity_terms("COVID-19 and 2023-Q2") == ["covid", "19", "2023", "q2"]  # not one letter: split
+    index = _index({name: {} for name in ("ACME_10-K_2023", "ACME_10-Q_2023Q2", "ACME_10-K_2022",
+                                          "GLOBEX_10-K_2023", "GLOBEX_10-Q_2023Q2", "GLOBEX_8-K_2023")})
+    # the kind tells a 10-K from a 10-Q of the same company and year, written either way
+    assert list(index.match("Acme's 10-Q for 2023", coverage="two_fields").scores)[0] == "ACME_10-Q_2023Q2"
+    assert list(index.match("Acme's 10K for 2023", coverage="two_fields").scores)[0] == "ACME_10-K_2023"
+    assert list(index.match("What did Globex's 8-K say in 2023?", coverage="two_fields").scores)[0] == \
+        "GLOBEX_8-K_2023"
 
 
 FIRMS = {
