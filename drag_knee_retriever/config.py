@@ -272,7 +272,9 @@ class SearchConfig(Settings):
             "many similar documents differ in a few short fields and names no document of a collection of "
             "named articles; 'two_fields', as 'fields' but one field alone counts nothing (a word such as 'paper' "
             "or 'report' that names a kind of document, or a topic, names a family, not a document): only whose "
-            "and which name one (identity.IdentityIndex.coverage; benchmarks/RESULTS.md, 'filings', 'filings5').")
+            "and which name one, except that a query naming no period and a family by a name (a capitalised word "
+            "or a short form) names the family's latest document at half (identity.IdentityIndex.coverage; "
+            "benchmarks/RESULTS.md, 'filings', 'filings5', 'filings7').")
     identity_keys: Optional[Tuple[str, ...]] = setting(
         None, kind="names", optional=True,
         doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "

@@ -31,8 +31,14 @@ period, which kind), and it leaves out collections whose documents are each know
 ``"two_fields"`` counts a match only where the query names at least two fields (whose *and* which):
 a question's "this paper" or "the report" names a metadata ``doc_type`` every paper or report
 holds, and a topic word names every report on it; one field names a family, not a document.
+One exception: a question that names no period at all (no year, no quarter) and names a family by
+one field written as a name (a capitalised word or a short form: ``Pfizer``, ``JPM``; never a kind
+or a topic in lower case, "the report") asks about the present, and names that family's latest
+document (the latest year its identity holds, then quarter; a tie names none) at the half
+``"fields"`` gives it (:meth:`IdentityIndex._latest_named`).
 
-Terms: lower-cased word runs, camel case and years split off (``LockheedMartin`` -> ``lockheed
+Terms: lower-cased word runs (a number and one letter joined by a hyphen kept as one, ``10-K`` ->
+``10k``, so a 10-K and a 10-Q are two kinds), camel case and years split off (``LockheedMartin`` -> ``lockheed
 martin``, ``FY2017`` -> ``fy 2017``, ``2023Q2`` -> ``2023 q2``), a fiscal year or quarter written
 against a year of two or four digits read as its parts (``FY21`` -> ``fy 2021``, ``Q22023`` and
 ``2Q23`` -> ``q2 2023``), stop words and one-letter pieces dropped, a plural ``s`` cut; a query's
@@ -88,6 +94,10 @@ _YEAR_EDGE = re.compile(r"(?<=[^\W\d_])(?=(?:19|20)\d\d(?!\d))|(?<=(?:19|20)\d\d
 # A fiscal year or quarter written against its year as one word, the year in two digits or four:
 # "fy21", "q22023", "q223", "2q23", "2q2023" (the year first, "2023q2", is _YEAR_EDGE's).
 _PERIOD = re.compile(r"(?:(fy)|q([1-4])|([1-4])q)((?:19|20)\d\d|\d\d)")
+# A number and one letter joined by a hyphen, a form's or a model's code ("10-K", "10-Q", "8-K", "S-1"):
+# one term ("10k"), as written without the hyphen; split, the letter alone would be dropped and every
+# kind of form would read as its number ("10-K" and "10-Q" both "10").
+_CODE = re.compile(r"(?<![^\W_])(?:(\d+)-([^\W\d_])|([^\W\d_])-(\d+))(?![^\W_])")
 _JOIN = 3  # a query's runs of up to this many adjacent terms are joined as one more term
 # A word of letters as written (no case folding, no camel split), an ampersand joining letters kept
 # inside it ("J&J", "AT&T"): a query's candidate short forms.
@@ -135,6 +145,7 @@ def identity_terms(text: str) -> List[str]:
     """The identity terms of a text, in order (see the module docstring); repeated terms stay."""
     stop = _stop_words()
     out: List[str] = []
+    text = _CODE.sub(lambda m: "".join(g for g in m.groups() if g), text)
     for raw in _WORDS.findall(_CAMEL.sub(" ", text).lower()):
         for part in _period_parts(raw):
             if len(part) < 2 or part in stop:
@@ -284,6 +295,21 @@ def identity_parts(doc_id: str, metadata: Mapping[str, Any], keys: Optional[Sequ
     for piece in _identity_pieces(doc_id, metadata, keys, True):
         parts.extend(p.strip() for p in _PART_SPLIT.split(piece) if p.strip())
     return list(dict.fromkeys(parts))
+
+
+# A year and a quarter among an identity field's terms ("2022Q4" -> 2022, q4): a document's period.
+_YEAR_TERM = re.compile(r"(?:19|20)\d\d")
+_QUARTER_TERM = re.compile(r"q[1-4]")
+
+
+def _name_terms(text: str) -> FrozenSet[str]:
+    """The identity terms of a text's words written with a capital (``Pfizer``, ``Foot Locker``):
+    how a question writes a name, as against a kind of document or a topic (``report``). A text
+    without lower-case letters has none (no word stands out)."""
+    if not any(c.islower() for c in text):
+        return frozenset()
+    words = [w for w in re.findall(r"[^\W_]+(?:[-&'][^\W_]+)*", text) if any(c.isupper() for c in w)]
+    return frozenset(t for w in words for t in identity_terms(w))
 
 
 def _part_terms(part: str) -> FrozenSet[str]:
@@ -534,8 +560,12 @@ class IdentityIndex:
         scores = {d: min(1.0, total / unique) for d, total in totals.items()}
         if coverage != "terms":
             least = _LEAST_FIELDS[coverage]
+            raw = scores
             scores = {d: score * self.coverage(d, asked | short.get(d, frozenset()), least)
                       for d, score in scores.items()}
+            if least == 2 and not any(_YEAR_TERM.fullmatch(t) or _QUARTER_TERM.fullmatch(t) for t in asked):
+                for doc_id in self._latest_named(query, asked, short, [d for d, v in scores.items() if not v]):
+                    scores[doc_id] = raw[doc_id] * 0.5
             scores = {d: score for d, score in scores.items() if score > 0}
             if not scores:
                 return NO_MATCH
@@ -544,6 +574,46 @@ class IdentityIndex:
             order = order[:limit]
         return IdentityMatch(scores={d: scores[d] for d in order},
                              root_ids=tuple(self._roots[d] for d in order))
+
+    def _period_key(self, doc_id: str) -> Optional[Tuple[int, int]]:
+        """(latest year, its quarter or 5 for the whole year) a document's identity fields hold, or None."""
+        best: Optional[Tuple[int, int]] = None
+        for f in self._shape(doc_id)[0]:
+            years = [int(t) for t in f if _YEAR_TERM.fullmatch(t)]
+            if not years:
+                continue
+            quarters = [int(t[1]) for t in f if _QUARTER_TERM.fullmatch(t)]
+            key = (max(years), max(quarters) if quarters else 5)
+            best = key if best is None or key > best else best
+        return best
+
+    def _latest_named(self, query: str, asked: FrozenSet[str], short: Mapping[str, FrozenSet[str]],
+                      candidates: Sequence[str]) -> List[str]:
+        """Of the documents a query naming no period names by one field alone, that field written
+        as a name (a capitalised word, :func:`_name_terms`, or a short form: whose, without which),
+        the latest of each such family (:meth:`_period_key`; a tie names none): a question that
+        names no period asks about the present. A kind of document or a topic in lower case
+        ("this report", "the brochure") names no family this way."""
+        names = _name_terms(query)
+        families: Dict[FrozenSet[str], List[str]] = {}
+        for doc_id in candidates:
+            fields, shared = self._shape(doc_id)
+            if shared < 2:
+                continue
+            terms = asked | short.get(doc_id, frozenset())
+            named = [f for f in fields if f & terms]
+            if len(named) == 1 and named[0] & (names | short.get(doc_id, frozenset())):
+                families.setdefault(named[0], []).append(doc_id)
+        out: List[str] = []
+        for docs in families.values():
+            keys = {d: self._period_key(d) for d in docs}
+            if len(docs) < 2 or any(k is None for k in keys.values()):
+                continue
+            latest = max(keys.values())
+            top = [d for d in docs if keys[d] == latest]
+            if len(top) == 1:
+                out.append(top[0])
+        return out
 
     @classmethod
     def from_roots(cls, roots: Iterable[Any], keys: Optional[Sequence[str]] = None) -> "IdentityIndex":

@@ -270,6 +270,13 @@ def test_two_fields_coverage_needs_whose_and_which(make_index):
     result = filings_index.search(QUESTION)
     assert {n.node.doc_id for n in result.nodes} == {"ACME_2023_10K"}
     assert result.trace.steps[0].candidates[0].identity_score == pytest.approx(0.886717, abs=1e-6)
-    # Acme without a year is one field: nothing is named, the search is the text's
+    # Acme and no period at all: the question asks about the present, Acme's latest filing is named
+    # (at half: one field), its other year is not ("filings7")
     no_year = "What were Acme's purchases of property, plant and equipment?"
-    assert all(c.identity_score is None for c in filings_index.search(no_year).trace.steps[0].candidates)
+    undated = filings_index.search(no_year)
+    scores = {c.doc_id: c.identity_score for c in undated.trace.steps[0].candidates}
+    assert scores["ACME_2023_10K"] > 0 and not scores.get("ACME_2022_10K")
+    assert {n.node.doc_id for n in undated.nodes} == {"ACME_2023_10K"}
+    # a year no filing holds is still a period: whose alone then names nothing, the search is the text's
+    old_year = "What were Acme's purchases of property, plant and equipment in 2019?"
+    assert all(c.identity_score is None for c in filings_index.search(old_year).trace.steps[0].candidates)

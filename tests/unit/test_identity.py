@@ -34,7 +34,7 @@ from support import FakeRanker
 
 def test_terms_split_years_camel_case_and_drop_stop_words_and_plurals():
     assert identity_terms("ACME_Corp FY2017 10-K of the LockheedMartin Resorts") == [
-        "acme", "corp", "fy", "2017", "10", "lockheed", "martin", "resort"]
+        "acme", "corp", "fy", "2017", "10k", "lockheed", "martin", "resort"]
     assert identity_terms("2023Q2 report") == ["2023", "q2", "report"]
     assert identity_terms("Walmart's 2020") == ["walmart", "2020"]  # the possessive 's is a lone letter
 
@@ -176,8 +176,13 @@ def test_two_fields_coverage_names_a_document_only_by_whose_and_which():
     # one field alone (Acme's other year, Globex's same year) counts half under "fields", nothing here
     assert fields.scores["ACME_2022_10K"] > 0 and fields.scores["GLOBEX_2023_10K"] > 0
     assert filings.coverage("ACME_2022_10K", query, least=2) == 0.0
-    assert not filings.match("What was Acme's capital expenditure?", coverage="two_fields")
-    assert filings.match("What was Acme's capital expenditure?", coverage="fields")
+    # whose alone, no period at all: only the latest of its filings, at the half "fields" gives it
+    # (test_a_question_naming_no_period_names_the_latest_document_of_a_name)
+    undated = "What was Acme's capital expenditure?"
+    assert list(filings.match(undated, coverage="two_fields").scores) == ["ACME_2023_10K"]
+    assert filings.match(undated, coverage="two_fields").scores["ACME_2023_10K"] == \
+        pytest.approx(filings.match(undated, coverage="fields").scores["ACME_2023_10K"])
+    assert not filings.match("What was Acme's capital expenditure in 2019?", coverage="two_fields")
     # A kind of document or a topic that a question's words hold is one field: it names a family,
     # never a document (a folder of reports and papers whose type is a metadata value).
     reports = _index({
@@ -223,6 +228,47 @@ def test_a_quarter_or_year_in_any_spelling_names_its_filing():
     assert list(index.match("Did Acme grow between FY20 and FY21?", coverage="two_fields").scores) == ["ACME_2021_10K"]
 
 
+def test_a_form_written_with_a_hyphen_is_one_kind_and_names_its_filing():
+    assert identity_terms("ACME_10-K_2023") == ["acme", "10k", "2023"]
+    assert identity_terms("the 10-Q, an 8-K and Form S-1") == ["10q", "8k", "form", "s1"]
+    assert identity_terms("COVID-19 and 2023-Q2") == ["covid", "19", "2023", "q2"]  # not one letter: split
+    index = _index({name: {} for name in ("ACME_10-K_2023", "ACME_10-Q_2023Q2", "ACME_10-K_2022",
+                                          "GLOBEX_10-K_2023", "GLOBEX_10-Q_2023Q2", "GLOBEX_8-K_2023")})
+    # the kind tells a 10-K from a 10-Q of the same company and year, written either way
+    assert list(index.match("Acme's 10-Q for 2023", coverage="two_fields").scores)[0] == "ACME_10-Q_2023Q2"
+    assert list(index.match("Acme's 10K for 2023", coverage="two_fields").scores)[0] == "ACME_10-K_2023"
+    assert list(index.match("What did Globex's 8-K say in 2023?", coverage="two_fields").scores)[0] == \
+        "GLOBEX_8-K_2023"
+
+
+UNDATED = {
+    "ACME_2021_10K": {"company": "Acme", "doc_period": 2021, "doc_type": "10k"},
+    "ACME_2023Q2_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
+    "ACME_2023Q1_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
+    "GLOBEX_2022_8K_dated-2022-05-20": {"company": "Globex", "doc_period": 2022, "doc_type": "8k"},
+    "GLOBEX_2022_8K_dated-2022-08-19": {"company": "Globex", "doc_period": 2022, "doc_type": "8k"},
+    "INITECH_2020_10K": {"company": "Initech", "doc_period": 2020, "doc_type": "10k"},
+}
+
+
+def test_a_question_naming_no_period_names_the_latest_document_of_a_name():
+    index = _index(UNDATED)
+    # a name and no period: the present, the name's latest document (its latest year, then quarter)
+    match = index.match("How much does Acme expect to pay for the spin-off in the future?", coverage="two_fields")
+    assert list(match.scores) == ["ACME_2023Q2_10Q"]
+    assert match.scores["ACME_2023Q2_10Q"] == pytest.approx(
+        index.match("How much does Acme expect to pay?", coverage="fields").scores["ACME_2023Q2_10Q"])
+    # a period named, even one no document holds: whose and which as before (none here)
+    assert not index.match("What did Acme earn in 2019?", coverage="two_fields")
+    assert not index.match("What did Acme earn in Q3?", coverage="two_fields")
+    # a tie for the latest names none; a family of one is named by whose and which only
+    assert not index.match("Who is Globex's new CEO?", coverage="two_fields")
+    assert not index.match("Is Initech profitable?", coverage="two_fields")
+    # a kind of document in lower case is not a name: "the 10q" alone names no family's latest
+    assert not index.match("what does the latest 10q report say about debt?", coverage="two_fields")
+    assert list(_index(FIRMS).match("Revenue of JPM", coverage="two_fields").scores) == ["JPMORGAN_2022_10K"]
+
+
 FIRMS = {
     "JOHNSON_JOHNSON_2022_10K": {"company": "Johnson & Johnson", "doc_period": 2022},
     "JOHNSON_JOHNSON_2021_10K": {"company": "Johnson & Johnson", "doc_period": 2021},
@@ -253,7 +299,6 @@ def test_a_short_form_of_a_company_names_its_filings_like_its_name(query, named)
     "What was the net income in 2022?",  # "net" in lower case is a word, not Netflix
     "WHAT WAS THE NET INCOME IN 2022?",  # a query all in capitals has no short forms
     "R&D spending in 2022",  # an ampersand's initials stand only for a name with an "&" or "and"
-    "Revenue of JPM",  # a short form is the company: a period is still needed to name a filing
 ])
 def test_words_that_are_not_short_forms_name_nothing(query):
     assert not _index(FIRMS).match(query, coverage="two_fields")
