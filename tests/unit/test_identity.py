@@ -70,12 +70,17 @@ def _index(docs: Dict[str, Dict]) -> IdentityIndex:
                                      for d, m in docs.items()])
 
 
-FILINGS = {
-    "ACME_2022_10K": {"company": "Acme", "doc_period": 2022, "doc_type": "10k"},
-    "ACME_2023_10K": {"company": "Acme", "doc_period": 2023, "doc_type": "10k"},
-    "GLOBEX_2023_10K": {"company": "Globex", "doc_period": 2023, "doc_type": "10k"},
-    "INITECH_2023_10K": {"company": "Initech", "doc_period": 2023, "doc_type": "10k"},
-}
+def _filings(*names: str) -> Dict[str, Dict]:
+    """Filings' metadata read off their file names, ``COMPANY_PERIOD_KIND[_...]``: {"company": "Acme",
+    "doc_period": 2023, "doc_type": "10q"} for ``ACME_2023Q2_10Q`` (what a filings loader gives)."""
+    out = {}
+    for name in names:
+        company, period, kind = name.split("_")[:3]
+        out[name] = {"company": company.title(), "doc_period": int(period[:4]), "doc_type": kind.lower()}
+    return out
+
+
+FILINGS = _filings("ACME_2022_10K", "ACME_2023_10K", "GLOBEX_2023_10K", "INITECH_2023_10K")
 
 
 def test_the_entity_and_period_both_named_win_and_a_rare_term_outweighs_a_common_one():
@@ -213,12 +218,7 @@ def test_a_fiscal_year_or_quarter_written_against_its_year_gives_the_terms_of_it
     assert identity_terms(text) == terms
 
 
-QUARTERLIES = {
-    "ACME_2023Q2_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
-    "ACME_2023_10K": {"company": "Acme", "doc_period": 2023, "doc_type": "10k"},
-    "ACME_2021_10K": {"company": "Acme", "doc_period": 2021, "doc_type": "10k"},
-    "GLOBEX_2023Q2_10Q": {"company": "Globex", "doc_period": 2023, "doc_type": "10q"},
-}
+QUARTERLIES = _filings("ACME_2023Q2_10Q", "ACME_2023_10K", "ACME_2021_10K", "GLOBEX_2023Q2_10Q")
 
 
 def test_a_quarter_or_year_in_any_spelling_names_its_filing():
@@ -241,14 +241,8 @@ def test_a_form_written_with_a_hyphen_is_one_kind_and_names_its_filing():
         "GLOBEX_8-K_2023"
 
 
-UNDATED = {
-    "ACME_2021_10K": {"company": "Acme", "doc_period": 2021, "doc_type": "10k"},
-    "ACME_2023Q2_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
-    "ACME_2023Q1_10Q": {"company": "Acme", "doc_period": 2023, "doc_type": "10q"},
-    "GLOBEX_2022_8K_dated-2022-05-20": {"company": "Globex", "doc_period": 2022, "doc_type": "8k"},
-    "GLOBEX_2022_8K_dated-2022-08-19": {"company": "Globex", "doc_period": 2022, "doc_type": "8k"},
-    "INITECH_2020_10K": {"company": "Initech", "doc_period": 2020, "doc_type": "10k"},
-}
+UNDATED = _filings(
+    "ACME_2021_10K", "ACME_2023Q2_10Q", "ACME_2023Q1_10Q", "GLOBEX_2022_8K_dated-2022-05-20", "GLOBEX_2022_8K_dated-2022-08-19", "INITECH_2020_10K")
 
 
 def test_a_question_naming_no_period_names_the_latest_document_of_a_name():
