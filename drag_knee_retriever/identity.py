@@ -89,11 +89,12 @@ _OPAQUE = re.compile(r"[0-9a-f]{16,}|[0-9a-f-]{32,}", re.IGNORECASE)
 _SUFFIX = re.compile(r"\.(pdf|md|markdown|txt|html?|docx?|rtf|xlsx?|pptx?|csv|json)$", re.IGNORECASE)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _WORDS = re.compile(r"[^\W_]+")
+_YEAR = r"(?:19|20)\d\d"  # a four-digit year, as every rule below reads one
 # A four-digit year glued to letters: "fy2017" -> "fy", "2017"; "2023q2" -> "2023", "q2".
-_YEAR_EDGE = re.compile(r"(?<=[^\W\d_])(?=(?:19|20)\d\d(?!\d))|(?<=(?:19|20)\d\d)(?=[^\W\d_])")
+_YEAR_EDGE = re.compile(rf"(?<=[^\W\d_])(?={_YEAR}(?!\d))|(?<={_YEAR})(?=[^\W\d_])")
 # A fiscal year or quarter written against its year as one word, the year in two digits or four:
 # "fy21", "q22023", "q223", "2q23", "2q2023" (the year first, "2023q2", is _YEAR_EDGE's).
-_PERIOD = re.compile(r"(?:(fy)|q([1-4])|([1-4])q)((?:19|20)\d\d|\d\d)")
+_PERIOD = re.compile(rf"(?:(fy)|q([1-4])|([1-4])q)({_YEAR}|\d\d)")
 # A number and one letter joined by a hyphen, a form's or a model's code ("10-K", "10-Q", "8-K", "S-1"):
 # one term ("10k"), as written without the hyphen; split, the letter alone would be dropped and every
 # kind of form would read as its number ("10-K" and "10-Q" both "10").
@@ -298,8 +299,10 @@ def identity_parts(doc_id: str, metadata: Mapping[str, Any], keys: Optional[Sequ
 
 
 # A year and a quarter among an identity field's terms ("2022Q4" -> 2022, q4): a document's period.
-_YEAR_TERM = re.compile(r"(?:19|20)\d\d")
+_YEAR_TERM = re.compile(_YEAR)
 _QUARTER_TERM = re.compile(r"q[1-4]")
+# A word as a question writes a name, its inner hyphens, ampersands and apostrophes kept ("Coca-Cola", "J&J").
+_NAME_WORD = re.compile(r"[^\W_]+(?:[-&'][^\W_]+)*")
 
 
 def _name_terms(text: str) -> FrozenSet[str]:
@@ -308,7 +311,7 @@ def _name_terms(text: str) -> FrozenSet[str]:
     without lower-case letters has none (no word stands out)."""
     if not any(c.islower() for c in text):
         return frozenset()
-    words = [w for w in re.findall(r"[^\W_]+(?:[-&'][^\W_]+)*", text) if any(c.isupper() for c in w)]
+    words = [w for w in _NAME_WORD.findall(text) if any(c.isupper() for c in w)]
     return frozenset(t for w in words for t in identity_terms(w))
 
 
@@ -565,7 +568,8 @@ class IdentityIndex:
                       for d, score in scores.items()}
             if least == 2 and not any(_YEAR_TERM.fullmatch(t) or _QUARTER_TERM.fullmatch(t) for t in asked):
                 for doc_id in self._latest_named(query, asked, short, [d for d, v in scores.items() if not v]):
-                    scores[doc_id] = raw[doc_id] * 0.5
+                    # one field named: the half "fields" coverage gives it
+                    scores[doc_id] = raw[doc_id] * self.coverage(doc_id, asked | short.get(doc_id, frozenset()))
             scores = {d: score for d, score in scores.items() if score > 0}
             if not scores:
                 return NO_MATCH
