@@ -305,6 +305,11 @@ _QUARTER_TERM = re.compile(r"q[1-4]")
 _NAME_WORD = re.compile(r"[^\W_]+(?:[-&'][^\W_]+)*")
 
 
+def _is_period_term(term: str) -> bool:
+    """Whether an identity term names a period: a four-digit year or a quarter (``2022``, ``q4``)."""
+    return bool(_YEAR_TERM.fullmatch(term) or _QUARTER_TERM.fullmatch(term))
+
+
 def _name_terms(text: str) -> FrozenSet[str]:
     """The identity terms of a text's words written with a capital (``Pfizer``, ``Foot Locker``):
     how a question writes a name, as against a kind of document or a topic (``report``). A text
@@ -566,7 +571,7 @@ class IdentityIndex:
             raw = scores
             scores = {d: score * self.coverage(d, asked | short.get(d, frozenset()), least)
                       for d, score in scores.items()}
-            if least == 2 and not any(_YEAR_TERM.fullmatch(t) or _QUARTER_TERM.fullmatch(t) for t in asked):
+            if least == 2 and not any(_is_period_term(t) for t in asked):
                 for doc_id in self._latest_named(query, asked, short, [d for d, v in scores.items() if not v]):
                     # one field named: the half "fields" coverage gives it
                     scores[doc_id] = raw[doc_id] * self.coverage(doc_id, asked | short.get(doc_id, frozenset()))
@@ -610,8 +615,10 @@ class IdentityIndex:
                 families.setdefault(named[0], []).append(doc_id)
         out: List[str] = []
         for docs in families.values():
+            if len(docs) < 2:  # a family of one is named by whose and which only
+                continue
             keys = {d: self._period_key(d) for d in docs}
-            if len(docs) < 2 or any(k is None for k in keys.values()):
+            if any(k is None for k in keys.values()):
                 continue
             latest = max(keys.values())
             top = [d for d in docs if keys[d] == latest]
