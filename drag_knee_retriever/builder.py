@@ -22,6 +22,7 @@ from .headings import find_headings, headings_outline
 from .ids import ROOT_PATH, leaf_id, node_id
 from .nodes import FILE_STAMP_KEY, Document, Span, TreeNode
 from .point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
+from .statements import statement_pages
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, ends_in_abbreviation, split_sentences
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -354,12 +355,18 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
             # No bookmarks: the headings in the page text are the document's sections.
             outline = headings_outline(document.pages)
         paths = _outline_page_paths(outline, len(document.pages))
+        # A statement's page is read under the statement's name as a section's page is under its title.
+        statements = statement_pages(document.pages) if config.sections.statements else {}
         drafts: List[Tuple[int, _Draft]] = []
         for n, page in enumerate(document.pages, start=1):
             text = page.strip()
             if not text:
                 continue
             path = paths.get(n, ())
+            if n in statements:
+                # Under its own heading's section (SectionConfig.headings) the statement's title replaces it.
+                named = path and statements[n].lower().startswith(path[-1].lower())
+                path = (path[:-1] if named else path) + (statements[n],)
             parts = split_passages(text, config.leaves.passage_words) if _splits(text, config) else [text]
             if len(parts) == 1:
                 drafts.append((n, new_leaf(text, page=n, path=path)))
@@ -424,6 +431,11 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
         digest.update(json.dumps([dict(m) for m in document.page_metadata], ensure_ascii=False, sort_keys=True,
                                  default=str).encode())
     digest.update(config.fingerprint().encode())
+    # Statement titles change only the trees of documents that have statement pages: every other
+    # document keeps the hash it had before the setting existed (and is not rebuilt).
+    titles = statement_pages(document.pages) if config.sections.statements and document.pages is not None else {}
+    if titles:
+        digest.update(json.dumps(sorted(titles.items()), ensure_ascii=False).encode())
     digest.update(summarizer_identity.encode())
     return digest.hexdigest()[:32]
 

@@ -391,6 +391,12 @@ class SectionConfig(Settings):
         doc="A document without an outline gets sections from headings found in its text (numbered '3.2 Results', "
             "'PART II' / 'Item 7.', Markdown, short title-like lines); tables of contents and running headers open "
             "none (drag_knee_retriever.headings).")
+    statements: bool = setting(
+        True, kind=bool,
+        doc="A page of a financial report's primary statement (balance sheet, income statement, cash flows, equity, "
+            "comprehensive income: its heading atop a page of figures) is indexed with the statement's heading and "
+            "its common names in front, so a question's 'income statement' reaches 'Consolidated Statements of "
+            "Operations' (drag_knee_retriever.statements). Other pages are unchanged.")
 
 
 @settings_class

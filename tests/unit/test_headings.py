@@ -144,7 +144,8 @@ def test_financial_statements_and_notes_head_sections_under_item_8():
         ("Note 1. Summary of Significant Accounting Policies", 3, 5), ("Note 2. Revenue", 3, 6)]
     tree = build_document_trees([Document(id="10k", pages=pages)], BuildConfig(sections=SectionConfig(headings=True)))[0]
     leaves = {n.span.first_page: n for n in tree.nodes if n.is_leaf}
-    assert leaves[3].title == "CONSOLIDATED BALANCE SHEETS"  # the continued page stays in its statement
+    # The continued page stays in its statement, its leaves indexed with the statement's common names.
+    assert leaves[3].title == "CONSOLIDATED BALANCE SHEETS (balance sheet, statement of financial position)"
 
 
 def test_an_index_to_the_financial_statements_is_no_section():

@@ -8,7 +8,7 @@ import is still a dependency); only ``if TYPE_CHECKING:`` blocks are left out. R
   reading apart from writing);
 - the search path (the walk, the context fetch, the store and its engines, the encoder and what
   they import, transitively) imports nothing of the build path (builder, ingest, vectorize,
-  summarize, loaders, OCR, headings, LLM);
+  summarize, loaders, OCR, headings, statements, LLM);
 - ids (``ids.py``) and the stored point's schema (``point_schema.py``) have one owner each, below
   both paths: ``ids`` imports nothing of the package, ``point_schema`` only the node types;
 - core modules (everything but the adapters, the CLI and eval) import no adapter, no CLI, no eval;
@@ -120,7 +120,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
     ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat")),
-    ("write", ("headings", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
+    ("write", ("headings", "statements", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
     ("facade", ("index", "render", "sample", "settings_reference", "")),
     ("edge", ("integrations", "eval", "cli")),
 )

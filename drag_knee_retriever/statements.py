@@ -1,0 +1,108 @@
+"""The pages of a financial report's primary statements, and the names a reader calls them by.
+
+A question about a filing names a statement the way analysts say it ("the income statement", "the
+balance sheet", "capex from the cash flow statement"), while the filing heads the page with its own
+form of the name ("Consolidated Statements of Operations", "Statement of Financial Position") on a
+page that is otherwise a table of figures. :func:`statement_pages` finds those pages; the builder
+indexes each of their leaves with the statement's heading and its common names in front (the leaf's
+section title, as an outline's section title is), so the words of the question reach the page.
+
+A page is a statement's page when one of its first lines (or two of them read together: text layers
+often break a heading, "CONSOLIDATED STATEMENTS OF" / "OPERATIONS(in thousands)") is a short line
+naming exactly one statement, and the page is a table: at least :data:`MIN_FIGURES` of its words
+hold a digit. Running text that mentions a statement, a table of contents or an index of the
+statements (several names at the top of one page), and the notes are not statement pages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Sequence
+
+__all__ = ["STATEMENT_NAMES", "statement_of", "statement_pages", "statement_title"]
+
+#: Each primary statement's common names, as a question may call it (the words indexed with its pages).
+STATEMENT_NAMES: Dict[str, str] = {
+    "income": "income statement, statement of income, operations, earnings, profit or loss",
+    "comprehensive": "statement of comprehensive income",
+    "balance": "balance sheet, statement of financial position",
+    "cash": "cash flow statement, statement of cash flows",
+    "equity": "statement of shareholders' equity, stockholders' equity, changes in equity",
+}
+
+#: The least share of a statement page's words that hold a digit (measured on FinanceBench's 10-K
+#: statement pages: 0.16-0.40, median 0.32; pages that only mention a statement: median ~0.2).
+MIN_FIGURES = 0.2
+_HEAD_LINES = 8  # a statement's heading sits above its table, within the page's first lines
+_MAX_WORDS = 14  # a heading line with the company's name or the units beside it, not a sentence
+
+# Longest alternatives first: "statements of comprehensive income" before "statements of income".
+_NAME = re.compile(
+    r"(?:condensed\s+)?(?:consolidated\s+|combined\s+)?"
+    r"(?P<name>balance\s+sheets?|income\s+statements?|statements?\s+of\s+(?:consolidated\s+)?"
+    r"(?:comprehensive\s+(?:income|loss|earnings)|cash\s+flows?|financial\s+position|operations|income|earnings|"
+    r"(?:changes\s+in\s+)?(?:stockholders|shareholders|share\s*owners)['\u2019]?\s+equity|changes\s+in\s+equity))",
+    re.IGNORECASE)
+
+
+def statement_of(name: str) -> Optional[str]:
+    """Which statement (a :data:`STATEMENT_NAMES` key) a heading's name is, or None."""
+    lowered = " ".join(name.lower().split())
+    if "comprehensive" in lowered:
+        return "comprehensive"
+    if "cash flow" in lowered:
+        return "cash"
+    if "balance sheet" in lowered or "financial position" in lowered:
+        return "balance"
+    if "equity" in lowered:
+        return "equity"
+    if any(word in lowered for word in ("operations", "income", "earnings")):
+        return "income"
+    return None
+
+
+def statement_title(heading: str, kind: str) -> str:
+    """What a statement page's leaves are indexed with: the heading as the page writes it, then its common names."""
+    return f"{heading} ({STATEMENT_NAMES[kind]})"
+
+
+def _figures_share(text: str) -> float:
+    words = text.split()
+    return sum(any(c.isdigit() for c in w) for w in words) / len(words) if words else 0.0
+
+
+def _heading_on(lines: List[str]) -> Optional[str]:
+    """The one statement heading among a page's first lines, as written (spacing normalised), or None
+    when none or several statements are named there (an index of the statements)."""
+    found: Dict[str, str] = {}
+    for i, line in enumerate(lines):
+        for text in (line, f"{line} {lines[i + 1]}" if i + 1 < len(lines) else None):
+            if text is None or len(text.split()) > _MAX_WORDS:
+                continue
+            match = _NAME.search(text)
+            if match is None:
+                continue
+            kind = statement_of(match.group("name"))
+            if kind is not None:
+                found.setdefault(kind, " ".join(match.group(0).split()))
+            break  # the line alone named it: the joined pair would name the same
+    if len(found) != 1:
+        return None
+    heading = next(iter(found.values()))
+    return heading[:1].upper() + heading[1:] if heading.islower() else heading
+
+
+def statement_pages(pages: Sequence[str]) -> Dict[int, str]:
+    """The pages (1-based) of ``pages`` that show a primary financial statement, each with the title
+    its leaves are indexed with (:func:`statement_title`)."""
+    out: Dict[int, str] = {}
+    for number, page in enumerate(pages, start=1):
+        if not page:
+            continue
+        lines = [ln.strip() for ln in page.splitlines() if ln.strip()][:_HEAD_LINES]
+        heading = _heading_on(lines)
+        if heading is not None and _figures_share(page) >= MIN_FIGURES:
+            kind = statement_of(heading)
+            assert kind is not None
+            out[number] = statement_title(heading, kind)
+    return out
