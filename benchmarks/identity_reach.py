@@ -36,7 +36,7 @@ from benchmarks.datasets import load_dataset  # noqa: E402
 from drag_knee_retriever.identity import IDENTITY_COVERAGES, IdentityIndex  # noqa: E402
 
 
-def _load(spec: str):
+def load_spec(spec: str):
     """A dataset spec (``name``, ``name:LIMIT_DOCS`` or ``mmlongbench-shared``) loaded."""
     name, _, limit = spec.partition(":")
     options: Dict[str, object] = {"limit_docs": int(limit)} if limit else {}
@@ -61,7 +61,7 @@ def diff(spec: str, other: ModuleType, coverage: str) -> Dict[str, object]:
     """Per question, the documents named here against those ``other``'s identity names: counts of
     questions whose named set, scores or best-named document changed, and of gold named / best before
     and after."""
-    ds = _load(spec)
+    ds = load_spec(spec)
     indexes: Tuple[object, object] = (other.IdentityIndex(), IdentityIndex())
     for doc in ds.documents:
         for index in indexes:
@@ -93,7 +93,7 @@ DIFF_COLUMNS = ("set changed", "scores changed", "best changed", "named before",
 
 def reach(spec: str) -> Dict[str, object]:
     """The counts for one dataset spec (``name``, ``name:LIMIT_DOCS`` or ``mmlongbench-shared``)."""
-    ds = _load(spec)
+    ds = load_spec(spec)
     index = IdentityIndex()
     for doc in ds.documents:
         index.add(doc.id, doc.id, "", doc.metadata)
