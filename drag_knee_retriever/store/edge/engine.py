@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import operator
 import os
 import tempfile
 import threading
@@ -46,7 +47,9 @@ from ...point_schema import (
 )
 from .. import filters as F
 from ..base import (
+    PAIR_ID,
     PENDING_FILE,
+    TIE_MARGIN,
     PendingDocs,
     FilterSpec,
     check_collection_name,
@@ -63,6 +66,7 @@ from ..base import (
     stamp_ids,
     score_limit,
     side_limit,
+    side_order,
     side_scores,
     stable_order,
 )
@@ -113,6 +117,9 @@ def _import_edge() -> Any:
 
 #: Points a filtered BM25 ranking scores one by one at most (see :meth:`EdgeStore._shard_config`).
 SPARSE_FULL_SCAN = 1000
+
+
+_score_of = operator.attrgetter("score")
 
 
 def _str_ids(points: Sequence[Any]) -> List[str]:
@@ -760,6 +767,7 @@ class EdgeStore(NodeStore):
         targets: List[bool] = []  # per engine request: True when the roots' shard answers it
         plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
         carried: Dict[int, bool] = {}  # engine request -> whether it brings the walk's payload fields
+        reads: Dict[int, int] = {}  # side ranking's engine request -> its length once ordered
         for request in requests:
             on_roots = roots_ranking(request)
             flt = self._filters.request_filter(request)
@@ -804,26 +812,35 @@ class EdgeStore(NodeStore):
                     # set of the batch if it holds them, else from one engine call after the batch
                     # (measured at 100k nodes without the map: benchmarks/RESULTS.md, "scale6").
                     carry = fuse_here and node_map is None and (request.candidate_ids is not None or on_roots)
+                    # Each side over-fetched by the tie margin, then ordered by score and id and
+                    # cut at `read` (base.side_order): the engine's order of ties is arbitrary.
                     dense_index = len(batch)
-                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read, params=exact,
+                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read + TIE_MARGIN, params=exact,
                                                  with_payload=with_payload if carry else False))
                     sparse_index = len(batch)
                     sparse_carry = carry and request.candidate_ids is None
-                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read,
+                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read + TIE_MARGIN,
                                                  with_payload=with_payload if sparse_carry else False))
                     carried[dense_index], carried[sparse_index] = carry, sparse_carry
+                    reads[dense_index] = reads[sparse_index] = read
             targets.extend([on_roots] * (len(batch) - len(targets)))
             plans.append((request, main_index, dense_index, sparse_index))
         responses = self._query_batches(batch, targets)
-        # Each side ranking's ids, read once; the payloads the carrying sides brought, by id.
+        # Each side ranking's ids and scores, read once and ordered by score, then id; the payloads
+        # the carrying sides brought, by id.
         side_ids: Dict[int, List[str]] = {}
+        side_pairs: Dict[int, List[Tuple[str, float]]] = {}
         payloads_of: Dict[str, Any] = {}
         for position, carries in carried.items():
+            points = responses[position]
             if carries:
-                side_ids[position] = _str_ids(responses[position])
-                payloads_of.update(zip(side_ids[position], (p.payload for p in responses[position])))
+                ids = _str_ids(points)
+                payloads_of.update(zip(ids, (p.payload for p in points)))
             else:
-                side_ids[position] = point_ids(responses[position])
+                ids = point_ids(points)
+            side_pairs[position] = pairs = side_order(list(zip(ids, map(float, map(_score_of, points)))),
+                                                      reads[position])
+            side_ids[position] = list(map(PAIR_ID, pairs))
         # The rankings fused here, each cut at its limit; without the node map, the fields of their
         # kept hits that no side brought are read in one engine call for the whole batch.
         fused: Dict[int, List[Tuple[str, float]]] = {}
@@ -892,10 +909,7 @@ class EdgeStore(NodeStore):
                 hits = stable_order(hits)
             hits = hits[: request.limit]  # over-fetched: cut here, ties by id
             if request.with_scores and dense_all is not None and sparse_all is not None:
-                hits = side_scores(
-                    hits, request,
-                    dict(zip(dense_all, (float(p.score) for p in responses[dense_index]))),
-                    dict(zip(sparse_all, (float(p.score) for p in responses[sparse_index]))))
+                hits = side_scores(hits, request, dict(side_pairs[dense_index]), dict(side_pairs[sparse_index]))
             results.append(hits)
         return results
 
