@@ -18,8 +18,8 @@ import tempfile
 import threading
 import time
 import weakref
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -122,6 +122,25 @@ SPARSE_FULL_SCAN = 1000
 
 
 _score_of = operator.attrgetter("score")
+
+
+def _side_prefix(points: Sequence[Any], limit: int) -> Tuple[Sequence[Any], List[float]]:
+    """The points of a side ranking that can survive its cut at ``limit``, and their scores.
+
+    A list the engine returned best first keeps its first ``limit`` and those tied with the last
+    of them (the rest of the tie margin's points need no id read); a merged list (a split side) is
+    not in order and is kept whole, for :func:`~drag_knee_retriever.store.base.side_order` to sort.
+    """
+    scores = list(map(float, map(_score_of, points)))
+    count = len(scores)
+    if count <= limit or not all(map(operator.ge, scores, scores[1:])):
+        return points, scores
+    end = limit
+    if end:
+        boundary = scores[end - 1]
+        while end < count and scores[end] == boundary:
+            end += 1
+    return points[:end], scores[:end]
 
 
 def _str_ids(points: Sequence[Any]) -> List[str]:
@@ -850,14 +869,13 @@ class EdgeStore(NodeStore):
         side_pairs: Dict[int, List[Tuple[str, float]]] = {}
         payloads_of: Dict[str, Any] = {}
         for position, carries in carried.items():
-            points = responses[position]
+            points, scores = _side_prefix(responses[position], reads[position])
             if carries:
                 ids = _str_ids(points)
                 payloads_of.update(zip(ids, (p.payload for p in points)))
             else:
                 ids = point_ids(points)
-            side_pairs[position] = pairs = side_order(list(zip(ids, map(float, map(_score_of, points)))),
-                                                      reads[position])
+            side_pairs[position] = pairs = side_order(list(zip(ids, scores)), reads[position])
             side_ids[position] = list(map(PAIR_ID, pairs))
         # The rankings fused here, each cut at its limit; without the node map, the fields of their
         # kept hits that no side brought are read in one engine call for the whole batch.
