@@ -20,7 +20,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 # The two engine constants that shape a search are declared and documented with the settings.
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
@@ -134,17 +134,41 @@ def roots_ranking(request: RankRequest) -> bool:
     return request.level == 0
 
 
-def stable_order(hits: List[RankedHit]) -> List[RankedHit]:
-    """Order by score, ties broken by node id, so every engine agrees on tied candidates."""
+def stable_order(hits: List[Any], id_of: Optional[Callable[[Any], Any]] = None,
+                 score_of: Optional[Callable[[Any], Any]] = None) -> List[Any]:
+    """Order by score, ties broken by node id, so every engine agrees on tied candidates.
+
+    ``hits`` are :class:`RankedHit` by default; ``id_of`` / ``score_of`` read another item's id and
+    score (the engines' side rankings, as ``(point id, score)`` pairs: :data:`PAIR_ID`, :data:`PAIR_SCORE`).
+    """
     # By id, then a stable sort by score (reverse=True keeps equal scores in id order): the same
     # order as the key (-score, id), with C-level keys instead of a Python lambda per hit.
-    ordered = sorted(hits, key=_NODE_ID)
-    ordered.sort(key=_HIT_SCORE, reverse=True)
+    ordered = sorted(hits, key=id_of or _NODE_ID)
+    ordered.sort(key=score_of or _HIT_SCORE, reverse=True)
     return ordered
 
 
 _NODE_ID = operator.attrgetter("node.id")
 _HIT_SCORE = operator.attrgetter("score")
+#: The id and the score of a ``(point id, score)`` pair, for :func:`stable_order`.
+PAIR_ID = operator.itemgetter(0)
+PAIR_SCORE = operator.itemgetter(1)
+
+
+def side_order(pairs: List[Tuple[str, float]], limit: int) -> List[Tuple[str, float]]:
+    """A side ranking (dense or BM25, ``(point id, score)`` pairs as an engine returned them)
+    ordered by score, ties by id (:func:`stable_order`), cut at ``limit``.
+
+    Why: the engines return equal scores in an internal order, and the fusion reads each side's
+    positions, so a tie ordered another way fused another list. Ordered so, one request and the
+    same request split into several (``store/edge/split.py``) give the same ranking. The engine
+    was asked for ``limit + TIE_MARGIN`` (see :func:`fetch_limit`): a tie at the cut is cut by id.
+    Without equal scores, a descending list is returned as it is (no sort).
+    """
+    scores = list(map(PAIR_SCORE, pairs))
+    if not all(map(operator.gt, scores, scores[1:])):
+        pairs = stable_order(pairs, PAIR_ID, PAIR_SCORE)
+    return pairs[:limit]
 
 
 def side_limit(request: RankRequest) -> int:

@@ -22,7 +22,8 @@ from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, STAMP_FIELDS, WALK_FIELD
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
-from .base import ROOTS_SUFFIX, payload_stamp, root_version, roots_ranking, stable_order, stamp_ids
+from .base import (ROOTS_SUFFIX, TIE_MARGIN, payload_stamp, root_version, roots_ranking, side_order, stable_order,
+                   stamp_ids)
 from .integrity import RECORD_FILE, RecordFile, recorded_meta
 
 log = logging.getLogger(__name__)
@@ -609,12 +610,15 @@ class QdrantClientStore(NodeStore):
                 ))
             dense_index = sparse_index = None
             if (explain or request.with_scores) and request.only is None:
-                # The side rankings (same round trip): ranks within `side`, scores of every hit.
-                read = score_limit(request) if request.with_scores else side
+                # The side rankings (same round trip): ranks within `side`, scores of every hit;
+                # over-fetched by the tie margin and ordered by score, then id (_parse_batch).
+                read = _side_read(request)
                 dense_index = len(batch)
-                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=read, with_payload=False))
+                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=read + TIE_MARGIN,
+                                            with_payload=False))
                 sparse_index = len(batch)
-                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=read, with_payload=False))
+                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=read + TIE_MARGIN,
+                                            with_payload=False))
             # Ranks only with explain (a with_scores request reads the sides for their scores).
             layout.append((main_index, dense_index, sparse_index, request, side if explain else 0))
             targets.extend([roots_ranking(request)] * (len(batch) - len(targets)))
@@ -692,9 +696,12 @@ def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[
     results: List[List[RankedHit]] = []
     for main_index, dense_index, sparse_index, request, side in layout:
         limit = request.limit
-        # Ranks count within the side limit only (a with_scores side may read further).
-        dense_ranks = _ranks(responses[dense_index].points[:side]) if dense_index is not None else {}
-        sparse_ranks = _ranks(responses[sparse_index].points[:side]) if sparse_index is not None else {}
+        # Each side ordered by score, then id (the engine's order of ties is arbitrary), cut at what
+        # it was read for; ranks count within the side limit only (a with_scores side may read further).
+        dense = _side(responses[dense_index].points, request) if dense_index is not None else []
+        sparse = _side(responses[sparse_index].points, request) if sparse_index is not None else []
+        dense_ranks = _ranks(dense[:side])
+        sparse_ranks = _ranks(sparse[:side])
         hits = []
         for point in responses[main_index].points:
             if not is_node(point.payload):
@@ -708,15 +715,20 @@ def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[
             ))
         hits = stable_order(hits)[:limit]  # over-fetched by fetch_limit: cut here, ties by id
         if request.with_scores and dense_index is not None and sparse_index is not None:
-            hits = side_scores(hits, request, _scores(responses[dense_index].points),
-                               _scores(responses[sparse_index].points))
+            hits = side_scores(hits, request, dict(dense), dict(sparse))
         results.append(hits)
     return results
 
 
-def _scores(points: Iterable[Any]) -> Dict[str, float]:
-    return {str(p.id): float(p.score) for p in points}
+def _side_read(request: RankRequest) -> int:
+    """How many hits a side ranking keeps once ordered (its engine request asks for TIE_MARGIN more)."""
+    return score_limit(request) if request.with_scores else side_limit(request)
 
 
-def _ranks(points: Iterable[Any]) -> Dict[str, int]:
-    return {str(p.id): rank for rank, p in enumerate(points)}
+def _side(points: Iterable[Any], request: RankRequest) -> List[Tuple[str, float]]:
+    """A side ranking's ``(id, score)`` pairs, ordered by score, then id (base.side_order)."""
+    return side_order([(str(p.id), float(p.score)) for p in points], _side_read(request))
+
+
+def _ranks(pairs: Iterable[Tuple[str, float]]) -> Dict[str, int]:
+    return {pid: rank for rank, (pid, _) in enumerate(pairs)}

@@ -54,6 +54,11 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
 - **Filtered BM25 rankings walk the inverted index** above 1,000 admitted points (new shards:
   ``full_scan_threshold``; the engine's default, 5,000, scored the focus step's global list point by
   point). Same scores (the same sums in the same order); measured in ``benchmarks/RESULTS.md``, "scale".
+- **A filtered BM25 side split per group of documents** (``split.py``): above 100,000 points, the
+  focus step's global list's BM25 side (the leaves of the ~50 best documents) is sent as one
+  request per group of documents holding fewer than 1,000 nodes, scored point by point, instead
+  of one walk over the whole inverted index (at 1M nodes ~2.5 ms against ~12 ms); the groups' lists
+  are merged by score, then id, as every side ranking is ordered, so the ranking is the same.
 - **One process per folder.** Edge's own WAL lock makes a second ``load`` fail with an opaque
   "WouldBlock"; we hold an ``fcntl.flock`` on ``<folder>/<collection>/drag_knee.lock`` while open
   and raise :class:`StoreLockedError` naming the holder's pid.

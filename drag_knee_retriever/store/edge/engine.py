@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import operator
 import os
 import tempfile
 import threading
 import time
 import weakref
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -46,7 +48,9 @@ from ...point_schema import (
 )
 from .. import filters as F
 from ..base import (
+    PAIR_ID,
     PENDING_FILE,
+    TIE_MARGIN,
     PendingDocs,
     FilterSpec,
     check_collection_name,
@@ -63,6 +67,7 @@ from ..base import (
     stamp_ids,
     score_limit,
     side_limit,
+    side_order,
     side_scores,
     stable_order,
 )
@@ -72,6 +77,7 @@ from ..integrity import RECORD_FILE, RecordFile, describe, recorded_meta
 from .fast import fuse_rrf, point_id_set, hits_from_map, point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
 from .node_map import NodeCache
+from .split import SplitRule
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +119,28 @@ def _import_edge() -> Any:
 
 #: Points a filtered BM25 ranking scores one by one at most (see :meth:`EdgeStore._shard_config`).
 SPARSE_FULL_SCAN = 1000
+
+
+_score_of = operator.attrgetter("score")
+
+
+def _side_prefix(points: Sequence[Any], limit: int) -> Tuple[Sequence[Any], List[float]]:
+    """The points of a side ranking that can survive its cut at ``limit``, and their scores.
+
+    A list the engine returned best first keeps its first ``limit`` and those tied with the last
+    of them (the rest of the tie margin's points need no id read); a merged list (a split side) is
+    not in order and is kept whole, for :func:`~drag_knee_retriever.store.base.side_order` to sort.
+    """
+    scores = list(map(float, map(_score_of, points)))
+    count = len(scores)
+    if count <= limit or not all(map(operator.ge, scores, scores[1:])):
+        return points, scores
+    end = limit
+    if end:
+        boundary = scores[end - 1]
+        while end < count and scores[end] == boundary:
+            end += 1
+    return points[:end], scores[:end]
 
 
 def _str_ids(points: Sequence[Any]) -> List[str]:
@@ -221,6 +249,11 @@ class EdgeStore(NodeStore):
         self._stamp_payload = self._qe.PayloadSelector.Include([f"metadata.{FILE_STAMP_KEY}"])
         # Complete only once this store creates the shard (open_collection); see NodeCache.
         self._node_map = NodeCache(node_map_capacity, complete=False)
+        # When a filtered BM25 side is sent per group of documents (split.py; a no-op below 100k
+        # points), and each document's node count it groups by (read once, dropped on a write).
+        self.sparse_split = SplitRule(group_points=SPARSE_FULL_SCAN)
+        self._node_counts: Dict[str, int] = {}
+        self._node_counts_filled = False
         self._loader_stop = threading.Event()
         self._loader: Optional[threading.Thread] = None
         # BM25 IDF kept here, in exact arithmetic (bm25_idf.py); decided per collection when opened.
@@ -562,6 +595,7 @@ class EdgeStore(NodeStore):
             # Durable on return, like qdrant-client's wait=True (a WAL replays it anyway, but a
             # flush also bounds the time a reopen spends replaying).
             self._flush()
+            self._forget_node_counts({r.node.doc_id for r in records})
         self._end_records(records)
 
     def _flush(self) -> None:
@@ -676,6 +710,7 @@ class EdgeStore(NodeStore):
             if self._idf.enabled:
                 self._idf.frequencies.remove(gone)
         self._node_map.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
+        self._forget_node_counts((doc_id,))
         self._deleted = True
         self.pending.end([doc_id])
 
@@ -760,6 +795,8 @@ class EdgeStore(NodeStore):
         targets: List[bool] = []  # per engine request: True when the roots' shard answers it
         plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
         carried: Dict[int, bool] = {}  # engine request -> whether it brings the walk's payload fields
+        reads: Dict[int, int] = {}  # side ranking's engine request -> its length once ordered
+        merged: Dict[int, int] = {}  # a split BM25 side's first engine request -> its groups' requests
         for request in requests:
             on_roots = roots_ranking(request)
             flt = self._filters.request_filter(request)
@@ -804,26 +841,42 @@ class EdgeStore(NodeStore):
                     # set of the batch if it holds them, else from one engine call after the batch
                     # (measured at 100k nodes without the map: benchmarks/RESULTS.md, "scale6").
                     carry = fuse_here and node_map is None and (request.candidate_ids is not None or on_roots)
+                    # Each side over-fetched by the tie margin, then ordered by score and id and
+                    # cut at `read` (base.side_order): the engine's order of ties is arbitrary.
                     dense_index = len(batch)
-                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read, params=exact,
+                    batch.append(qe.QueryRequest(query=dense_q, filter=flt, limit=read + TIE_MARGIN, params=exact,
                                                  with_payload=with_payload if carry else False))
                     sparse_index = len(batch)
                     sparse_carry = carry and request.candidate_ids is None
-                    batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read,
-                                                 with_payload=with_payload if sparse_carry else False))
+                    groups = None if sparse_carry or on_roots else self._sparse_groups(request)
+                    if groups:  # the BM25 side per group of documents, merged below (split.py)
+                        batch.extend(qe.QueryRequest(query=sparse_q, filter=self._filters.request_filter(group),
+                                                     limit=read + TIE_MARGIN, with_payload=False) for group in groups)
+                        merged[sparse_index] = len(groups)
+                    else:
+                        batch.append(qe.QueryRequest(query=sparse_q, filter=flt, limit=read + TIE_MARGIN,
+                                                     with_payload=with_payload if sparse_carry else False))
                     carried[dense_index], carried[sparse_index] = carry, sparse_carry
+                    reads[dense_index] = reads[sparse_index] = read
             targets.extend([on_roots] * (len(batch) - len(targets)))
             plans.append((request, main_index, dense_index, sparse_index))
         responses = self._query_batches(batch, targets)
-        # Each side ranking's ids, read once; the payloads the carrying sides brought, by id.
+        for position, parts in merged.items():  # a split side: its groups' points, ordered below
+            responses[position] = [p for part in responses[position : position + parts] for p in part]
+        # Each side ranking's ids and scores, read once and ordered by score, then id; the payloads
+        # the carrying sides brought, by id.
         side_ids: Dict[int, List[str]] = {}
+        side_pairs: Dict[int, List[Tuple[str, float]]] = {}
         payloads_of: Dict[str, Any] = {}
         for position, carries in carried.items():
+            points, scores = _side_prefix(responses[position], reads[position])
             if carries:
-                side_ids[position] = _str_ids(responses[position])
-                payloads_of.update(zip(side_ids[position], (p.payload for p in responses[position])))
+                ids = _str_ids(points)
+                payloads_of.update(zip(ids, (p.payload for p in points)))
             else:
-                side_ids[position] = point_ids(responses[position])
+                ids = point_ids(points)
+            side_pairs[position] = pairs = side_order(list(zip(ids, scores)), reads[position])
+            side_ids[position] = list(map(PAIR_ID, pairs))
         # The rankings fused here, each cut at its limit; without the node map, the fields of their
         # kept hits that no side brought are read in one engine call for the whole batch.
         fused: Dict[int, List[Tuple[str, float]]] = {}
@@ -892,12 +945,74 @@ class EdgeStore(NodeStore):
                 hits = stable_order(hits)
             hits = hits[: request.limit]  # over-fetched: cut here, ties by id
             if request.with_scores and dense_all is not None and sparse_all is not None:
-                hits = side_scores(
-                    hits, request,
-                    dict(zip(dense_all, (float(p.score) for p in responses[dense_index]))),
-                    dict(zip(sparse_all, (float(p.score) for p in responses[sparse_index]))))
+                hits = side_scores(hits, request, dict(side_pairs[dense_index]), dict(side_pairs[sparse_index]))
             results.append(hits)
         return results
+
+    def _sparse_groups(self, request: RankRequest) -> Optional[List[RankRequest]]:
+        """The requests of ``request``'s BM25 side split per group of documents, or None: one request.
+
+        Only an open ranking of leaves filtered by a ``doc_id`` match on several documents (the
+        focus step's global list), and only where :class:`.split.SplitRule` says it pays: never in a
+        collection under 100,000 points (no count is read there). The collection's points are the
+        BM25 frequencies' count (kept by this store, no engine call); each document's nodes are
+        counted once (one facet call for the documents not counted yet) and forgotten when written.
+        Nodes, not leaves: the engine picks its path by the upper bound of its estimate of the
+        filter's points, which is the ``doc_id`` match alone (groups of < 1,000 leaves but more
+        nodes walked the inverted index: 7 groups cost ~100 ms against ~13 ms for one request at 1M).
+        """
+        rule = self.sparse_split
+        if not request.leaves_only or request.candidate_ids is not None or request.level is not None:
+            return None
+        total = self._idf.frequencies.n if self._idf.enabled else 0
+        if not rule.may_pay(total):
+            return None
+        conditions = F.spec_conditions(request.filters)
+        at = next((i for i in range(len(conditions) - 1, -1, -1) if conditions[i].kind == F.MATCH
+                   and conditions[i].field == "doc_id" and len(conditions[i].values) > 1), None)
+        if at is None:
+            return None
+        docs = conditions[at].values
+        counts = self._doc_node_counts(docs)
+        groups = rule.groups([(d, counts.get(d, 0)) for d in docs], total)
+        if groups is None:
+            return None
+        before, after = tuple(conditions[:at]), tuple(conditions[at + 1 :])
+        return [replace(request, filters=before + (F.any_of("doc_id", group),) + after) for group in groups]
+
+    def _doc_node_counts(self, doc_ids: Sequence[str]) -> Dict[str, int]:
+        """How many nodes each document holds, from a cache: filled for every document by the first
+        call (one facet over the ``doc_id`` index, ~8 ms at 1M nodes; ``exact=True`` cost ~350 ms),
+        then one exact facet for the documents written since (a write forgets its documents'
+        counts). A count that lags a concurrent write only makes a split less even, never wrong."""
+        qe = self._qe
+        cache = self._node_counts
+        if not self._node_counts_filled:
+            if self._roots is not None and not self._roots_deferred:
+                self._count()
+                with _engine_errors("count documents"):
+                    documents = int(self._roots.info().points_count)
+            else:
+                documents = self.count_roots()
+            self._count()
+            with _engine_errors("count the nodes of documents"):
+                response = self.shard.facet(qe.FacetRequest(key="doc_id", limit=max(1, documents), exact=False))
+            cache.update((str(hit.value), int(hit.count)) for hit in response.hits)
+            self._node_counts_filled = True
+        missing = [d for d in doc_ids if d not in cache]
+        if missing:
+            self._count()
+            with _engine_errors("count the nodes of documents"):
+                response = self.shard.facet(qe.FacetRequest(key="doc_id", limit=len(missing), exact=True, filter=qe.Filter(
+                    must=[qe.FieldCondition(key="doc_id", match=qe.MatchAny(list(missing)))])))
+            found = {str(hit.value): int(hit.count) for hit in response.hits}
+            for d in missing:
+                cache[d] = found.get(d, 0)
+        return {d: cache.get(d, 0) for d in doc_ids}
+
+    def _forget_node_counts(self, doc_ids: Any) -> None:
+        for d in doc_ids:
+            self._node_counts.pop(d, None)
 
     def _query_batches(self, batch: Sequence[Any], targets: Sequence[bool]) -> List[Any]:
         """Run a ranking batch: its roots' requests on the roots' shard, the rest on the nodes'
