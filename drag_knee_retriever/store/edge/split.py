@@ -21,7 +21,7 @@ any count is read), and no test index is.
 its path by the upper bound of its estimate of the filter's points, which for ``doc_id`` in a
 group and ``is_leaf`` is the ``doc_id`` match alone. Grouped by leaves (< 1,000 leaves, more
 nodes), the 7 groups of a 1M search each walked the inverted index: ~100 ms against ~13 ms for
-the one request; grouped by nodes, 2.5 ms (``/work/notes/s35``, 20 searches, min of 3).
+the one request; grouped by nodes, 2.5 ms (benchmarks/RESULTS.md "scale9": 20 searches of the 1M folder, each request min of 3).
 
 The split returns the same ranking as the one request because the engine's side lists are ordered
 by score, then point id, after over-fetching by the tie margin (``base.stable_order``), for one
