@@ -11,9 +11,10 @@ Printed: knee p50 / p95 and flat p50 (alternated, as ``engine.py``), each round 
 3), which splits a batch's engine time by request. ``--bm25-groups CAP``: the focus step's global
 BM25 side also sent as one request per group of documents holding fewer than CAP nodes (so that
 the engine scores each group's points one by one instead of walking its inverted index with the
-filter checked per posting), the groups' hits merged by score; timed against the one request, and
-the two lists compared (see RESULTS.md, "scale7": same scores, but tied scores come back in
-another order, so this is not the same ranking).
+filter checked per posting), the groups' hits merged by score, then id; timed against the one
+request (ordered the same way), and the two lists compared. The engine's own split
+(``store/edge/split.py``, RESULTS.md "scale9") is switched off for this option, so the knee figures
+printed with it are those of the one request.
 """
 
 from __future__ import annotations
@@ -92,6 +93,11 @@ def main() -> None:
                           store=StoreConfig(collection=engine_scale.COLLECTION, engine="edge"))
     open_s = time.perf_counter() - started
     store = index.store
+    if args.bm25_groups:
+        # The engine splits that side itself where it pays (store/edge/split.py); off here, so the
+        # batches hold the one request this option times against its groups.
+        from drag_knee_retriever.store.edge.split import SplitRule
+        store.sparse_split = SplitRule(share=0.0)
     log: List[tuple] = []
     trips: List[tuple] = []
     state: Dict[str, Any] = {"trip": "other", "capture": None}
@@ -206,6 +212,8 @@ def _time(call: Any, *args: Any) -> float:
 def bm25_groups(qe: Any, store: Any, shard: Any, captured: List[tuple], cap: int) -> None:
     """The focus batch's global BM25 side (its 4th request: regions dense, regions BM25, global
     dense, global BM25) against the same ranking split into groups of documents of < ``cap`` nodes."""
+    from drag_knee_retriever.store.base import TIE_MARGIN
+
     leaf = qe.FieldCondition(key="is_leaf", match=qe.MatchValue(np.bool_(True)))
     counts: Dict[str, int] = {}
     one, split, same, same_scores, groups_per = [], [], 0, 0, []
@@ -232,8 +240,10 @@ def bm25_groups(qe: Any, store: Any, shard: Any, captured: List[tuple], cap: int
         a, b = shard.query(request), shard.query_batch(parts)
         one.append(min(_time(shard.query, request) for _ in range(3)) * 1e3)
         split.append(min(_time(shard.query_batch, parts) for _ in range(3)) * 1e3)
-        listed = [(str(p.id), p.score) for p in a]
-        merged = sorted(((str(p.id), p.score) for part in b for p in part), key=lambda t: -t[1])[: request.limit]
+        # Compared as the store cuts a side: ordered by score, then id, the tie margin's points dropped.
+        keep = max(request.limit - TIE_MARGIN, 1)
+        listed = sorted(((str(p.id), p.score) for p in a), key=lambda t: (-t[1], t[0]))[:keep]
+        merged = sorted(((str(p.id), p.score) for part in b for p in part), key=lambda t: (-t[1], t[0]))[:keep]
         same += listed == merged
         same_scores += [s for _, s in listed] == [s for _, s in merged]
     print(f"global BM25 side, {len(one)} searches: one request {statistics.median(one):.2f} ms, "
