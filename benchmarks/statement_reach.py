@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.identity_reach import load_spec  # noqa: E402
-from drag_knee_retriever.statements import statement_of, statement_pages  # noqa: E402
+from drag_knee_retriever.statements import statement_pages  # noqa: E402
 
 
 def reach(spec: str) -> str:
@@ -39,7 +39,7 @@ def reach(spec: str) -> str:
         pages += len(document.pages)
         found = statement_pages(document.pages)
         touched += bool(found)
-        kinds.update(statement_of(title.split(" (")[0]) for title in found.values())
+        kinds.update(page.kind for page in found.values())
         gold_found += len(set(found) & gold.get(document.id, set()))
     took = (time.perf_counter() - start) * 1e3 / max(pages, 1)
     kinds_text = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common()) or "-"

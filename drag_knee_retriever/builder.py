@@ -22,7 +22,7 @@ from .headings import find_headings, headings_outline
 from .ids import ROOT_PATH, leaf_id, node_id
 from .nodes import FILE_STAMP_KEY, Document, Span, TreeNode
 from .point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
-from .statements import statement_pages
+from .statements import StatementPage, statement_pages
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, ends_in_abbreviation, split_sentences
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -340,7 +340,13 @@ def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> 
     return top
 
 
-def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]]:
+def _statements(document: Document, config: BuildConfig) -> Dict[int, StatementPage]:
+    """The document's statement pages where ``SectionConfig.statements`` applies (read once a build)."""
+    return statement_pages(document.pages) if config.sections.statements and document.pages is not None else {}
+
+
+def _shape(document: Document, config: BuildConfig,
+           statements: Mapping[int, StatementPage]) -> Tuple[_Draft, List[_Leaf]]:
     leaves: List[_Leaf] = []
 
     def new_leaf(text: str, page: Optional[int] = None, path: Tuple[str, ...] = (),
@@ -355,18 +361,18 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
             # No bookmarks: the headings in the page text are the document's sections.
             outline = headings_outline(document.pages)
         paths = _outline_page_paths(outline, len(document.pages))
-        # A statement's page is read under the statement's name as a section's page is under its title.
-        statements = statement_pages(document.pages) if config.sections.statements else {}
         drafts: List[Tuple[int, _Draft]] = []
         for n, page in enumerate(document.pages, start=1):
             text = page.strip()
             if not text:
                 continue
             path = paths.get(n, ())
-            if n in statements:
-                # Under its own heading's section (SectionConfig.headings) the statement's title replaces it.
-                named = path and statements[n].lower().startswith(path[-1].lower())
-                path = (path[:-1] if named else path) + (statements[n],)
+            statement = statements.get(n)
+            if statement is not None:
+                # A statement's page is read under the statement's name as a section's page is under
+                # its title; under its own heading's section (SectionConfig.headings) it replaces that.
+                named = path and path[-1].lower() == statement.heading.lower()
+                path = (path[:-1] if named else path) + (statement.title,)
             parts = split_passages(text, config.leaves.passage_words) if _splits(text, config) else [text]
             if len(parts) == 1:
                 drafts.append((n, new_leaf(text, page=n, path=path)))
@@ -417,8 +423,11 @@ def _shape(document: Document, config: BuildConfig) -> Tuple[_Draft, List[_Leaf]
 # ---------------------------------------------------------------------------------------------
 
 
-def document_hash(document: Document, config: BuildConfig, summarizer_identity: str) -> str:
-    """A hash of everything that shapes a document's tree: content, metadata, settings, summariser."""
+def document_hash(document: Document, config: BuildConfig, summarizer_identity: str,
+                  statements: Optional[Mapping[int, StatementPage]] = None) -> str:
+    """A hash of everything that shapes a document's tree: content, metadata, settings, summariser.
+
+    ``statements``: the document's statement pages when the caller has read them already."""
     digest = hashlib.sha256()
     body = {"text": document.text, "pages": list(document.pages) if document.pages is not None else None}
     if document.outline:
@@ -433,9 +442,9 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
     digest.update(config.fingerprint().encode())
     # Statement titles change only the trees of documents that have statement pages: every other
     # document keeps the hash it had before the setting existed (and is not rebuilt).
-    titles = statement_pages(document.pages) if config.sections.statements and document.pages is not None else {}
-    if titles:
-        digest.update(json.dumps(sorted(titles.items()), ensure_ascii=False).encode())
+    statements = _statements(document, config) if statements is None else statements
+    if statements:
+        digest.update(json.dumps(sorted((n, p.title) for n, p in statements.items()), ensure_ascii=False).encode())
     digest.update(summarizer_identity.encode())
     return digest.hexdigest()[:32]
 
@@ -452,8 +461,9 @@ def build_document_trees(
 
     shaped = []
     for document in documents:
-        root, leaves = _shape(document, config)
-        shaped.append((document, root, leaves, document_hash(document, config, identity)))
+        statements = _statements(document, config)
+        root, leaves = _shape(document, config, statements)
+        shaped.append((document, root, leaves, document_hash(document, config, identity, statements)))
 
     # Assign ids, paths, levels, spans; collect nodes by height (leaves = 0) for summarising.
     records: Dict[int, dict] = {}

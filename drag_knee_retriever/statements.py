@@ -17,9 +17,10 @@ statements (several names at the top of one page), and the notes are not stateme
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["STATEMENT_NAMES", "statement_of", "statement_pages", "statement_title"]
+__all__ = ["STATEMENT_NAMES", "StatementPage", "statement_of", "statement_pages"]
 
 #: Each primary statement's common names, as a question may call it (the words indexed with its pages).
 STATEMENT_NAMES: Dict[str, str] = {
@@ -61,9 +62,17 @@ def statement_of(name: str) -> Optional[str]:
     return None
 
 
-def statement_title(heading: str, kind: str) -> str:
-    """What a statement page's leaves are indexed with: the heading as the page writes it, then its common names."""
-    return f"{heading} ({STATEMENT_NAMES[kind]})"
+@dataclass(frozen=True)
+class StatementPage:
+    """A page of a primary statement: its heading as the page writes it, and which statement it is."""
+
+    heading: str
+    kind: str  # a STATEMENT_NAMES key
+
+    @property
+    def title(self) -> str:
+        """What the page's leaves are indexed with: the heading, then the statement's common names."""
+        return f"{self.heading} ({STATEMENT_NAMES[self.kind]})"
 
 
 def _figures_share(text: str) -> float:
@@ -71,10 +80,10 @@ def _figures_share(text: str) -> float:
     return sum(any(c.isdigit() for c in w) for w in words) / len(words) if words else 0.0
 
 
-def _heading_on(lines: List[str]) -> Optional[str]:
-    """The one statement heading among a page's first lines, as written (spacing normalised), or None
-    when none or several statements are named there (an index of the statements)."""
-    found: Dict[str, str] = {}
+def _heading_on(lines: List[str]) -> Optional[StatementPage]:
+    """The one statement heading among a page's first lines (spacing normalised), or None when none
+    or several statements are named there (an index of the statements)."""
+    found: Dict[str, str] = {}  # kind -> the heading that names it first
     for i, line in enumerate(lines):
         for text in (line, f"{line} {lines[i + 1]}" if i + 1 < len(lines) else None):
             if text is None or len(text.split()) > _MAX_WORDS:
@@ -88,21 +97,17 @@ def _heading_on(lines: List[str]) -> Optional[str]:
             break  # the line alone named it: the joined pair would name the same
     if len(found) != 1:
         return None
-    heading = next(iter(found.values()))
-    return heading[:1].upper() + heading[1:] if heading.islower() else heading
+    (kind, heading), = found.items()
+    return StatementPage(heading[:1].upper() + heading[1:] if heading.islower() else heading, kind)
 
 
-def statement_pages(pages: Sequence[str]) -> Dict[int, str]:
-    """The pages (1-based) of ``pages`` that show a primary financial statement, each with the title
-    its leaves are indexed with (:func:`statement_title`)."""
-    out: Dict[int, str] = {}
+def statement_pages(pages: Sequence[str]) -> Dict[int, StatementPage]:
+    """The pages (1-based) of ``pages`` that show a primary financial statement."""
+    out: Dict[int, StatementPage] = {}
     for number, page in enumerate(pages, start=1):
         if not page:
             continue
-        lines = [ln.strip() for ln in page.splitlines() if ln.strip()][:_HEAD_LINES]
-        heading = _heading_on(lines)
-        if heading is not None and _figures_share(page) >= MIN_FIGURES:
-            kind = statement_of(heading)
-            assert kind is not None
-            out[number] = statement_title(heading, kind)
+        found = _heading_on([ln.strip() for ln in page.splitlines() if ln.strip()][:_HEAD_LINES])
+        if found is not None and _figures_share(page) >= MIN_FIGURES:
+            out[number] = found
     return out

@@ -5,7 +5,7 @@ import pytest
 
 from drag_knee_retriever import BuildConfig, Document, SectionConfig
 from drag_knee_retriever.builder import build_document_trees, document_hash
-from drag_knee_retriever.statements import STATEMENT_NAMES, statement_of, statement_pages, statement_title
+from drag_knee_retriever.statements import STATEMENT_NAMES, StatementPage, statement_of, statement_pages
 
 FIGURES = "\n".join(f"{item} {1000 + 37 * i:,} {900 + 29 * i:,}" for i, item in enumerate(
     ("Net revenues", "Cost of sales", "Gross profit", "Selling and administrative expenses", "Operating profit",
@@ -32,9 +32,9 @@ PROSE = ("Management believes the results of the year reflect stronger demand in
 def test_a_statement_heading_atop_a_page_of_figures_names_the_statement(head, kind):
     pages = [PROSE, f"Table of Contents\n{head}\n{FIGURES}"]
     found = statement_pages(pages)
-    assert list(found) == [2]
-    assert found[2].endswith(f"({STATEMENT_NAMES[kind]})")
-    assert statement_of(found[2].split(" (")[0]) == kind
+    assert list(found) == [2] and found[2].kind == kind
+    assert found[2].title == f"{found[2].heading} ({STATEMENT_NAMES[kind]})"
+    assert found[2].heading.lower() in " ".join(head.split()).lower()
 
 
 @pytest.mark.parametrize("page", [
@@ -56,9 +56,10 @@ def test_pages_that_only_mention_a_statement_are_not_statement_pages(page):
     assert statement_pages([page]) == {}
 
 
-def test_the_statement_names_cover_every_kind_statement_of_returns():
-    for kind in STATEMENT_NAMES:
-        assert statement_of(statement_title("Consolidated statement", kind).split(" (")[1]) is not None
+def test_each_statements_common_names_are_read_as_that_statement():
+    for kind, names in STATEMENT_NAMES.items():
+        assert statement_of(names) == kind
+        assert StatementPage("Consolidated statement", kind).title.endswith(f"({names})")
     assert statement_of("Statements of Comprehensive Income") == "comprehensive"  # before "income"
     assert statement_of("Notes to Financial Statements") is None
 
