@@ -443,6 +443,23 @@ def request_conditions(request: RankRequest) -> List[Condition]:
     return must
 
 
+def roots_copy_conditions(request: RankRequest) -> List[Condition]:
+    """The conditions of a roots ranking (``level = 0``) answered by the roots' own collection.
+
+    The same as :func:`request_conditions` without its ``level = 0``: every point of that
+    collection is a root, so the condition admits them all and costs the engine a filter check per
+    point (Qdrant Edge at 1M nodes, 7,024 roots: ~0.4 ms of a ~1.8 ms request). A user's filter on
+    ``level`` stays (it may ask for another level, which then matches no root, as before).
+    """
+    must: List[Condition] = []
+    if request.candidate_ids is not None:
+        must.append(Condition(IDS, "", tuple(request.candidate_ids)))
+    if request.leaves_only:
+        must.append(match("is_leaf", True))
+    must.extend(spec_conditions(request.filters))
+    return must
+
+
 def scroll_conditions(spec: FilterSpec, level: Optional[int]) -> List[Condition]:
     """The conditions of a listing: the user's filter, a level if given, nodes only."""
     must = spec_conditions(spec)
@@ -496,7 +513,11 @@ class QdrantFilters:
 
     def request_filter(self, request: RankRequest) -> Any:
         """The filter of one ranking request (see :func:`request_conditions`), None if it has none."""
-        must = self.conditions(request_conditions(request))
+        return self.filter_of(request_conditions(request))
+
+    def filter_of(self, conditions: Sequence[Condition]) -> Any:
+        """The engine's filter of a ``must`` list, None if the list is empty."""
+        must = self.conditions(conditions)
         return self.filter(must=must) if must else None
 
     def condition(self, c: Condition) -> Any:

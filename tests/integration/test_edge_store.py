@@ -681,6 +681,78 @@ def test_an_index_over_the_node_map_capacity_loads_none(tmp_path, records):
         store.close()
 
 
+def _roots_requests(store, monkeypatch):
+    """Every request the store sends to the roots' shard from now on (a spy on its batches)."""
+    sent = []
+    query_batches = store._query_batches
+
+    def spy(batch, targets):
+        sent.extend(request for request, on_roots in zip(batch, targets) if on_roots)
+        return query_batches(batch, targets)
+
+    monkeypatch.setattr(store, "_query_batches", spy)
+    return sent
+
+
+def _roots_map_view(store):
+    """The roots map as (id, doc_hash, child_ids), against the roots the roots' shard holds."""
+    mapped = sorted((k, n.doc_hash, n.child_ids) for k, n in store._roots_map.nodes.items())
+    held = sorted((n.id, n.doc_hash, n.child_ids) for n in store.scroll_nodes(level=0, with_text=False))
+    return mapped, held
+
+
+def test_above_the_node_map_capacity_the_roots_map_answers_the_roots_ranking(tmp_path, records, monkeypatch):
+    """An index with more nodes than the node map holds (1M nodes) keeps its roots' walk fields: the
+    roots ranking asks the engine for ids and scores only, and every light ranking stays the full
+    one, through replaces, deletes and a failed write (which drops the roots map too)."""
+    open_store(tmp_path, records).close()
+    store = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1)
+    try:
+        store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+        assert not store.wait_for_node_map(60) and store.wait_for_roots_map(60)
+        mapped, held = _roots_map_view(store)
+        assert mapped == held and len(held) == 4
+        _assert_light_equals_full(store)
+        sent = _roots_requests(store, monkeypatch)
+        for explain in (True, False):  # light: no payload read (a full ranking still reads it)
+            store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=explain, light=True)
+        assert sent and all(repr(r).endswith("with_payload=False)") for r in sent)
+        store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False)
+        assert not repr(sent[-1]).endswith("with_payload=False)")
+        # Every point of the roots' shard is a root: no `level` condition is sent there.
+        assert all('key="level"' not in repr(r) for r in sent)
+        kept = [r for r in records if r.node.doc_id == "doc1"][:3]
+        root1 = _id("doc1", "root")
+        replaced = [NodeRecord(TreeNode(**{**r.node.__dict__, "doc_hash": "hash1-v2",
+                                           "child_ids": tuple(k.node.id for k in kept[1:]) if r.node.id == root1
+                                           else r.node.child_ids}), r.dense, r.sparse_indices, r.sparse_values)
+                    for r in kept]
+        store.delete_nodes("doc1", except_hash="hash1-v2")
+        store.upsert(replaced)
+        store.delete_nodes("doc2")
+        assert store._roots_map.complete
+        mapped, held = _roots_map_view(store)
+        assert mapped == held and {h[1] for h in held} == {"hash0", "hash1-v2", "hash3"}
+        _assert_light_equals_full(store)
+        shard = store._shard
+        store._shard = _FailingUpdates(shard)
+        with pytest.raises(StoreError, match="simulated write failure"):
+            store.upsert(records[:1])
+        store._shard = shard
+        assert not store._roots_map.complete  # it might claim a version the engine never got
+        _assert_light_equals_full(store)
+    finally:
+        store.close()
+
+
+def test_a_roots_ranking_keeps_a_users_level_filter(store, records):
+    """Only the walk's own ``level = 0`` is left out on the roots' shard; a user's filter on a
+    field stays, so a roots ranking filtered to another level finds no root, as it did."""
+    flt = parse_filters({"year": [2021, 2022]})
+    (hits,) = store.rank([RankRequest(limit=10, level=0, filters=flt)], QUERY, rrf_k=2, explain=False, light=True)
+    assert sorted(h.node.doc_id for h in hits) == ["doc1", "doc2"] and all(h.node.level == 0 for h in hits)
+
+
 def test_new_shards_walk_the_inverted_index_for_large_filtered_bm25_rankings(tmp_path, monkeypatch):
     """New shards record full_scan_threshold (both the nodes' and the roots'); a filtered BM25 ranking
     over more points than that walks the inverted index, with the same hits and scores as the engine's

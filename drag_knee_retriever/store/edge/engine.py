@@ -249,6 +249,11 @@ class EdgeStore(NodeStore):
         self._stamp_payload = self._qe.PayloadSelector.Include([f"metadata.{FILE_STAMP_KEY}"])
         # Complete only once this store creates the shard (open_collection); see NodeCache.
         self._node_map = NodeCache(node_map_capacity, complete=False)
+        # The roots' walk fields by id, for an index whose node map is not complete (above its
+        # capacity, or still loading): the roots ranking then reads no payload (see _load_roots_map).
+        # Kept in step by the same writes as the node map; bounded by the same capacity.
+        self._roots_map = NodeCache(node_map_capacity, complete=False)
+        self._roots_loader: Optional[threading.Thread] = None
         # When a filtered BM25 side is sent per group of documents (split.py; a no-op below 100k
         # points), and each document's node count it groups by (read once, dropped on a write).
         self.sparse_split = SplitRule(group_points=SPARSE_FULL_SCAN)
@@ -321,6 +326,46 @@ class EdgeStore(NodeStore):
         except Exception:  # the store closed under it, or the engine failed: rankings read payloads
             log.debug("loading the node map stopped", exc_info=True)
 
+    def _start_roots_map(self) -> None:
+        """Fill the roots map of a loaded index in the background, once its roots' shard is in step."""
+        if self._roots is None or self._roots_deferred or self._roots_map.capacity == 0 or self._roots_loader:
+            return
+        self._roots_loader = threading.Thread(target=self._load_roots_map, name="drag-knee-roots-map", daemon=True)
+        self._roots_loader.start()
+
+    def _load_roots_map(self) -> None:
+        """Read every root's walk fields from the roots' shard and install them as the roots map.
+
+        Why: without a complete node map (an index above its capacity: 1M nodes) the roots ranking
+        read the walk's payload of its ~66 hits, ~0.9 ms of a ~1.8 ms request on Qdrant Edge at 1M
+        nodes (7,024 roots, pages in memory; benchmarks/RESULTS.md, "scale10"). Reading them once
+        costs about what ~100 searches saved. The same rules as the node map: a write during the
+        read discards it (NodeCache.finish_load), and more roots than the capacity keep none."""
+        qe, cache = self._qe, self._roots_map
+        try:
+            token = cache.begin_load()
+            roots = self._roots
+            pairs: List[Tuple[str, Dict[str, Any]]] = []
+            offset = None
+            while not self._loader_stop.is_set():
+                records, offset = roots.scroll(qe.ScrollRequest(
+                    offset=offset, limit=1024, with_payload=self._walk_payload, with_vector=False))
+                pairs.extend((str(r.id), r.payload) for r in records if is_node(r.payload))
+                if len(pairs) > cache.capacity:
+                    return
+                if offset is None:
+                    cache.finish_load(token, pairs)
+                    return
+        except Exception:  # the store closed under it, or the engine failed: rankings read payloads
+            log.debug("loading the roots map stopped", exc_info=True)
+
+    def wait_for_roots_map(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the background roots map load ends; True if the roots map is complete."""
+        loader = self._roots_loader
+        if loader is not None:
+            loader.join(timeout)
+        return self._roots_map.complete
+
     def wait_for_node_map(self, timeout: Optional[float] = None) -> bool:
         """Wait until the background node map load (of a loaded index) ends; True if the map is
         complete. Rankings are the same either way; only their speed differs."""
@@ -363,6 +408,7 @@ class EdgeStore(NodeStore):
             if not self.read_only and self._room_for_roots():
                 self._sync_roots(dense_size)
                 self._record_format()
+            self._start_roots_map()
             return
         config = self._shard_config(dense_size)
         check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
@@ -370,6 +416,7 @@ class EdgeStore(NodeStore):
             self._shard = qe.EdgeShard.create(str(self.path), config)
             # An empty shard made here: this store sees every write from now on.
             self._node_map = NodeCache(self._node_map.capacity, complete=True)
+            self._roots_map = NodeCache(self._roots_map.capacity, complete=True)
             self._idf = ClientIdf(enabled=True)
             self._idf.rebuild([])
             self._create_indexes(self._shard)
@@ -572,6 +619,7 @@ class EdgeStore(NodeStore):
             check_free_space(self.path, (MARGIN if self.in_memory else WRITE_MARGIN) + 2 * sum(
                 BYTES_PER_NODE + 4 * len(p[1].get("text") or "") for p in payloads), f"write {len(points)} nodes")
             self._node_map.put(payloads)  # before the engine write: see NodeCache
+            self._roots_map.put([pair for pair in payloads if pair[1].get("level") == 0])
             replaced = self._sparse_terms(ids=[p[0] for p in payloads]) if self._idf.enabled else []
             self._count()
             with self._dropping_node_map_on_error(), self._idf_in_step(), \
@@ -678,6 +726,7 @@ class EdgeStore(NodeStore):
             yield
         except BaseException:
             self._node_map.drop()
+            self._roots_map.drop()
             raise
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
@@ -710,6 +759,7 @@ class EdgeStore(NodeStore):
             if self._idf.enabled:
                 self._idf.frequencies.remove(gone)
         self._node_map.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
+        self._roots_map.remove(doc_id, except_hash)
         self._forget_node_counts((doc_id,))
         self._deleted = True
         self.pending.end([doc_id])
@@ -788,18 +838,25 @@ class EdgeStore(NodeStore):
         # A light ranking takes its nodes from the node map when that is complete (no payload at
         # all), else asks for the walk's fields only (Edge then skips text, keywords, metadata).
         node_map = self._node_map if light and self._node_map.complete else None
-        with_payload: Any = False if node_map is not None else self._walk_payload if light else True
+        # Without it, a roots ranking the roots' shard answers takes its nodes from the roots map.
+        roots_map = (self._roots_map if light and node_map is None and self._roots_map.complete
+                     and not self._roots_deferred else None)
         make_node = light_node if light else full_node
 
         batch: List[Any] = []
         targets: List[bool] = []  # per engine request: True when the roots' shard answers it
-        plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int]]] = []
+        plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int], Optional[NodeCache]]] = []
         carried: Dict[int, bool] = {}  # engine request -> whether it brings the walk's payload fields
         reads: Dict[int, int] = {}  # side ranking's engine request -> its length once ordered
         merged: Dict[int, int] = {}  # a split BM25 side's first engine request -> its groups' requests
         for request in requests:
             on_roots = roots_ranking(request)
-            flt = self._filters.request_filter(request)
+            mapped_by = node_map if node_map is not None else roots_map if on_roots else None
+            with_payload: Any = False if mapped_by is not None else self._walk_payload if light else True
+            if on_roots and not self._roots_deferred:  # every point of the roots' shard is a root
+                flt = self._filters.filter_of(F.roots_copy_conditions(request))
+            else:
+                flt = self._filters.request_filter(request)
             side = side_limit(request)
             limit = fetch_limit(request, light)
             main_index = dense_index = sparse_index = None
@@ -840,7 +897,7 @@ class EdgeStore(NodeStore):
                     # cold pages costs ~40 us a point; the kept hits' fields come from a candidate
                     # set of the batch if it holds them, else from one engine call after the batch
                     # (measured at 100k nodes without the map: benchmarks/RESULTS.md, "scale6").
-                    carry = fuse_here and node_map is None and (request.candidate_ids is not None or on_roots)
+                    carry = fuse_here and mapped_by is None and (request.candidate_ids is not None or on_roots)
                     # Each side over-fetched by the tie margin, then ordered by score and id and
                     # cut at `read` (base.side_order): the engine's order of ties is arbitrary.
                     dense_index = len(batch)
@@ -859,7 +916,7 @@ class EdgeStore(NodeStore):
                     carried[dense_index], carried[sparse_index] = carry, sparse_carry
                     reads[dense_index] = reads[sparse_index] = read
             targets.extend([on_roots] * (len(batch) - len(targets)))
-            plans.append((request, main_index, dense_index, sparse_index))
+            plans.append((request, main_index, dense_index, sparse_index, mapped_by))
         responses = self._query_batches(batch, targets)
         for position, parts in merged.items():  # a split side: its groups' points, ordered below
             responses[position] = [p for part in responses[position : position + parts] for p in part]
@@ -880,21 +937,22 @@ class EdgeStore(NodeStore):
         # The rankings fused here, each cut at its limit; without the node map, the fields of their
         # kept hits that no side brought are read in one engine call for the whole batch.
         fused: Dict[int, List[Tuple[str, float]]] = {}
-        for number, (request, main_index, dense_index, sparse_index) in enumerate(plans):
+        for number, (request, main_index, dense_index, sparse_index, _) in enumerate(plans):
             if main_index is None and dense_index is not None and sparse_index is not None:
                 side = side_limit(request)
                 fused[number] = fuse_rrf(side_ids[dense_index][:side], side_ids[sparse_index][:side], rrf_k,
                                          request.weights)[: request.limit]
         if node_map is None and fused:
-            missing = list(dict.fromkeys(pid for scored in fused.values() for pid, _ in scored if pid not in payloads_of))
+            missing = list(dict.fromkeys(pid for number, scored in fused.items() if plans[number][4] is None
+                                         for pid, _ in scored if pid not in payloads_of))
             if missing:  # an open ranking's kept hits (or a candidate set that explain ranks short)
                 payloads_of.update(self._walk_payloads(missing))
 
         results: List[List[RankedHit]] = []
-        for number, (request, main_index, dense_index, sparse_index) in enumerate(plans):
-            if node_map is not None and main_index is not None and dense_index is None:
+        for number, (request, main_index, dense_index, sparse_index, mapped_by) in enumerate(plans):
+            if mapped_by is not None and main_index is not None and dense_index is None:
                 # The default walk (light, explain off): ids, scores and the node map only.
-                quiet = hits_from_map(responses[main_index], request.limit, node_map)
+                quiet = hits_from_map(responses[main_index], request.limit, mapped_by)
                 if quiet is not None:
                     results.append(quiet)
                     continue
@@ -911,17 +969,17 @@ class EdgeStore(NodeStore):
             sparse_ranks = dict(zip(sparse_ids, range(len(sparse_ids)))) if explain and sparse_ids is not None else None
             if main_index is None:  # fused here, from the side rankings
                 scored = fused[number]
-                if node_map is not None:
+                if mapped_by is not None:
                     payloads: List[Any] = [None] * len(scored)
                 else:  # each hit's payload from a side of this batch that brought it, or read after it
                     payloads = [payloads_of.get(pid) for pid, _ in scored]
             else:
                 points = responses[main_index]
-                ids = point_ids(points) if node_map is not None else [str(p.id) for p in points]
+                ids = point_ids(points) if mapped_by is not None else [str(p.id) for p in points]
                 scored = [(pid, float(p.score)) for pid, p in zip(ids, points)]
-                payloads = [None] * len(points) if node_map is not None else [p.payload for p in points]
+                payloads = [None] * len(points) if mapped_by is not None else [p.payload for p in points]
             hits = []
-            mapped = node_map.nodes.get if node_map is not None else None
+            mapped = mapped_by.nodes.get if mapped_by is not None else None
             for (pid, score), payload in zip(scored, payloads):
                 if mapped is not None:
                     node = mapped(pid)
@@ -1100,8 +1158,9 @@ class EdgeStore(NodeStore):
         if self._closed:
             return
         self._loader_stop.set()
-        if self._loader is not None:
-            self._loader.join()  # at most one scroll page: the shard closes only after it
+        for loader in (self._loader, self._roots_loader):
+            if loader is not None:
+                loader.join()  # at most one scroll page: the shard closes only after it
         shard, roots = self._shard, self._roots
         try:
             for one in (roots, shard):
@@ -1118,6 +1177,7 @@ class EdgeStore(NodeStore):
             log.warning("flushing the Qdrant Edge shard in %s failed", self.path, exc_info=True)
         self._closed = True
         self._node_map.drop()
+        self._roots_map.drop()
         self._shard = self._roots = None
         try:
             for one in (roots, shard):
