@@ -706,7 +706,17 @@ def test_above_the_node_map_capacity_the_roots_map_answers_the_roots_ranking(tmp
     roots ranking asks the engine for ids and scores only, and every light ranking stays the full
     one, through replaces, deletes and a failed write (which drops the roots map too)."""
     open_store(tmp_path, records).close()
-    store = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1)
+    # By default the roots map holds a tenth of the node map's capacity: 2 of these 4 roots, so none.
+    default = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1)
+    try:
+        default.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
+        assert not default.wait_for_node_map(60) and not default.wait_for_roots_map(60)
+        _assert_light_equals_full(default)
+    finally:
+        default.close()
+    with pytest.raises(ConfigError, match="roots_map_capacity"):
+        EdgeStore("nodes", location=str(tmp_path), roots_map_capacity=-1)
+    store = EdgeStore("nodes", location=str(tmp_path), node_map_capacity=len(records) - 1, roots_map_capacity=4)
     try:
         store.open_collection(dense_size=DIM, model_id=MODEL, sparse_model="Qdrant/bm25")
         assert not store.wait_for_node_map(60) and store.wait_for_roots_map(60)

@@ -176,19 +176,30 @@ class EdgeStore(NodeStore):
     ``None`` (a temporary folder, deleted on :meth:`close`: Edge always needs a path). A folder is
     locked to one open store; a second one, in this or another process, raises
     :class:`~drag_knee_retriever.errors.StoreLockedError`.
+
+    ``node_map_capacity``: the most nodes whose walk fields this store keeps in memory (~500 bytes
+    each), so the walk's rankings read no payload; above it, none. ``roots_map_capacity`` (default
+    ``node_map_capacity // 10``): the same for the roots alone, kept where the node map is not (a
+    root's walk fields hold its children's ids: ~2.6 KB each, measured at 1M nodes); 0: none.
     """
 
     engine = "edge"
 
     def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
                  node_map_capacity: int = 200_000, payload_memory: Optional[str] = None,
-                 dense_on_disk: bool = True, dense_datatype: Optional[str] = None) -> None:
+                 dense_on_disk: bool = True, dense_datatype: Optional[str] = None,
+                 roots_map_capacity: Optional[int] = None) -> None:
         super().__init__()
         check_collection_name(collection)
         if not isinstance(upsert_batch_size, int) or upsert_batch_size < 1:
             raise ConfigError(f"upsert_batch_size must be an integer >= 1, got {upsert_batch_size!r}.")
         if isinstance(node_map_capacity, bool) or not isinstance(node_map_capacity, int) or node_map_capacity < 0:
             raise ConfigError(f"node_map_capacity must be an integer >= 0 (0: no node map), got {node_map_capacity!r}.")
+        if roots_map_capacity is None:
+            roots_map_capacity = node_map_capacity // 10
+        if isinstance(roots_map_capacity, bool) or not isinstance(roots_map_capacity, int) or roots_map_capacity < 0:
+            raise ConfigError("roots_map_capacity must be an integer >= 0 (0: no roots map) or None "
+                              f"(node_map_capacity // 10), got {roots_map_capacity!r}.")
         if payload_memory not in _MEMORY:
             raise ConfigError(f"payload_memory must be one of {sorted(k for k in _MEMORY if k)} or None (the engine's "
                               f"default), got {payload_memory!r}.")
@@ -251,8 +262,8 @@ class EdgeStore(NodeStore):
         self._node_map = NodeCache(node_map_capacity, complete=False)
         # The roots' walk fields by id, for an index whose node map is not complete (above its
         # capacity, or still loading): the roots ranking then reads no payload (see _load_roots_map).
-        # Kept in step by the same writes as the node map; bounded by the same capacity.
-        self._roots_map = NodeCache(node_map_capacity, complete=False)
+        # Kept in step by the same writes as the node map; bounded by roots_map_capacity.
+        self._roots_map = NodeCache(roots_map_capacity, complete=False)
         self._roots_loader: Optional[threading.Thread] = None
         # When a filtered BM25 side is sent per group of documents (split.py; a no-op below 100k
         # points), and each document's node count it groups by (read once, dropped on a write).
@@ -340,7 +351,7 @@ class EdgeStore(NodeStore):
         read the walk's payload of its ~66 hits, ~0.9 ms of a ~1.8 ms request on Qdrant Edge at 1M
         nodes (7,024 roots, pages in memory; benchmarks/RESULTS.md, "scale10"). Reading them once
         costs about what ~100 searches saved. The same rules as the node map: a write during the
-        read discards it (NodeCache.finish_load), and more roots than the capacity keep none."""
+        read discards it (NodeCache.finish_load), and more roots than ``roots_map_capacity`` keep none."""
         qe, cache = self._qe, self._roots_map
         try:
             token = cache.begin_load()
