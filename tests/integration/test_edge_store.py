@@ -755,12 +755,19 @@ def test_above_the_node_map_capacity_the_roots_map_answers_the_roots_ranking(tmp
         store.close()
 
 
-def test_a_roots_ranking_keeps_a_users_level_filter(store, records):
-    """Only the walk's own ``level = 0`` is left out on the roots' shard; a user's filter on a
-    field stays, so a roots ranking filtered to another level finds no root, as it did."""
-    flt = parse_filters({"year": [2021, 2022]})
-    (hits,) = store.rank([RankRequest(limit=10, level=0, filters=flt)], QUERY, rrf_k=2, explain=False, light=True)
+def test_a_roots_ranking_keeps_a_users_filters_on_the_roots_shard(store, records):
+    """Only the walk's own ``level = 0`` is left out on the roots' shard: a user's filter on a field
+    stays, and one on another level finds no root, as it did (and ``level = 0`` all of them)."""
+    roots = RankRequest(limit=10, level=0)
+    (hits,) = store.rank([replace(roots, filters=parse_filters({"year": [2021, 2022]}))], QUERY, rrf_k=2,
+                         explain=False, light=True)
     assert sorted(h.node.doc_id for h in hits) == ["doc1", "doc2"] and all(h.node.level == 0 for h in hits)
+    for explain in (True, False):
+        (none,) = store.rank([replace(roots, filters=parse_filters({"level": 1}))], QUERY, rrf_k=2, explain=explain,
+                             light=True)
+        (every,) = store.rank([replace(roots, filters=parse_filters({"level": 0}))], QUERY, rrf_k=2, explain=explain,
+                              light=True)
+        assert none == [] and len(every) == 4
 
 
 def test_new_shards_walk_the_inverted_index_for_large_filtered_bm25_rankings(tmp_path, monkeypatch):

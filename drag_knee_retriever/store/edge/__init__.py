@@ -52,7 +52,7 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
   here too: the dense side brings the walk's payload fields and the few hits only BM25 returned are
   read in one call, instead of a fused request that filters the same points twice more.
   Such an index still keeps its roots' walk fields (a roots map, loaded in the background when
-  opened, bounded by the same capacity), so its roots ranking reads no payload either, and a roots
+  opened, bounded by ``roots_map_capacity``), so its roots ranking reads no payload either, and a roots
   ranking on the roots' own shard sends no ``level = 0`` condition (every point there is a root): at
   1M nodes the roots trip ~3 -> ~1.3 ms (benchmarks/RESULTS.md, "scale10").
 - **Filtered BM25 rankings walk the inverted index** above 1,000 admitted points (new shards:
