@@ -479,19 +479,36 @@ def test_closing_while_the_node_map_loads_is_clean(tmp_path, records):
         assert store._loader is None or not store._loader.is_alive()
 
 
+def _replace_doc1_and_delete_doc2(store, records):
+    """doc1 replaced by a new version with fewer leaves (hash1-v2), doc2 deleted."""
+    new_root = _id("doc1", "root")
+    kept = [r for r in records if r.node.doc_id == "doc1"][:3]
+    replaced = [NodeRecord(TreeNode(**{**r.node.__dict__, "doc_hash": "hash1-v2",
+                                       "child_ids": tuple(k.node.id for k in kept[1:]) if r.node.id == new_root
+                                       else r.node.child_ids}), r.dense, r.sparse_indices, r.sparse_values)
+                for r in kept]
+    store.delete_nodes("doc1", except_hash="hash1-v2")
+    store.upsert(replaced)
+    store.delete_nodes("doc2")
+
+
+def _fail_a_write(store, records):
+    """An upsert of a new version of records[0] that the engine refuses (see _FailingUpdates)."""
+    shard = store._shard
+    store._shard = _FailingUpdates(shard)
+    changed = [NodeRecord(TreeNode(**{**records[0].node.__dict__, "doc_hash": "never-written"}),
+                          records[0].dense, records[0].sparse_indices, records[0].sparse_values)]
+    try:
+        with pytest.raises(StoreError, match="simulated write failure"):
+            store.upsert(changed)
+    finally:
+        store._shard = shard
+
+
 def test_the_node_map_follows_replaces_and_deletes(records):
     store = open_store(":memory:", records)
     try:
-        # doc1 replaced by a new version with fewer leaves, doc2 deleted.
-        new_root = _id("doc1", "root")
-        kept = [r for r in records if r.node.doc_id == "doc1"][:3]
-        replaced = [NodeRecord(TreeNode(**{**r.node.__dict__, "doc_hash": "hash1-v2",
-                                           "child_ids": tuple(k.node.id for k in kept[1:]) if r.node.id == new_root
-                                           else r.node.child_ids}), r.dense, r.sparse_indices, r.sparse_values)
-                    for r in kept]
-        store.delete_nodes("doc1", except_hash="hash1-v2")
-        store.upsert(replaced)
-        store.delete_nodes("doc2")
+        _replace_doc1_and_delete_doc2(store, records)
         assert store._node_map.complete
         _assert_light_equals_full(store)
         (roots,) = store.rank([RankRequest(limit=10, level=0)], QUERY, rrf_k=2, explain=False, light=True)
@@ -517,13 +534,7 @@ class _FailingUpdates:
 def test_a_failed_write_drops_the_node_map_and_rankings_stay_right(records):
     store = open_store(":memory:", records)
     try:
-        shard = store._shard
-        store._shard = _FailingUpdates(shard)
-        changed = [NodeRecord(TreeNode(**{**records[0].node.__dict__, "doc_hash": "never-written"}),
-                              records[0].dense, records[0].sparse_indices, records[0].sparse_values)]
-        with pytest.raises(StoreError, match="simulated write failure"):
-            store.upsert(changed)
-        store._shard = shard
+        _fail_a_write(store, records)
         assert not store._node_map.complete  # the map would claim a version the engine never got
         _assert_light_equals_full(store)
     finally:
@@ -731,24 +742,12 @@ def test_above_the_node_map_capacity_the_roots_map_answers_the_roots_ranking(tmp
         assert not repr(sent[-1]).endswith("with_payload=False)")
         # Every point of the roots' shard is a root: no `level` condition is sent there.
         assert all('key="level"' not in repr(r) for r in sent)
-        kept = [r for r in records if r.node.doc_id == "doc1"][:3]
-        root1 = _id("doc1", "root")
-        replaced = [NodeRecord(TreeNode(**{**r.node.__dict__, "doc_hash": "hash1-v2",
-                                           "child_ids": tuple(k.node.id for k in kept[1:]) if r.node.id == root1
-                                           else r.node.child_ids}), r.dense, r.sparse_indices, r.sparse_values)
-                    for r in kept]
-        store.delete_nodes("doc1", except_hash="hash1-v2")
-        store.upsert(replaced)
-        store.delete_nodes("doc2")
+        _replace_doc1_and_delete_doc2(store, records)
         assert store._roots_map.complete
         mapped, held = _roots_map_view(store)
         assert mapped == held and {h[1] for h in held} == {"hash0", "hash1-v2", "hash3"}
         _assert_light_equals_full(store)
-        shard = store._shard
-        store._shard = _FailingUpdates(shard)
-        with pytest.raises(StoreError, match="simulated write failure"):
-            store.upsert(records[:1])
-        store._shard = shard
+        _fail_a_write(store, records)
         assert not store._roots_map.complete  # it might claim a version the engine never got
         _assert_light_equals_full(store)
     finally:

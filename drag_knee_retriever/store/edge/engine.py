@@ -20,7 +20,7 @@ import time
 import weakref
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -169,6 +169,24 @@ def _engine_errors(what: str, where: Optional[str] = None) -> Iterator[None]:
         raise StoreError(f"Qdrant Edge failed to {what}: {exc}") from exc
 
 
+class _Plan(NamedTuple):
+    """How one ranking request went into a batch: its engine requests' positions (None: not sent)
+    and the map its nodes come from (None: from the payloads the engine returns)."""
+
+    request: RankRequest
+    main_index: Optional[int]
+    dense_index: Optional[int]
+    sparse_index: Optional[int]
+    mapped_by: Optional[NodeCache]
+
+
+def _waited(loader: Optional[threading.Thread], cache: NodeCache, timeout: Optional[float]) -> bool:
+    """Wait for a map's background load to end (if one runs); whether the map is complete."""
+    if loader is not None:
+        loader.join(timeout)
+    return cache.complete
+
+
 class EdgeStore(NodeStore):
     """A node store on Qdrant Edge: in process, persistent in a folder or ephemeral (``":memory:"``).
 
@@ -263,7 +281,7 @@ class EdgeStore(NodeStore):
         # The roots' walk fields by id, for an index whose node map is not complete (above its
         # capacity, or still loading): the roots ranking then reads no payload (see _load_roots_map).
         # Kept in step by the same writes as the node map; bounded by roots_map_capacity.
-        self._roots_map = NodeCache(roots_map_capacity, complete=False)
+        self._roots_map = NodeCache(roots_map_capacity, complete=False, roots_only=True)
         self._roots_loader: Optional[threading.Thread] = None
         # When a filtered BM25 side is sent per group of documents (split.py; a no-op below 100k
         # points), and each document's node count it groups by (read once, dropped on a write).
@@ -312,7 +330,6 @@ class EdgeStore(NodeStore):
         (the loader thread of a loaded index). Gives up when the index holds more than the map's
         capacity, when the store closes, or when a write comes in meanwhile (NodeCache.finish_load)."""
         qe, shard, cache = self._qe, self._shard, self._node_map
-        started = time.perf_counter()
         try:
             token = cache.begin_load()
             nodes_only = qe.Filter(must=self._filters.conditions(F.count_conditions()))
@@ -320,20 +337,7 @@ class EdgeStore(NodeStore):
                 log.info("this Edge index holds more than %d nodes: no node map (rankings read payloads)",
                          cache.capacity)
                 return
-            pairs: List[Tuple[str, Dict[str, Any]]] = []
-            offset = None
-            while not self._loader_stop.is_set():
-                records, offset = shard.scroll(qe.ScrollRequest(
-                    offset=offset, limit=1024, filter=nodes_only, with_payload=self._walk_payload, with_vector=False))
-                pairs.extend((str(r.id), r.payload) for r in records if is_node(r.payload))
-                if len(pairs) > cache.capacity:  # grown since the count: the map would not fit
-                    return
-                if offset is None:
-                    installed = cache.finish_load(token, pairs)
-                    log.debug("node map of %d nodes %s in %.2f s", len(pairs),
-                              "loaded" if installed else "discarded (a write came in meanwhile)",
-                              time.perf_counter() - started)
-                    return
+            self._fill(cache, token, shard, nodes_only, "node map")
         except Exception:  # the store closed under it, or the engine failed: rankings read payloads
             log.debug("loading the node map stopped", exc_info=True)
 
@@ -352,38 +356,45 @@ class EdgeStore(NodeStore):
         nodes (7,024 roots, pages in memory; benchmarks/RESULTS.md, "scale10"). Reading them once
         costs about what ~100 searches saved. The same rules as the node map: a write during the
         read discards it (NodeCache.finish_load), and more roots than ``roots_map_capacity`` keep none."""
-        qe, cache = self._qe, self._roots_map
+        cache = self._roots_map
         try:
-            token = cache.begin_load()
-            roots = self._roots
-            pairs: List[Tuple[str, Dict[str, Any]]] = []
-            offset = None
-            while not self._loader_stop.is_set():
-                records, offset = roots.scroll(qe.ScrollRequest(
-                    offset=offset, limit=1024, with_payload=self._walk_payload, with_vector=False))
-                pairs.extend((str(r.id), r.payload) for r in records if is_node(r.payload))
-                if len(pairs) > cache.capacity:
-                    return
-                if offset is None:
-                    cache.finish_load(token, pairs)
-                    return
+            self._fill(cache, cache.begin_load(), self._roots, None, "roots map")
         except Exception:  # the store closed under it, or the engine failed: rankings read payloads
             log.debug("loading the roots map stopped", exc_info=True)
 
+    def _fill(self, cache: NodeCache, token: int, shard: Any, flt: Any, what: str) -> None:
+        """Scroll the walk's fields of ``shard``'s points (``flt``), a page at a time, into ``cache``;
+        stops when the store closes or the points outgrow the cache's capacity."""
+        qe = self._qe
+        started = time.perf_counter()
+        pairs: List[Tuple[str, Dict[str, Any]]] = []
+        offset = None
+        while not self._loader_stop.is_set():
+            records, offset = shard.scroll(qe.ScrollRequest(
+                offset=offset, limit=1024, filter=flt, with_payload=self._walk_payload, with_vector=False))
+            pairs.extend((str(r.id), r.payload) for r in records if is_node(r.payload))
+            if len(pairs) > cache.capacity:  # grown since any count: the map would not fit
+                return
+            if offset is None:
+                installed = cache.finish_load(token, pairs)
+                log.debug("%s of %d nodes %s in %.2f s", what, len(pairs),
+                          "loaded" if installed else "discarded (a write came in meanwhile)",
+                          time.perf_counter() - started)
+                return
+
     def wait_for_roots_map(self, timeout: Optional[float] = None) -> bool:
         """Wait until the background roots map load ends; True if the roots map is complete."""
-        loader = self._roots_loader
-        if loader is not None:
-            loader.join(timeout)
-        return self._roots_map.complete
+        return _waited(self._roots_loader, self._roots_map, timeout)
 
     def wait_for_node_map(self, timeout: Optional[float] = None) -> bool:
         """Wait until the background node map load (of a loaded index) ends; True if the map is
         complete. Rankings are the same either way; only their speed differs."""
-        loader = self._loader
-        if loader is not None:
-            loader.join(timeout)
-        return self._node_map.complete
+        return _waited(self._loader, self._node_map, timeout)
+
+    @property
+    def _maps(self) -> Tuple[NodeCache, NodeCache]:
+        """Both maps of the walk's fields (every node's, the roots'): every write keeps both in step."""
+        return self._node_map, self._roots_map
 
     @property
     def shard(self) -> Any:
@@ -427,7 +438,7 @@ class EdgeStore(NodeStore):
             self._shard = qe.EdgeShard.create(str(self.path), config)
             # An empty shard made here: this store sees every write from now on.
             self._node_map = NodeCache(self._node_map.capacity, complete=True)
-            self._roots_map = NodeCache(self._roots_map.capacity, complete=True)
+            self._roots_map = NodeCache(self._roots_map.capacity, complete=True, roots_only=True)
             self._idf = ClientIdf(enabled=True)
             self._idf.rebuild([])
             self._create_indexes(self._shard)
@@ -629,8 +640,8 @@ class EdgeStore(NodeStore):
             # Twice each node's estimate: the WAL and the segment hold it.
             check_free_space(self.path, (MARGIN if self.in_memory else WRITE_MARGIN) + 2 * sum(
                 BYTES_PER_NODE + 4 * len(p[1].get("text") or "") for p in payloads), f"write {len(points)} nodes")
-            self._node_map.put(payloads)  # before the engine write: see NodeCache
-            self._roots_map.put([pair for pair in payloads if pair[1].get("level") == 0])
+            for cache in self._maps:
+                cache.put(payloads)  # before the engine write: see NodeCache
             replaced = self._sparse_terms(ids=[p[0] for p in payloads]) if self._idf.enabled else []
             self._count()
             with self._dropping_node_map_on_error(), self._idf_in_step(), \
@@ -736,8 +747,8 @@ class EdgeStore(NodeStore):
         try:
             yield
         except BaseException:
-            self._node_map.drop()
-            self._roots_map.drop()
+            for cache in self._maps:
+                cache.drop()
             raise
 
     def delete_nodes(self, doc_id: str, *, except_hash: Optional[str] = None) -> None:
@@ -769,8 +780,8 @@ class EdgeStore(NodeStore):
                 self._flush()
             if self._idf.enabled:
                 self._idf.frequencies.remove(gone)
-        self._node_map.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
-        self._roots_map.remove(doc_id, except_hash)
+        for cache in self._maps:
+            cache.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
         self._forget_node_counts((doc_id,))
         self._deleted = True
         self.pending.end([doc_id])
@@ -856,7 +867,7 @@ class EdgeStore(NodeStore):
 
         batch: List[Any] = []
         targets: List[bool] = []  # per engine request: True when the roots' shard answers it
-        plans: List[Tuple[RankRequest, Optional[int], Optional[int], Optional[int], Optional[NodeCache]]] = []
+        plans: List[_Plan] = []
         carried: Dict[int, bool] = {}  # engine request -> whether it brings the walk's payload fields
         reads: Dict[int, int] = {}  # side ranking's engine request -> its length once ordered
         merged: Dict[int, int] = {}  # a split BM25 side's first engine request -> its groups' requests
@@ -927,7 +938,7 @@ class EdgeStore(NodeStore):
                     carried[dense_index], carried[sparse_index] = carry, sparse_carry
                     reads[dense_index] = reads[sparse_index] = read
             targets.extend([on_roots] * (len(batch) - len(targets)))
-            plans.append((request, main_index, dense_index, sparse_index, mapped_by))
+            plans.append(_Plan(request, main_index, dense_index, sparse_index, mapped_by))
         responses = self._query_batches(batch, targets)
         for position, parts in merged.items():  # a split side: its groups' points, ordered below
             responses[position] = [p for part in responses[position : position + parts] for p in part]
@@ -954,7 +965,7 @@ class EdgeStore(NodeStore):
                 fused[number] = fuse_rrf(side_ids[dense_index][:side], side_ids[sparse_index][:side], rrf_k,
                                          request.weights)[: request.limit]
         if node_map is None and fused:
-            missing = list(dict.fromkeys(pid for number, scored in fused.items() if plans[number][4] is None
+            missing = list(dict.fromkeys(pid for number, scored in fused.items() if plans[number].mapped_by is None
                                          for pid, _ in scored if pid not in payloads_of))
             if missing:  # an open ranking's kept hits (or a candidate set that explain ranks short)
                 payloads_of.update(self._walk_payloads(missing))
@@ -1187,8 +1198,8 @@ class EdgeStore(NodeStore):
         except Exception:  # closing at interpreter exit or after an engine error must not raise
             log.warning("flushing the Qdrant Edge shard in %s failed", self.path, exc_info=True)
         self._closed = True
-        self._node_map.drop()
-        self._roots_map.drop()
+        for cache in self._maps:
+            cache.drop()
         self._shard = self._roots = None
         try:
             for one in (roots, shard):

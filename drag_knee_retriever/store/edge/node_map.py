@@ -40,9 +40,12 @@ class NodeCache:
     no lock (one dict lookup); writers serialise on ``_lock``.
     """
 
-    def __init__(self, capacity: int, complete: bool) -> None:
+    def __init__(self, capacity: int, complete: bool, roots_only: bool = False) -> None:
         self.capacity = capacity
         self.complete = complete and capacity > 0
+        # A map of the roots alone (level 0), for an index whose node map is not complete: its
+        # writes (put) pass only the roots on; loads read the roots' shard, which holds nothing else.
+        self.roots_only = roots_only
         # The map itself: light nodes by the id's canonical form (see fast.point_ids). Rankings read it
         # in bulk (``map(nodes.get, ids)`` stays in C); only put / remove / drop / a load write it.
         self.nodes: Dict[str, TreeNode] = {}
@@ -75,6 +78,8 @@ class NodeCache:
 
     def put(self, nodes: Sequence[Tuple[str, Dict[str, Any]]]) -> None:
         """Record (id, payload) pairs about to be written."""
+        if self.roots_only:
+            nodes = [pair for pair in nodes if pair[1].get("level") == 0]
         with self._lock:
             self._writes += 1
             if not self.complete:
