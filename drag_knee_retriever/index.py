@@ -205,6 +205,8 @@ class DragKneeIndex:
         #: ``LlamaIndexSelfQuery(llm)``): every search first asks it which documents the query names
         #: and filters to them (see :meth:`search`). None: no model (identity matching alone).
         self.self_query: Any = None
+        # Writes a killed process (or a failed call) left unfinished are finished first.
+        self._replay_journal()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -247,6 +249,35 @@ class DragKneeIndex:
             return self._ingestor.add_documents(documents, progress)
         finally:
             self._forget_identities()
+
+    def apply_documents(self, documents: Sequence[Document] = (), *, delete: Sequence[str] = (),
+                        progress: Optional[Progress] = None) -> IngestReport:
+        """Replace ``documents`` and remove the documents whose ids ``delete`` lists, crash-safe.
+
+        Unlike :meth:`add_documents` (whose files can be ingested again), the new versions are
+        journaled first (beside an embedded index's files), so a process killed at any step leaves
+        each document's old tree or its new one, never less: the next open of the index finishes
+        the write. For documents that live only in the index (what the vector stores add).
+        """
+        try:
+            return self._ingestor.apply(list(documents), list(delete), progress)
+        finally:
+            self._forget_identities()
+
+    @property
+    def write_lock(self) -> Any:
+        """The re-entrant lock every write of this index takes: hold it around a read of stored
+        documents and the write that follows from it (a read-modify-write), so no other thread's
+        write lands in between."""
+        return self._ingestor.lock
+
+    def _replay_journal(self) -> None:
+        try:
+            if self._ingestor.replay_journal():
+                self._forget_identities()
+        except Exception as exc:  # the index still opens: its reads work, the next write retries
+            log.warning("could not finish the document writes left unfinished in %s (%s); the next write "
+                        "to this index tries again", self.store.describe(), exc)
 
     def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""

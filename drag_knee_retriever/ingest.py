@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from .builder import DocumentTree, build_document_trees, document_hash
 from .config import BuildConfig
-from .errors import InvalidDocumentError, StoreError
+from .errors import ConfigError, InvalidDocumentError, StoreError
 from .ids import root_ids
 from .nodes import FILE_STAMP_KEY, Document, TreeNode
 from .store import NodeStore
@@ -145,12 +145,23 @@ class Ingestor:
                 if phase == "embedding" and of:
                     pages.advance(chunk_pages * done / of)
 
-        records = self.vectorizer.records([n for t in fresh for n in t.nodes], tick if progress else None, timer=timer)
+        replaced = set(report.replaced)
+        known = self._stored_vectors([d.id for d in docs if d.id in replaced])
+        records = self.vectorizer.records([n for t in fresh for n in t.nodes], tick if progress else None,
+                                          timer=timer, known=known)
         with timer("writing"):
             self.write_trees(fresh, records, progress)
         report.nodes_written += len(records)
         report.pages += chunk_pages
         pages.finish_chunk(chunk_pages)
+
+    def _stored_vectors(self, doc_ids: Sequence[str]) -> Dict[str, Any]:
+        """The dense vectors of the stored trees being replaced, by the text they encode: a new
+        version re-encodes only its changed texts (a chunk added to a 300-page source encodes the
+        chunk and the summaries above it, not the 300 pages)."""
+        if not doc_ids:
+            return {}
+        return self.vectorizer.reusable(self.store.scroll_dense(filters=_docs_filter(doc_ids)))
 
     def add_nodes(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees: every document's full node set, checked before anything is written."""
@@ -342,6 +353,82 @@ class Ingestor:
             self.store.delete_nodes(doc_id)
         return known
 
+    def apply(self, documents: Sequence[Document], deletes: Sequence[str] = (),
+              progress: Optional[Progress] = None) -> IngestReport:
+        """Give ``documents`` their new version and remove the documents ``deletes`` names, so that
+        a crash at any step leaves each document's old tree or its new one, never less.
+
+        Everything is checked first (bad input writes nothing, the journal included); then each
+        document's new version (or its removal) is written to the store's journal
+        (:mod:`~drag_knee_retriever.store.journal`), the trees are replaced, and the journal entries
+        go. A write cut short (a kill, a failed engine write) leaves its entries: the next
+        :meth:`apply` and the next open of the index replay them. What the vector stores' adds
+        and deletes run, under :attr:`lock` with their read of the stored members.
+        """
+        self._check_writable()
+        docs = validate_documents(documents)
+        gone = [d for d in dict.fromkeys(deletes) if d not in {doc.id for doc in docs}]
+        for doc_id in gone:
+            if not isinstance(doc_id, str) or not doc_id:
+                raise InvalidDocumentError(f"doc_id must be a non-empty string, got {doc_id!r}.")
+        journal = self.store.journal
+        with self.lock:
+            self._replay_quietly()
+            changes: Dict[str, Optional[Document]] = {d.id: d for d in docs}
+            changes.update({doc_id: None for doc_id in gone})
+            tokens = journal.record(changes) if journal is not None and changes else {}
+            try:
+                report = self.add_documents(docs, progress) if docs else IngestReport()
+                for doc_id in gone:
+                    self.delete_document(doc_id)
+            except Exception:
+                # Cut short (a failed engine write): finish it now if the store lets us, so the
+                # documents are not left without a tree until the next write. The error still
+                # reaches the caller, who may retry (the same write again changes nothing).
+                if tokens:
+                    self._replay_quietly()
+                raise
+            if tokens:
+                journal.clear(tokens)  # type: ignore[union-attr]
+        return report
+
+    def _replay_quietly(self) -> None:
+        try:
+            self.replay_journal()
+        except Exception as exc:  # the entries stay for the next write or open
+            log.warning("could not finish an earlier unfinished document write (%s); the next write tries again", exc)
+
+    def replay_journal(self) -> int:
+        """Finish the writes a crash or an error cut short (see :meth:`apply`): each journaled
+        document gets the version its write was giving it. Returns how many were replayed.
+
+        An entry that cannot be built (its document is refused: the write failed before it
+        touched that document's tree) is dropped with a warning; after any other error (the store,
+        the encoder) every entry stays for the next try."""
+        journal = self.store.journal
+        if journal is None or not journal or getattr(self.store, "read_only", None):
+            return 0
+        with self.lock:
+            entries = journal.entries()
+            if not entries:
+                return 0
+            tokens = {e.doc_id: e.token for e in entries}
+            try:
+                docs = [e.document for e in entries if e.document is not None]
+                if docs:
+                    self.add_documents(docs)
+                for entry in entries:
+                    if entry.document is None:
+                        self.delete_document(entry.doc_id)
+            except (InvalidDocumentError, ConfigError) as exc:
+                journal.clear(tokens)
+                log.warning("dropped the unfinished write(s) of %s: %s", sorted(tokens)[:10], exc)
+                raise
+            journal.clear(tokens)
+            log.warning("finished %d document write(s) an earlier process or call left unfinished: %s",
+                        len(entries), sorted(tokens)[:10])
+            return len(entries)
+
 
 class _PhaseTimer:
     """``with timer("dense"): ...`` adds the block's wall time to ``report.phase_seconds``."""
@@ -420,6 +507,10 @@ class _PageProgress:
 
 def _doc_filter(doc_id: str) -> Any:
     return parse_filters({"doc_id": doc_id})
+
+
+def _docs_filter(doc_ids: Sequence[str]) -> Any:
+    return parse_filters({"doc_id": {"$in": list(doc_ids)}})
 
 
 def trees_from_nodes(nodes: Sequence[TreeNode]) -> List[DocumentTree]:

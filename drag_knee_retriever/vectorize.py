@@ -9,7 +9,8 @@ whether its keywords add words the text lacks, which decides ``sparse_text="auto
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, ContextManager, Dict, List, Optional, Sequence
+import hashlib
+from typing import Any, Callable, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -52,21 +53,31 @@ class Vectorizer:
         self.summarizer = summarizer
 
     def records(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None,
-                timer: Optional[Timer] = None) -> List[NodeRecord]:
+                timer: Optional[Timer] = None, known: Optional[Mapping[str, np.ndarray]] = None) -> List[NodeRecord]:
         """Dense and BM25 vectors for nodes (children always precede their parents in ``nodes``).
 
         ``timer(phase)``, if given, is entered around the ``"dense"`` and ``"bm25"`` encodings
-        (the ingest's phase times)."""
+        (the ingest's phase times). ``known``: dense vectors of stored nodes by vector key
+        (:meth:`reusable`): a node with the same key gets that vector and is not encoded again."""
         timer = timer or _no_timer
         dense_texts = [self.dense_text(n) for n in nodes]
         with timer("dense"):
-            vectors = self._dense_vectors(nodes, dense_texts, progress)
+            vectors = self._dense_vectors(nodes, dense_texts, progress,
+                                          vector_keys(nodes, dense_texts) if known else {}, known or {})
         with timer("bm25"):
             sparse = self.encoder.encode_sparse(self.sparse_texts(nodes, dense_texts))
         return [
             NodeRecord(node=node, dense=vectors[node.id], sparse_indices=s[0], sparse_values=s[1])
             for node, s in zip(nodes, sparse)
         ]
+
+    def reusable(self, stored: Sequence[Tuple[TreeNode, Optional[Sequence[float]]]]) -> Dict[str, np.ndarray]:
+        """Stored nodes (whole trees) with their dense vectors -> ``{vector key: vector}`` for
+        :meth:`records`' ``known`` (see :func:`vector_keys`)."""
+        nodes = [node for node, _ in stored]
+        keys = vector_keys(nodes, [self.dense_text(n) for n in nodes])
+        return {keys[node.id]: np.asarray(vector, dtype=np.float32)
+                for node, vector in stored if vector is not None and node.id in keys}
 
     def dense_inputs(self, nodes: Sequence[TreeNode]) -> List[str]:
         """Exactly the texts :meth:`records` gives the dense encoder for ``nodes`` (inner nodes
@@ -115,20 +126,24 @@ class Vectorizer:
             return f"{text}\n{keywords}"
         return text
 
-    def _dense_vectors(self, nodes: Sequence[TreeNode], dense_texts: Sequence[str],
-                       progress: Optional[Progress]) -> Dict[str, np.ndarray]:
+    def _dense_vectors(self, nodes: Sequence[TreeNode], dense_texts: Sequence[str], progress: Optional[Progress],
+                       keys: Mapping[str, str], known: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
         """Leaves: their encoded text. Inner nodes: the encoded summary, the normalised centroid of
-        their children's vectors, or the normalised sum of both (``inner_vectors``)."""
+        their children's vectors, or the normalised sum of both (``inner_vectors``). A node whose
+        vector key is ``known`` takes that vector (the same batches as before when none is)."""
         mode = self.config.vectors.inner_dense
-        needs_encoding = self._encoded_positions(nodes)
-        encoded = self.encoder.encode_dense(
+        reused = {i for i, n in enumerate(nodes) if known and keys.get(n.id) in known}
+        needs_encoding = [i for i in self._encoded_positions(nodes) if i not in reused]
+        encoded: Any = self.encoder.encode_dense(
             [dense_texts[i] for i in needs_encoding],
             progress=(lambda done, total: progress("embedding", done, total)) if progress else None,
-        )
+        ) if needs_encoding else []
         slot = {i: row for row, i in enumerate(needs_encoding)}
         vectors: Dict[str, np.ndarray] = {}
         for i, node in enumerate(nodes):
-            if node.is_leaf or mode == "summary":
+            if i in reused:
+                vector = known[keys[node.id]]
+            elif node.is_leaf or mode == "summary":
                 vector = encoded[slot[i]]
             else:
                 centroid = np.mean([vectors[c] for c in node.child_ids], axis=0)
@@ -137,3 +152,32 @@ class Vectorizer:
                 vector = vector / (np.linalg.norm(vector) or 1.0)
             vectors[node.id] = vector
         return vectors
+
+
+def vector_keys(nodes: Sequence[TreeNode], dense_texts: Sequence[str]) -> Dict[str, str]:
+    """node id -> what its dense vector is a function of: a leaf's text as encoded; an inner
+    node's encoded summary and its children's keys (its centroid). Equal keys, equal vectors, so a
+    replaced tree's stored vectors serve the new tree's nodes of equal key. Nodes whose children
+    are not all among ``nodes`` get no key."""
+    by_id = {n.id: (n, t) for n, t in zip(nodes, dense_texts)}
+    keys: Dict[str, str] = {}
+
+    def key(node_id: str) -> Optional[str]:
+        if node_id in keys:
+            return keys[node_id]
+        if node_id not in by_id:
+            return None
+        node, text = by_id[node_id]
+        if node.is_leaf:
+            value = "leaf\x1f" + text
+        else:
+            children = [key(c) for c in node.child_ids]
+            if any(c is None for c in children):
+                return None
+            value = "inner\x1f" + text + "\x1f" + "\x1f".join(children)  # type: ignore[arg-type]
+        keys[node_id] = hashlib.sha256(value.encode("utf-8")).hexdigest()
+        return keys[node_id]
+
+    for node in nodes:
+        key(node.id)
+    return keys

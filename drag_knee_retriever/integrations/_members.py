@@ -157,39 +157,48 @@ class MemberStore:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    # Each write reads the stored members of the groups it touches and writes them back changed:
+    # it holds the index's write lock throughout, so two calls on one source (threads, asyncio
+    # tasks in worker threads, two stores over one index) never both read the old members and
+    # lose one another's change. Across processes an embedded index's folder lock admits one
+    # process at a time. The write itself goes through ``apply_documents``: journaled, so a kill
+    # at any step leaves each source's old tree or its new one.
+
     def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
         """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
         report (``None`` when nothing was given)."""
         members = check_members(members)
         if not members:
             return None
-        where = self.locate([m.id for m in members])
-        touched = list(dict.fromkeys([m.group for m in members] + list(where.values())))
-        stored = self.load(touched)
-        new_ids = {m.id for m in members}
-        for group in touched:
-            stored[group] = [m for m in stored[group] if m.id not in new_ids]
-        for member in members:
-            kept = stored.setdefault(member.group, [])
-            seq = max((m.seq for m in kept), default=-1) + 1
-            kept.append(replace(member, seq=seq))
-        return self._write(stored, progress=progress)
+        with self.index.write_lock:
+            where = self.locate([m.id for m in members])
+            touched = list(dict.fromkeys([m.group for m in members] + list(where.values())))
+            stored = self.load(touched)
+            new_ids = {m.id for m in members}
+            for group in touched:
+                stored[group] = [m for m in stored[group] if m.id not in new_ids]
+            for member in members:
+                kept = stored.setdefault(member.group, [])
+                seq = max((m.seq for m in kept), default=-1) + 1
+                kept.append(replace(member, seq=seq))
+            return self._write(stored, progress=progress)
 
     def delete(self, ids: Sequence[str]) -> List[str]:
         """Remove members by id (an id that is a whole tree's removes the tree). Returns the ids
         that were stored."""
         ids = list(dict.fromkeys(ids))
-        where = self.locate(ids)
-        if not where:
-            return []
-        stored = self.load(set(where.values()))
-        gone = set(where)
-        for group, members in stored.items():
-            if group in gone:  # the id names the whole tree
-                stored[group] = []
-            else:
-                stored[group] = [m for m in members if m.id not in gone]
-        self._write(stored)
+        with self.index.write_lock:
+            where = self.locate(ids)
+            if not where:
+                return []
+            stored = self.load(set(where.values()))
+            gone = set(where)
+            for group, members in stored.items():
+                if group in gone:  # the id names the whole tree
+                    stored[group] = []
+                else:
+                    stored[group] = [m for m in members if m.id not in gone]
+            self._write(stored)
         return [i for i in ids if i in gone]
 
     def delete_refs(self, refs: Sequence[str]) -> int:
@@ -198,26 +207,26 @@ class MemberStore:
         refs = [r for r in dict.fromkeys(refs) if isinstance(r, str) and r]
         if not refs:
             return 0
-        groups = {n.doc_id for n in self._scroll({MEMBER_REFS: {"$in": refs}}, with_text=False)}
-        groups |= set(self.locate(refs).values())
-        stored = self.load(groups)
-        removed = 0
-        for group, members in stored.items():
-            keep = [m for m in members if m.ref not in refs and m.id not in refs and group not in refs]
-            removed += len(members) - len(keep)
-            stored[group] = keep
-        self._write(stored)
+        with self.index.write_lock:
+            groups = {n.doc_id for n in self._scroll({MEMBER_REFS: {"$in": refs}}, with_text=False)}
+            groups |= set(self.locate(refs).values())
+            stored = self.load(groups)
+            removed = 0
+            for group, members in stored.items():
+                keep = [m for m in members if m.ref not in refs and m.id not in refs and group not in refs]
+                removed += len(members) - len(keep)
+                stored[group] = keep
+            self._write(stored)
         return removed
 
     def _write(self, groups: Mapping[str, List[Member]], progress: Any = None) -> Any:
         docs, empty = [], []
         for group, members in groups.items():
             (docs.append(self.document(group, members)) if members else empty.append(group))
-        for group in empty:
-            self.index.delete_document(group)
-        if not docs:
+        if not docs and not empty:
             return None
-        return self.index.add_documents(docs, progress=progress)
+        report = self.index.apply_documents(docs, delete=empty, progress=progress)
+        return report if docs else None
 
     def document(self, group: str, members: List[Member]) -> Document:
         """The core document of one group's members (see the module docstring)."""

@@ -34,6 +34,7 @@ from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it
 
 if TYPE_CHECKING:  # pragma: no cover
     from .integrity import RecordFile
+    from .journal import WriteJournal
 
 # A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
 FilterSpec = Tuple[Any, ...]
@@ -289,6 +290,10 @@ class NodeStore(abc.ABC):
     #: an orphan sweep must list every node). See :mod:`~drag_knee_retriever.store.pending`.
     pending: Optional[PendingDocs] = None
 
+    #: The new versions of documents a write is giving them, replayed if it was cut short (embedded
+    #: engines; None: a store shared with other processes). See :mod:`~drag_knee_retriever.store.journal`.
+    journal: Optional["WriteJournal"] = None
+
     #: The record file of an embedded folder (None: the collection's bookkeeping points only).
     #: See :mod:`~drag_knee_retriever.store.integrity`.
     record: Optional["RecordFile"] = None
@@ -414,6 +419,12 @@ class NodeStore(abc.ABC):
     @abc.abstractmethod
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         """Every node matching the conditions (used for stats and listings, not for search)."""
+
+    def scroll_dense(self, *, filters: FilterSpec = ()) -> List[Tuple[TreeNode, Optional[Sequence[float]]]]:
+        """Every node matching the conditions, whole, with its stored dense vector: what a
+        replacement reads to reuse the vectors of unchanged texts (``Ingestor``). A store that
+        cannot read vectors back returns ``[]`` (everything is encoded again)."""
+        return []
 
     @abc.abstractmethod
     def count(self) -> int:

@@ -40,6 +40,7 @@ from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
 from .base import score_limit, side_scores, stable_order
 from .integrity import recorded_meta
+from .journal import WriteJournal
 
 
 def _canonical(point_id: Any) -> str:
@@ -73,6 +74,7 @@ class MemoryStore(NodeStore):
         self._open = False
         self._closed = False
         self._lock = threading.RLock()
+        self.journal = WriteJournal(None)  # a failed replacement is replayed by the next write
 
     def describe(self) -> str:
         return "memory (pure-Python reference engine)"
@@ -279,6 +281,13 @@ class MemoryStore(NodeStore):
             payload = p.payload if with_text else {k: v for k, v in p.payload.items() if k != "text"}
             nodes.append(full_node(pid, payload))
         return nodes
+
+    def scroll_dense(self, *, filters: FilterSpec = ()) -> List[Tuple[TreeNode, Optional[Sequence[float]]]]:
+        self._check_open()
+        self._count()
+        with self._lock:
+            selected = sorted(self._select(F.scroll_conditions(filters, None)), key=lambda item: item[0])
+        return [(full_node(pid, p.payload), p.dense.copy()) for pid, p in selected]
 
     def count(self) -> int:
         self._check_open()

@@ -21,6 +21,7 @@ from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, STAMP_FIELDS, WALK_FIELD
                             meta_payload, meta_vector, node_payload, root_node)
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
+from .journal import JOURNAL_DIR, WriteJournal
 from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
 from .base import (ROOTS_SUFFIX, TIE_MARGIN, payload_stamp, root_version, roots_ranking, side_order, stable_order,
                    stamp_ids)
@@ -149,6 +150,7 @@ class QdrantClientStore(NodeStore):
                 if location in (None, ":memory:"):
                     self.client = QdrantClient(location=":memory:")
                     self.pending = PendingDocs(None)
+                    self.journal = WriteJournal(None)
                 else:
                     if (Path(os.fspath(location)).expanduser() / collection / EDGE_MARKER).exists():
                         # Opening it in local mode would silently start a second, empty index beside it.
@@ -161,6 +163,8 @@ class QdrantClientStore(NodeStore):
                     folder = Path(os.fspath(location)).expanduser()
                     # Rootless leftovers can only be among these documents (store/pending.py).
                     self.pending = PendingDocs(folder / f"{PENDING_FILE}.{collection}")
+                    # The new versions of documents being replaced (store/journal.py).
+                    self.journal = WriteJournal(folder / f"{JOURNAL_DIR}.{collection}")
                     # What the index records about itself beside the engine's files (store/integrity.py).
                     self.record = RecordFile(folder / f"{RECORD_FILE}.{collection}")
             except OSError as exc:  # e.g. its lock file replaced by a folder
@@ -639,6 +643,21 @@ class QdrantClientStore(NodeStore):
             nodes.extend(full_node(p.id, p.payload) for p in points)
             if offset is None:
                 return nodes
+
+    def scroll_dense(self, *, filters: FilterSpec = ()) -> List[Tuple[TreeNode, Optional[Sequence[float]]]]:
+        m = self._m
+        must = self._filters.conditions(F.scroll_conditions(filters, None))
+        out: List[Tuple[TreeNode, Optional[Sequence[float]]]] = []
+        offset = None
+        while True:
+            self._count()
+            with self._engine_lock:
+                points, offset = self.client.scroll(self.collection, scroll_filter=m.Filter(must=must), limit=256,
+                                                    offset=offset, with_payload=True, with_vectors=[DENSE])
+            out.extend((full_node(p.id, p.payload), (p.vector or {}).get(DENSE) if isinstance(p.vector, dict) else None)
+                       for p in points)
+            if offset is None:
+                return out
 
     def count(self) -> int:
         m = self._m

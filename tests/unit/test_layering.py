@@ -193,7 +193,7 @@ RULES = [
     # (and the data types) and never import each other; which engine library each may import is test_store_layering.py's job.
     Rule("store engines import only store.base/filters, ids and point_schema",
          applies=_p("store.qdrant", "store.edge", "store.memory"),
-         only=_p("store.base", "store.filters", "store.pending", "store.integrity", "store.edge", "ids", "point_schema", "errors", "nodes",
+         only=_p("store.base", "store.filters", "store.pending", "store.journal", "store.integrity", "store.edge", "ids", "point_schema", "errors", "nodes",
                  "config",
                  # engine-neutral helpers of issue 16: exact BM25 IDF, disk refusals, URL redaction
                  "bm25_idf", "disk", "redact")),

@@ -47,6 +47,7 @@ from ...point_schema import (
     root_node,
 )
 from .. import filters as F
+from ..journal import JOURNAL_DIR, WriteJournal
 from ..base import (
     PAIR_ID,
     PENDING_FILE,
@@ -261,6 +262,8 @@ class EdgeStore(NodeStore):
         # Rootless leftovers can only be among these documents (store/pending.py); an ephemeral
         # index keeps the list in memory.
         self.pending = PendingDocs(None if self.in_memory else self.path / PENDING_FILE)
+        # The new versions of documents being replaced through the vector stores (store/journal.py).
+        self.journal = WriteJournal(None if self.in_memory else self.path / JOURNAL_DIR)
         # What the index records about itself beside the engine's files (store/integrity.py).
         self.record = None if self.in_memory else RecordFile(self.path / RECORD_FILE)
         self._shard: Any = None
@@ -1164,6 +1167,20 @@ class EdgeStore(NodeStore):
             nodes.extend(full_node(str(r.id), r.payload) for r in records)
             if offset is None:
                 return nodes
+
+    def scroll_dense(self, *, filters: FilterSpec = ()) -> List[Tuple[TreeNode, Optional[Sequence[float]]]]:
+        qe = self._qe
+        must = self._filters.conditions(F.scroll_conditions(filters, None))
+        out: List[Tuple[TreeNode, Optional[Sequence[float]]]] = []
+        offset = None
+        while True:
+            self._count()
+            with _engine_errors("read vectors"):
+                records, offset = self.shard.scroll(qe.ScrollRequest(
+                    offset=offset, limit=256, filter=qe.Filter(must=must), with_payload=True, with_vector=[DENSE]))
+            out.extend((full_node(str(r.id), r.payload), (r.vector or {}).get(DENSE)) for r in records)
+            if offset is None:
+                return out
 
     def count(self) -> int:
         qe = self._qe
