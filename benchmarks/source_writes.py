@@ -7,7 +7,7 @@ delete rewrites that source's tree), through the LangChain store over the real o
    one of its own earlier chunks, all at once. At the end the source's stored chunks must equal
    the acknowledged ones (added and not deleted), exactly.
 2. ``--kills 20``: a child process adds and deletes chunks in a loop on a folder index and is
-   SIGKILLed at a random moment, ``kills`` times over the same folder. After each kill the folder
+   SIGKILLed at a random moment, ``kills`` times over the same folder (seeded with 50 chunks). After each kill the folder
    is reopened: every acknowledged chunk must be there and no acknowledged delete undone; the one
    call in flight may have landed or not.
 
@@ -144,9 +144,14 @@ def kills_round(kills: int, folder: str, engine: str, seed: int) -> bool:
     from drag_knee_retriever import DragKneeIndex, StoreConfig
     from drag_knee_retriever.integrations.langchain import DragKneeVectorStore
 
+    from langchain_core.documents import Document
+
     rng = random.Random(seed)
     ok = True
-    acked: Set[str] = set()
+    # 50 chunks first (as the issue's attack): the rewrite of a larger tree is a wider window to land in.
+    with DragKneeIndex(folder, store=StoreConfig(collection="writes", engine=engine)) as index:
+        acked: Set[str] = set(DragKneeVectorStore(index).add_documents(
+            [Document(page_content=chunk_text(f"seed-{i}"), metadata={"source": SOURCE}) for i in range(50)]))
     for round_ in range(kills):
         cfg = {"folder": folder, "engine": engine, "seed": seed + round_, "round": round_, "source": SOURCE,
                "text": chunk_text("NAME"), "stored": sorted(acked)}
@@ -198,11 +203,13 @@ def add_one_round(pages: int, location: str, engine: str) -> None:
     source, then page ``pages`` alone: seconds of that one-page add (and of the build, for scale)."""
     from langchain_core.documents import Document
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.append(str(Path(__file__).resolve().parent.parent))  # benchmarks.datasets; the library as installed
     from benchmarks.datasets import load_dataset
     from drag_knee_retriever import DragKneeIndex, StoreConfig
     from drag_knee_retriever.integrations.langchain import DragKneeVectorStore
 
+    repo = Path(__file__).resolve().parent.parent
+    os.environ.setdefault("DRAG_KNEE_DATASETS", str(repo.parent / "shared" / "datasets"))
     data = load_dataset("financebench")
     doc_id, units = max(data.units.items(), key=lambda item: len(item[1]))
     if len(units) <= pages:
