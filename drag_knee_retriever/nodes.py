@@ -227,6 +227,10 @@ class TreeNode:
     # path, page, marked metadata: BuildConfig.leaf_context); None: the section title only, as
     # before. The text returned and counted stays ``text``.
     context: Optional[str] = None
+    # On a text document's root: the document's text exactly as given, when its leaves joined by
+    # a blank line do not give it back (headings, whitespace, CRLF); None otherwise. What
+    # ``get_documents`` returns as the document's text; never searched or counted.
+    source_text: Optional[str] = None
 
 
 @dataclass(frozen=True)

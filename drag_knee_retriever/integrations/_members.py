@@ -15,7 +15,8 @@ neither framework):
 - Each page's nodes carry its members (:data:`MEMBERS`: id, text, metadata, ref) and their ids
   (:data:`MEMBER_IDS`, for one lookup by id); a group of one member without a page number is a
   text document (sections, paragraphs) whose nodes carry :data:`MEMBER_IDS` and whose text is its
-  leaves joined.
+  text as given (kept on its root when the leaves do not give it back; an older tree's: its leaves
+  joined).
 
 Ids identify content (issue 25 item 6): a document without an id of its own gets one derived from
 its group, page and text, so two chunks of one source never replace each other, in one call or
@@ -271,7 +272,7 @@ def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:
     if root is not None and root.metadata.get(MEMBER_IDS) and root.span.first_page is None:
         # A one-member text tree: its text is its leaves, joined.
         member_id = root.metadata[MEMBER_IDS][0]
-        return [Member(id=member_id, text="\n\n".join(leaf.text for leaf in leaves),
+        return [Member(id=member_id, text=_tree_text(root, leaves),
                        metadata=user_metadata(root.metadata), group=group, page=None,
                        ref=(root.metadata.get(MEMBER_REFS) or [None])[0])]
     found: Dict[str, Member] = {}
@@ -289,7 +290,15 @@ def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:
             pages.setdefault(int(leaf.span.first_page), []).append(leaf.text)  # type: ignore[arg-type]
         return [Member(id=group if len(pages) == 1 else f"{group}#page{p}", text="\n\n".join(texts), metadata=dict(meta),
                        group=group, page=p - 1, seq=i) for i, (p, texts) in enumerate(sorted(pages.items()))]
-    return [Member(id=group, text="\n\n".join(leaf.text for leaf in leaves), metadata=meta, group=group)]
+    return [Member(id=group, text=_tree_text(root, leaves), metadata=meta, group=group)]
+
+
+def _tree_text(root: Optional[TreeNode], leaves: Sequence[TreeNode]) -> str:
+    """A text tree's text: as given (its root's ``source_text``), else (an older tree, or one whose
+    leaves give it back) its leaves joined by a blank line."""
+    if root is not None and root.source_text is not None:
+        return root.source_text
+    return "\n\n".join(leaf.text for leaf in leaves)
 
 
 def members_of_node(node: TreeNode) -> List[Member]:
