@@ -15,6 +15,13 @@ from .errors import InvalidDocumentError
 
 _INT64 = (-(2**63), 2**63 - 1)
 _MAX_METADATA_DEPTH = 32
+#: The most a document's metadata may hold, JSON-encoded (UTF-8 bytes): it is copied onto every node
+#: of the document's tree (a page's ``page_metadata`` onto that page's nodes), so 4 MB on a document
+#: of 200 nodes was 800 MB of payloads. Loaders write well under 1 KB (a PDF page's metadata, a
+#: SimpleDirectoryReader file's); 64 KB leaves room for long keyword lists and abstracts. Keys this
+#: library writes itself (``drag_*``: the adapters' bookkeeping) are not counted.
+MAX_METADATA_BYTES = 64 * 1024
+_BOOKKEEPING = "drag_"
 
 
 def check_unicode(value: str, what: str, error: type = InvalidDocumentError) -> None:
@@ -72,6 +79,13 @@ def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, A
         check_unicode(key, f"{where}: metadata key")
         _check_json_value(value, f"{where}: metadata[{key!r}]")
         clean[key] = value
+    size = len(json.dumps({k: v for k, v in clean.items() if not k.startswith(_BOOKKEEPING)},
+                          ensure_ascii=False).encode("utf-8")) if clean else 0
+    if size > MAX_METADATA_BYTES:
+        raise InvalidDocumentError(
+            f"{where}: its metadata is {size:,} bytes as JSON, over the limit of {MAX_METADATA_BYTES:,} (it is "
+            "copied onto every node of the document's tree); keep large values elsewhere and store a reference "
+            "to them (a path, a URL, an id).")
     return clean
 
 
