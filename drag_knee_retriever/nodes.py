@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -22,6 +23,14 @@ _MAX_METADATA_DEPTH = 32
 #: library writes itself (``drag_*``: the adapters' bookkeeping) are not counted.
 MAX_METADATA_BYTES = 64 * 1024
 _BOOKKEEPING = "drag_"
+#: The tree fields a filter names directly (``{"level": 0}``: the roots); a metadata key of one of
+#: these names could never be filtered on, so it is refused (store/filters.py reads this).
+FILTER_FIELDS = {"doc_id": "the node's document", "level": "the node's depth in its tree",
+                 "is_leaf": "leaves or inner nodes"}
+#: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
+#: numbers whose text came from OCR (re-exported by point_schema).
+OCR_PAGES_KEY = "ocr_pages"
+_STAMP = re.compile(r"\d+:\d+(\|[0-9a-f]+)?")
 
 
 def check_unicode(value: str, what: str, error: type = InvalidDocumentError) -> None:
@@ -78,6 +87,7 @@ def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, A
             raise InvalidDocumentError(f"{where}: metadata key {key!r} is not a string; use string keys.")
         check_unicode(key, f"{where}: metadata key")
         _check_json_value(value, f"{where}: metadata[{key!r}]")
+        _check_own_key(key, value, where)
         clean[key] = value
     size = len(json.dumps({k: v for k, v in clean.items() if not k.startswith(_BOOKKEEPING)},
                           ensure_ascii=False).encode("utf-8")) if clean else 0
@@ -87,6 +97,23 @@ def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, A
             "copied onto every node of the document's tree); keep large values elsewhere and store a reference "
             "to them (a path, a URL, an id).")
     return clean
+
+
+def _check_own_key(key: str, value: Any, where: str) -> None:
+    """Refuse a metadata key a filter or the index reads with a meaning of its own, unless it has that meaning."""
+    if key in FILTER_FIELDS:
+        raise InvalidDocumentError(
+            f"{where}: metadata key {key!r} is a tree field in filters ({{{key!r}: ...}} selects {FILTER_FIELDS[key]}), "
+            f"so no filter could reach this value; rename the key (e.g. 'source_{key}').")
+    if key == OCR_PAGES_KEY and (not isinstance(value, (list, tuple)) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in value)):
+        raise InvalidDocumentError(
+            f"{where}: metadata[{key!r}] = {value!r:.60} but this key lists the pages whose text came from OCR "
+            "(1-based page numbers, e.g. [2, 5]); rename the key if it means something else.")
+    if key == FILE_STAMP_KEY and not (isinstance(value, str) and _STAMP.fullmatch(value)):
+        raise InvalidDocumentError(
+            f"{where}: metadata[{key!r}] = {value!r:.60} but this key is a loaded file's '<size>:<mtime_ns>', which "
+            "the index rewrites to skip unchanged files; rename the key if it means something else.")
 
 
 #: Metadata key of a file's stamp, ``"<size>:<mtime_ns>"`` from the loader's stat of the file (the

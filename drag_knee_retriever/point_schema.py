@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional
 
 from .errors import IndexDamagedError
-from .nodes import FILE_STAMP_KEY, Span, TreeNode
+from .nodes import FILE_STAMP_KEY, OCR_PAGES_KEY as _OCR_PAGES_KEY, Span, TreeNode
 
 #: The names of a point's vectors: the dense embedding and the BM25 sparse vector.
 DENSE = "dense"
@@ -37,8 +37,8 @@ SCHEMA_VERSION = 2
 READ_VERSION = 1
 
 #: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
-#: numbers whose text came from OCR.
-OCR_PAGES_KEY = "ocr_pages"
+#: numbers whose text came from OCR (defined beside the Document that checks it).
+OCR_PAGES_KEY = _OCR_PAGES_KEY
 #: A node's metadata key: where its text came from, :data:`TEXT_SOURCE_PDF`, :data:`TEXT_SOURCE_OCR`
 #: or (an inner node over both) :data:`TEXT_SOURCE_MIXED`.
 TEXT_SOURCE_KEY = "text_source"

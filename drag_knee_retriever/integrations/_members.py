@@ -107,7 +107,25 @@ def check_members(members: Sequence[Member]) -> List[Member]:
             )
         seen[member.id] = member
         out.append(member)
+    _refuse_namesakes(out)
     return out
+
+
+def _refuse_namesakes(members: Sequence[Member]) -> None:
+    """One name, one thing (in one call): a member's id may not also name the tree other members
+    join (their source, file or source document), or ``delete([id])`` could not tell them apart."""
+    groups: Dict[str, List[Member]] = {}
+    for m in members:
+        groups.setdefault(m.group, []).append(m)
+    for m in members:
+        other = next((o for o in groups.get(m.id, ()) if o is not m), None)
+        if other is not None:
+            raise InvalidDocumentError(_clash(m, f"the source of {other.where}"))
+
+
+def _clash(member: Member, what: str) -> str:
+    return (f"{member.where} has the id {member.id!r}, which is also {what}; an id and a source cannot share a "
+            f"name (delete([{member.id!r}]) would remove both): give it another id. Nothing was written.")
 
 
 class MemberStore:
@@ -157,6 +175,40 @@ class MemberStore:
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     # -- writing ---------------------------------------------------------------------------------
+
+    def check(self, members: Sequence[Member]) -> List[Member]:
+        """:func:`check_members`, and one name, one thing against what is stored (one request,
+        before anything is written): a member's id may not name a stored tree of other members
+        (a source's, or one the core API wrote), and members of a source may not join the stored
+        document whose id is that source's name."""
+        members = check_members(members)
+        ids = {m.id for m in members}
+        groups: Dict[str, List[Member]] = {}
+        for m in members:
+            groups.setdefault(m.group, []).append(m)
+        names = list(dict.fromkeys([m.id for m in members] + list(groups)))
+        stored: Dict[str, Dict[bool, TreeNode]] = {}
+        for node in self.index.store.retrieve([_root_id(n) for n in names] + [_leaf0_id(n) for n in names]):
+            stored.setdefault(node.doc_id, {})[node.level == 0] = node
+        for name in names:
+            nodes = stored.get(name, {})
+            root = nodes.get(True)
+            if root is None:
+                continue
+            held = root.metadata.get(MEMBER_IDS)
+            if held == [name]:  # the stored tree is the one document of that id: it may be replaced or moved
+                joiner = next((m for m in groups.get(name, ()) if m.id != name), None)
+                if joiner is not None and name not in ids:
+                    raise InvalidDocumentError(
+                        f"{joiner.where} would join the stored document whose id is {name!r} (its source has that "
+                        f"name); an id and a source cannot share a name (delete([{name!r}]) would remove both): "
+                        "give the stored document another id, or these documents another source. Nothing was written.")
+                continue
+            core = not held and not (nodes.get(False) or root).metadata.get(MEMBER_IDS)
+            for m in members:
+                if m.id == name and not (core and m.group == name):
+                    raise InvalidDocumentError(_clash(m, f"the name of a stored tree of {_holds(root, core)}"))
+        return members
 
     def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
         """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
@@ -312,6 +364,13 @@ def _common(metadatas: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         return {}
     first = metadatas[0]
     return {k: v for k, v in first.items() if all(k in m and m[k] == v for m in metadatas[1:])}
+
+
+def _holds(root: TreeNode, core: bool) -> str:
+    if core:
+        return "a document the core API or an older release added"
+    return f"other documents (pages {root.span.first_page}-{root.span.last_page})" if root.span.first_page \
+        else "other documents"
 
 
 def _root_id(doc_id: str) -> str:
