@@ -39,6 +39,8 @@ def test_core_documents_over_the_limit_are_refused_naming_document_and_page(make
     with pytest.raises(InvalidDocumentError, match=rf"Document 'paged' page 2: its metadata is {LIMIT}"):
         Document(id="paged", pages=["one", "two"], page_metadata=[{}, BIG])
     assert _held(index) == before
+    # the OCR page list stays on the document (never copied onto nodes): a 10,000-page scan's is not counted
+    Document(id="scan.pdf", pages=["p"] * 10_000, metadata={"ocr_pages": list(range(1, 10_001))})
     index.add_documents([Document(id="near", text="Glaciers carve valleys.", metadata=NEAR)])
     assert index.get_documents(["near"])[0].metadata == NEAR
 
