@@ -51,6 +51,7 @@ PATH = META_PREFIX + "path"
 DOC_HASH = META_PREFIX + "doc_hash"
 CHILD_IDS = META_PREFIX + "child_ids"
 DESCRIPTION = META_PREFIX + "description"
+SOURCE_TEXT = META_PREFIX + "source_text"  # a text document's root: its text as given
 
 INSTALL_HINT = {
     "langchain": 'pip install "drag-knee-retriever[langchain]"',
@@ -410,6 +411,8 @@ def tree_node_metadata(node: TreeNode) -> Dict[str, Any]:
     description = getattr(node, "description", None)
     if description is not None:
         meta[DESCRIPTION] = description
+    if node.source_text is not None:
+        meta[SOURCE_TEXT] = node.source_text
     return meta
 
 
@@ -451,6 +454,8 @@ def tree_node_from_metadata(
     extra: Dict[str, Any] = {}
     if metadata.get(DESCRIPTION) is not None:
         extra["description"] = str(metadata[DESCRIPTION])
+    if metadata.get(SOURCE_TEXT) is not None:
+        extra["source_text"] = str(metadata[SOURCE_TEXT])
     return TreeNode(
         id=node_id,
         doc_id=str(metadata[DOC_ID]),

@@ -81,3 +81,14 @@ def test_llamaindex_nodes_come_back_exactly_as_added(make_index, engine):
     assert {n.node_id: (n.text, n.metadata) for n in got} == want
     flat = store.query(VectorStoreQuery(query_str="volcanoes lava tides glacier bread", similarity_top_k=len(nodes)))
     assert {n.node_id: (n.text, n.metadata) for n in flat.nodes} == want
+
+
+def test_parsed_nodes_keep_the_text_as_given(make_index):
+    """DragTreeNodeParser's nodes, ingested without a rebuild: the document still reads back as added."""
+    from llama_index.core import Document as LIDocument
+
+    from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever, DragTreeNodeParser
+
+    nodes = DragTreeNodeParser().get_nodes_from_documents([LIDocument(id_="md", text=TEXTS[0])])
+    retriever = DragKneeRetriever.from_nodes(nodes, index=make_index(collection="rt_parsed"))
+    assert [d.text for d in retriever.index.get_documents(["md"])] == [TEXTS[0]]
