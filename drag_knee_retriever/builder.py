@@ -422,9 +422,9 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
 
     ``statements``: the document's statement pages when the caller has read them already."""
     digest = hashlib.sha256()
-    body = {"text": document.text, "pages": list(document.pages) if document.pages is not None else None}
-    if document.outline:
-        body["outline"] = [dict(e) for e in document.outline]
+    body: Dict[str, Any] = {"text": document.text, "pages": None if document.pages is None else list(document.pages)}
+    body.update({"outline": [dict(e) for e in document.outline]} if document.outline else {})
+    body.update({"keep_text": True} if document.keep_text and document.text is not None else {})
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
     # The file stamp (size and mtime) says when to read a file again, not what its tree is.
     metadata = {k: v for k, v in document.metadata.items() if k != FILE_STAMP_KEY}
@@ -531,7 +531,7 @@ def build_document_trees(
                 context=rec.get("context"),
             ))
         emit(root_key)
-        if document.text is not None and "\n\n".join(leaf.text for leaf in leaves) != document.text:
+        if document.keep_text and document.text is not None and "\n\n".join(x.text for x in leaves) != document.text:
             nodes[-1] = replace(nodes[-1], source_text=document.text)  # the root keeps the text as given
         trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))
     return trees

@@ -306,8 +306,8 @@ class DragKneeIndex:
         return infos
 
     def get_documents(self, doc_ids: Sequence[str]) -> List["StoredDocument"]:
-        """The indexed documents with these ids: whole text (as given; a paged or older tree's: its leaves
-        joined by a blank line) and metadata, in the order given; ids not indexed are skipped."""
+        """The indexed documents with these ids: whole text (as given with ``Document.keep_text``, else its
+        leaves joined by a blank line) and metadata, in the order given; ids not indexed are skipped."""
         out = []
         for doc_id in dict.fromkeys(doc_ids):
             if not isinstance(doc_id, str) or not doc_id:

@@ -280,7 +280,7 @@ class MemberStore:
             metadata = {**m.metadata, MEMBER_IDS: [m.id]}
             if m.ref is not None:
                 metadata[MEMBER_REFS] = [m.ref]
-            return Document(id=group, text=m.text, metadata=metadata)
+            return Document(id=group, text=m.text, metadata=metadata, keep_text=True)
         numbered = all(m.page is not None for m in members)
         slots: List[List[Member]]
         if numbered:
