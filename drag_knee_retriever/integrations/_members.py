@@ -174,8 +174,6 @@ class MemberStore:
         by_id = {m.id: m for members in groups.values() for m in members}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
-    # -- writing ---------------------------------------------------------------------------------
-
     def check(self, members: Sequence[Member]) -> List[Member]:
         """:func:`check_members`, and one name, one thing against what is stored (one request,
         before anything is written): a member's id may not name a stored tree of other members
@@ -209,6 +207,8 @@ class MemberStore:
                 if m.id == name and not (core and m.group == name):
                     raise InvalidDocumentError(_clash(m, f"the name of a stored tree of {_holds(root, core)}"))
         return members
+
+    # -- writing ---------------------------------------------------------------------------------
 
     def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
         """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
