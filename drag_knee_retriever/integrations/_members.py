@@ -205,7 +205,8 @@ class MemberStore:
             core = not held and not (nodes.get(False) or root).metadata.get(MEMBER_IDS)
             for m in members:
                 if m.id == name and not (core and m.group == name):
-                    raise InvalidDocumentError(_clash(m, f"the name of a stored tree of {_holds(root, core)}"))
+                    raise InvalidDocumentError(_clash(m, "the name of a stored tree of " + (
+                        "a document the core API or an older release added" if core else "other documents (a source's)")))
         return members
 
     # -- writing ---------------------------------------------------------------------------------
@@ -364,13 +365,6 @@ def _common(metadatas: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         return {}
     first = metadatas[0]
     return {k: v for k, v in first.items() if all(k in m and m[k] == v for m in metadatas[1:])}
-
-
-def _holds(root: TreeNode, core: bool) -> str:
-    if core:
-        return "a document the core API or an older release added"
-    return f"other documents (pages {root.span.first_page}-{root.span.last_page})" if root.span.first_page \
-        else "other documents"
 
 
 def _root_id(doc_id: str) -> str:
