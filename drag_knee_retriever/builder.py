@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .config import BuildConfig
@@ -48,9 +48,7 @@ class _Draft:
     title: Optional[str] = None
     children: List["_Draft"] = field(default_factory=list)
 
-    @property
-    def is_leaf(self) -> bool:
-        return self.leaf is not None
+    is_leaf = property(lambda self: self.leaf is not None)
 
 
 @dataclass
@@ -70,9 +68,7 @@ class DocumentTree:
         return sorted((n for n in self.nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
 
 
-# ---------------------------------------------------------------------------------------------
-# leaves
-# ---------------------------------------------------------------------------------------------
+# -- leaves ----------------------------------------------------------------------------------
 
 
 def _split_long(text: str, limit: int) -> List[str]:
@@ -160,10 +156,9 @@ def split_passages(text: str, max_words: int) -> List[str]:
 def _splits(page: str, config: BuildConfig) -> bool:
     """Whether a page becomes passages: ``passage_words`` is set and the page is longer than
     ``split_pages_over`` words (or, unset, than one passage)."""
-    if not config.leaves.passage_words:
-        return False
-    limit = config.leaves.split_pages_over if config.leaves.split_pages_over is not None else config.leaves.passage_words
-    return len(page.split()) > limit
+    leaves = config.leaves
+    limit = leaves.split_pages_over if leaves.split_pages_over is not None else leaves.passage_words
+    return bool(leaves.passage_words) and len(page.split()) > limit
 
 
 def _paragraphs(text: str, config: BuildConfig) -> List[str]:
@@ -418,9 +413,7 @@ def _shape(document: Document, config: BuildConfig,
     return _group(items, config.branching), leaves
 
 
-# ---------------------------------------------------------------------------------------------
-# trees
-# ---------------------------------------------------------------------------------------------
+# -- trees -----------------------------------------------------------------------------------
 
 
 def document_hash(document: Document, config: BuildConfig, summarizer_identity: str,
@@ -429,9 +422,9 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
 
     ``statements``: the document's statement pages when the caller has read them already."""
     digest = hashlib.sha256()
-    body = {"text": document.text, "pages": list(document.pages) if document.pages is not None else None}
-    if document.outline:
-        body["outline"] = [dict(e) for e in document.outline]
+    body: Dict[str, Any] = {"text": document.text, "pages": None if document.pages is None else list(document.pages)}
+    body.update({"outline": [dict(e) for e in document.outline]} if document.outline else {})
+    body.update({"keep_text": True} if document.keep_text and document.text is not None else {})
     digest.update(json.dumps(body, ensure_ascii=False, sort_keys=True).encode())
     # The file stamp (size and mtime) says when to read a file again, not what its tree is.
     metadata = {k: v for k, v in document.metadata.items() if k != FILE_STAMP_KEY}
@@ -519,7 +512,7 @@ def build_document_trees(
             descriptions[key] = summary
 
     trees: List[DocumentTree] = []
-    for (document, _root, _leaves, doc_hash), root_key in zip(shaped, roots):
+    for (document, _root, leaves, doc_hash), root_key in zip(shaped, roots):
         nodes: List[TreeNode] = []
         # Post-order within the document puts every child before its parent and the root last.
         def emit(key: int) -> None:
@@ -538,6 +531,8 @@ def build_document_trees(
                 context=rec.get("context"),
             ))
         emit(root_key)
+        if document.keep_text and document.text is not None and "\n\n".join(x.text for x in leaves) != document.text:
+            nodes[-1] = replace(nodes[-1], source_text=document.text)  # the root keeps the text as given
         trees.append(DocumentTree(doc_id=document.id, doc_hash=doc_hash, nodes=nodes))
     return trees
 

@@ -337,8 +337,8 @@ class DragKneeIndex:
         return infos
 
     def get_documents(self, doc_ids: Sequence[str]) -> List["StoredDocument"]:
-        """The indexed documents with these ids: whole text (leaves in order, joined by a blank
-        line) and metadata, in the order given; ids not indexed are skipped."""
+        """The indexed documents with these ids: whole text (as given with ``Document.keep_text``, else its
+        leaves joined by a blank line) and metadata, in the order given; ids not indexed are skipped."""
         out = []
         for doc_id in dict.fromkeys(doc_ids):
             if not isinstance(doc_id, str) or not doc_id:
@@ -348,8 +348,8 @@ class DragKneeIndex:
                 continue  # not indexed (or an interrupted ingest's rootless leftovers)
             leaves = sorted((n for n in nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
             root = next(n for n in nodes if n.level == 0)
-            out.append(StoredDocument(doc_id=doc_id, text="\n\n".join(leaf.text for leaf in leaves),
-                                      metadata=dict(root.metadata)))
+            text = root.source_text if root.source_text is not None else "\n\n".join(leaf.text for leaf in leaves)
+            out.append(StoredDocument(doc_id=doc_id, text=text, metadata=dict(root.metadata)))
         return out
 
     def get_nodes(self, node_ids: Sequence[str]) -> List[NodeText]:

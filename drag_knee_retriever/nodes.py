@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -15,6 +16,23 @@ from .errors import InvalidDocumentError
 
 _INT64 = (-(2**63), 2**63 - 1)
 _MAX_METADATA_DEPTH = 32
+#: The most a document's metadata may hold, JSON-encoded (UTF-8 bytes): it is copied onto every node
+#: of the document's tree (a page's ``page_metadata`` onto that page's nodes), so 4 MB on a document
+#: of 300 nodes took an ingest from 344 to 1,521 MB of RSS. Loaders write well under 1 KB (this
+#: library's ~190 B a file, LlamaIndex's SimpleDirectoryReader ~230 B); 64 KB leaves room for long
+#: keyword lists and abstracts. Keys this library writes itself (``drag_*``: the adapters'
+#: bookkeeping) and the OCR page list (kept on the document only, so a 10,000-page scan's list never
+#: counts) are not counted.
+MAX_METADATA_BYTES = 64 * 1024
+_BOOKKEEPING = "drag_"
+#: The tree fields a filter names directly (``{"level": 0}``: the roots); a metadata key of one of
+#: these names could never be filtered on, so it is refused (store/filters.py reads this).
+FILTER_FIELDS = {"doc_id": "the node's document", "level": "the node's depth in its tree",
+                 "is_leaf": "leaves or inner nodes"}
+#: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
+#: numbers whose text came from OCR (re-exported by point_schema).
+OCR_PAGES_KEY = "ocr_pages"
+_STAMP = re.compile(r"\d+:\d+(\|[0-9a-f]+)?")
 
 
 def check_unicode(value: str, what: str, error: type = InvalidDocumentError) -> None:
@@ -71,8 +89,33 @@ def _check_json_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, A
             raise InvalidDocumentError(f"{where}: metadata key {key!r} is not a string; use string keys.")
         check_unicode(key, f"{where}: metadata key")
         _check_json_value(value, f"{where}: metadata[{key!r}]")
+        _check_own_key(key, value, where)
         clean[key] = value
+    copied = {k: v for k, v in clean.items() if not k.startswith(_BOOKKEEPING) and k != OCR_PAGES_KEY}
+    size = len(json.dumps(copied, ensure_ascii=False).encode("utf-8")) if copied else 0
+    if size > MAX_METADATA_BYTES:
+        raise InvalidDocumentError(
+            f"{where}: its metadata is {size:,} bytes as JSON, over the limit of {MAX_METADATA_BYTES:,} (it is "
+            "copied onto every node of the document's tree); keep large values elsewhere and store a reference "
+            "to them (a path, a URL, an id).")
     return clean
+
+
+def _check_own_key(key: str, value: Any, where: str) -> None:
+    """Refuse a metadata key a filter or the index reads with a meaning of its own, unless it has that meaning."""
+    if key in FILTER_FIELDS:
+        raise InvalidDocumentError(
+            f"{where}: metadata key {key!r} is a tree field in filters ({{{key!r}: ...}} selects "
+            f"{FILTER_FIELDS[key]}), so no filter could reach this value; rename the key (e.g. 'source_{key}').")
+    if key == OCR_PAGES_KEY and (not isinstance(value, (list, tuple)) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in value)):
+        raise InvalidDocumentError(
+            f"{where}: metadata[{key!r}] = {value!r:.60} but this key lists the pages whose text came from OCR "
+            "(1-based page numbers, e.g. [2, 5]); rename the key if it means something else.")
+    if key == FILE_STAMP_KEY and not (isinstance(value, str) and _STAMP.fullmatch(value)):
+        raise InvalidDocumentError(
+            f"{where}: metadata[{key!r}] = {value!r:.60} but this key is a loaded file's '<size>:<mtime_ns>', which "
+            "the index rewrites to skip unchanged files; rename the key if it means something else.")
 
 
 #: Metadata key of a file's stamp, ``"<size>:<mtime_ns>"`` from the loader's stat of the file (the
@@ -93,6 +136,9 @@ class Document:
     on the nodes that lie within that page (its leaf, or its page node and passages), so a page
     keeps what its loader said of it (``page``, ``page_label``); nodes spanning several pages
     carry ``metadata`` only, so filters and the walk see what the whole document shares.
+    ``keep_text`` (with ``text`` only): the tree's root also keeps the text exactly as given, when
+    its leaves joined by a blank line would not give it back (headings, whitespace, CRLF), so
+    ``get_documents`` returns it as given (the framework adapters set it); else the leaves joined.
     """
 
     id: str
@@ -101,6 +147,7 @@ class Document:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     outline: Optional[Sequence[Mapping[str, Any]]] = None
     page_metadata: Optional[Sequence[Mapping[str, Any]]] = None
+    keep_text: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -144,6 +191,8 @@ class Document:
             object.__setattr__(self, "page_metadata", tuple(
                 _check_json_metadata(m, f"{where} page {n}") for n, m in enumerate(self.page_metadata, start=1)))
         object.__setattr__(self, "metadata", _check_json_metadata(self.metadata, where))
+        if not isinstance(self.keep_text, bool):
+            raise InvalidDocumentError(f"{where}: keep_text must be True or False, got {self.keep_text!r}.")
 
 
 def _check_outline(outline: Any, pages: Optional[Sequence[str]], where: str) -> Tuple[Dict[str, Any], ...]:
@@ -227,6 +276,10 @@ class TreeNode:
     # path, page, marked metadata: BuildConfig.leaf_context); None: the section title only, as
     # before. The text returned and counted stays ``text``.
     context: Optional[str] = None
+    # On the root of a text document added with ``keep_text``: its text exactly as given, when its
+    # leaves joined by a blank line do not give it back (headings, whitespace, CRLF); None otherwise.
+    # What ``get_documents`` returns as the document's text; never searched or counted.
+    source_text: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional
 
 from .errors import IndexDamagedError
-from .nodes import FILE_STAMP_KEY, Span, TreeNode
+from .nodes import FILE_STAMP_KEY, OCR_PAGES_KEY as _OCR_PAGES_KEY, Span, TreeNode
 
 #: The names of a point's vectors: the dense embedding and the BM25 sparse vector.
 DENSE = "dense"
@@ -37,8 +37,8 @@ SCHEMA_VERSION = 2
 READ_VERSION = 1
 
 #: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
-#: numbers whose text came from OCR.
-OCR_PAGES_KEY = "ocr_pages"
+#: numbers whose text came from OCR (defined beside the Document that checks it).
+OCR_PAGES_KEY = _OCR_PAGES_KEY
 #: A node's metadata key: where its text came from, :data:`TEXT_SOURCE_PDF`, :data:`TEXT_SOURCE_OCR`
 #: or (an inner node over both) :data:`TEXT_SOURCE_MIXED`.
 TEXT_SOURCE_KEY = "text_source"
@@ -58,6 +58,11 @@ ROOT_FIELDS = WALK_FIELDS + (f"metadata.{FILE_STAMP_KEY}",)
 #: What a re-ingest's stamp check reads of a root's copy (``NodeStore.root_stamps``): the stamp and the
 #: version (the point id says which document it is; the version is checked against the nodes' root).
 STAMP_FIELDS = ("doc_hash", f"metadata.{FILE_STAMP_KEY}")
+#: A text document root's payload field: the document's exact text (``TreeNode.source_text``). A
+#: read without texts (``scroll_nodes(with_text=False)``) leaves it out as it leaves out ``text``.
+SOURCE_TEXT = "source_text"
+#: What ``scroll_nodes(with_text=False)`` leaves out of a payload.
+TEXT_FIELDS = ("text", SOURCE_TEXT)
 
 
 def node_payload(node: TreeNode) -> Dict[str, Any]:
@@ -85,6 +90,8 @@ def node_payload(node: TreeNode) -> Dict[str, Any]:
     }
     if node.context is not None:  # absent by default, so default payloads stay as they were
         payload["context"] = node.context
+    if node.source_text is not None:  # a text document's root, when its leaves do not give its text back
+        payload[SOURCE_TEXT] = node.source_text
     return payload
 
 
@@ -134,6 +141,7 @@ def _full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
         doc_hash=payload.get("doc_hash", ""),
         description=payload.get("description"),
         context=payload.get("context"),
+        source_text=payload.get(SOURCE_TEXT),
     )
 
 
@@ -162,7 +170,8 @@ def _light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     node.__dict__.update(id=node_id, doc_id=payload["doc_id"], level=int(payload["level"]),
                          is_leaf=bool(payload["is_leaf"]), span=span, text="", parent_id=get("parent_id"),
                          child_ids=tuple(get("child_ids") or ()), keywords=(), title=None, path="", metadata={},
-                         doc_hash=get("doc_hash", ""), description=None, context=None)
+                         doc_hash=get("doc_hash", ""), description=None, context=None,
+                         source_text=None)
     return node
 
 

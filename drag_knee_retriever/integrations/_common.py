@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..config import FusionConfig, SearchConfig, WalkOptions
 from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
 from ..knee import knee_cut
-from ..nodes import Document, ScoredNode, Span, TreeNode
+from ..nodes import FILE_STAMP_KEY, FILTER_FIELDS, OCR_PAGES_KEY, Document, ScoredNode, Span, TreeNode
+from ..point_schema import TEXT_SOURCE_KEY
 from ..settings import unexpected_keywords, warn_deprecated
 from ..store import parse_filters
 
@@ -50,6 +51,7 @@ PATH = META_PREFIX + "path"
 DOC_HASH = META_PREFIX + "doc_hash"
 CHILD_IDS = META_PREFIX + "child_ids"
 DESCRIPTION = META_PREFIX + "description"
+SOURCE_TEXT = META_PREFIX + "source_text"  # a text document's root: its text as given
 
 INSTALL_HINT = {
     "langchain": 'pip install "drag-knee-retriever[langchain]"',
@@ -409,6 +411,8 @@ def tree_node_metadata(node: TreeNode) -> Dict[str, Any]:
     description = getattr(node, "description", None)
     if description is not None:
         meta[DESCRIPTION] = description
+    if node.source_text is not None:
+        meta[SOURCE_TEXT] = node.source_text
     return meta
 
 
@@ -450,6 +454,8 @@ def tree_node_from_metadata(
     extra: Dict[str, Any] = {}
     if metadata.get(DESCRIPTION) is not None:
         extra["description"] = str(metadata[DESCRIPTION])
+    if metadata.get(SOURCE_TEXT) is not None:
+        extra["source_text"] = str(metadata[SOURCE_TEXT])
     return TreeNode(
         id=node_id,
         doc_id=str(metadata[DOC_ID]),
@@ -483,4 +489,18 @@ def check_source_metadata(metadata: Mapping[str, Any], where: str) -> Dict[str, 
             f"{where}: metadata keys {reserved} use the prefix {META_PREFIX!r}, which this library "
             "reserves for the fields it adds to results; rename them."
         )
+    own = next((k for k in metadata if k in INDEX_KEYS), None)
+    if own is not None:
+        raise InvalidDocumentError(
+            f"{where}: metadata key {own!r} is the index's own: {INDEX_KEYS[own]}; rename the key "
+            f"(e.g. 'source_{own}'). Nothing was written.")
     return dict(metadata)
+
+
+#: Metadata keys with a meaning of the index's own: the tree fields filters name, and what the index
+#: writes of a file or a page its loader read. A framework document's metadata may not use them (a
+#: user's value could not be filtered on, or would not come back as given): see check_source_metadata.
+INDEX_KEYS = {**{key: f"a filter on {key!r} selects {what}, never this value" for key, what in FILTER_FIELDS.items()},
+              FILE_STAMP_KEY: "the ingest rewrites it with a loaded file's size and time",
+              OCR_PAGES_KEY: "the index reads it as the pages whose text came from OCR",
+              TEXT_SOURCE_KEY: "the index writes there whether a page's text came from the PDF or from OCR"}

@@ -307,7 +307,8 @@ class DragKneeRetriever(BaseRetriever):
             raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
         index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
-        MemberStore(index, ocr=config).add(members, progress=progress)
+        store = MemberStore(index, ocr=config)
+        store.add(store.check(members), progress=progress)
         return retriever
 
     # -- managing what the index holds (BaseIndex's names) ------------------------------------------
@@ -321,8 +322,9 @@ class DragKneeRetriever(BaseRetriever):
         before), an id given again replaces that document, unchanged ones change nothing; ids as
         :func:`~._llamaindex_store.members_from_llamaindex` gives them (stable for documents
         without ids)."""
-        return MemberStore(self._index).add(members_from_llamaindex(list(documents), keep_ids=False,
-                                                                    group_pages=group_pages), progress=progress)
+        store = MemberStore(self._index)
+        members = store.check(members_from_llamaindex(list(documents), keep_ids=False, group_pages=group_pages))
+        return store.add(members, progress=progress)
 
     async def ainsert(self, document: Any, **kwargs: Any) -> Any:
         """:meth:`insert` in a worker thread (encoding is CPU-bound): the event loop runs on."""
@@ -334,8 +336,8 @@ class DragKneeRetriever(BaseRetriever):
     def refresh_ref_docs(self, documents: Sequence[Any], **kwargs: Any) -> List[bool]:
         """Ingest documents and say, per document, whether it was added or changed (True) or was
         already indexed as is (False), like ``BaseIndex.refresh_ref_docs``."""
-        members = check_members(members_from_llamaindex(list(documents), keep_ids=False, **kwargs))
         store = MemberStore(self._index)
+        members = store.check(members_from_llamaindex(list(documents), keep_ids=False, **kwargs))
         before = {m.id: (m.text, m.metadata) for m in store.get([m.id for m in members])}
         changed = [before.get(m.id) != (m.text, m.metadata) for m in members]
         if any(changed):

@@ -15,7 +15,8 @@ neither framework):
 - Each page's nodes carry its members (:data:`MEMBERS`: id, text, metadata, ref) and their ids
   (:data:`MEMBER_IDS`, for one lookup by id); a group of one member without a page number is a
   text document (sections, paragraphs) whose nodes carry :data:`MEMBER_IDS` and whose text is its
-  leaves joined.
+  text as given (kept on its root when the leaves do not give it back; an older tree's: its leaves
+  joined).
 
 Ids identify content (issue 25 item 6): a document without an id of its own gets one derived from
 its group, page and text, so two chunks of one source never replace each other, in one call or
@@ -106,7 +107,25 @@ def check_members(members: Sequence[Member]) -> List[Member]:
             )
         seen[member.id] = member
         out.append(member)
+    _refuse_namesakes(out)
     return out
+
+
+def _refuse_namesakes(members: Sequence[Member]) -> None:
+    """One name, one thing (in one call): a member's id may not also name the tree other members
+    join (their source, file or source document), or ``delete([id])`` could not tell them apart."""
+    groups: Dict[str, List[Member]] = {}
+    for m in members:
+        groups.setdefault(m.group, []).append(m)
+    for m in members:
+        other = next((o for o in groups.get(m.id, ()) if o is not m), None)
+        if other is not None:
+            raise InvalidDocumentError(_clash(m, f"the source of {other.where}"))
+
+
+def _clash(member: Member, what: str) -> str:
+    return (f"{member.where} has the id {member.id!r}, which is also {what}; an id and a source cannot share a "
+            f"name (delete([{member.id!r}]) would remove both): give it another id. Nothing was written.")
 
 
 class MemberStore:
@@ -154,6 +173,41 @@ class MemberStore:
         groups = self.load(sorted(set(where.values())))
         by_id = {m.id: m for members in groups.values() for m in members}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+    def check(self, members: Sequence[Member]) -> List[Member]:
+        """:func:`check_members`, and one name, one thing against what is stored (one request,
+        before anything is written): a member's id may not name a stored tree of other members
+        (a source's, or one the core API wrote), and members of a source may not join the stored
+        document whose id is that source's name."""
+        members = check_members(members)
+        ids = {m.id for m in members}
+        groups: Dict[str, List[Member]] = {}
+        for m in members:
+            groups.setdefault(m.group, []).append(m)
+        names = list(dict.fromkeys([m.id for m in members] + list(groups)))
+        stored: Dict[str, Dict[bool, TreeNode]] = {}
+        for node in self.index.store.retrieve([_root_id(n) for n in names] + [_leaf0_id(n) for n in names]):
+            stored.setdefault(node.doc_id, {})[node.level == 0] = node
+        for name in names:
+            nodes = stored.get(name, {})
+            root = nodes.get(True)
+            if root is None:
+                continue
+            held = root.metadata.get(MEMBER_IDS)
+            if held == [name]:  # the stored tree is the one document of that id: it may be replaced or moved
+                joiner = next((m for m in groups.get(name, ()) if m.id != name), None)
+                if joiner is not None and name not in ids:
+                    raise InvalidDocumentError(
+                        f"{joiner.where} would join the stored document whose id is {name!r} (its source has that "
+                        f"name); an id and a source cannot share a name (delete([{name!r}]) would remove both): "
+                        "give the stored document another id, or these documents another source. Nothing was written.")
+                continue
+            core = not held and not (nodes.get(False) or root).metadata.get(MEMBER_IDS)
+            for m in members:
+                if m.id == name and not (core and m.group == name):
+                    raise InvalidDocumentError(_clash(m, "the name of a stored tree of " + (
+                        "a document the core API or an older release added" if core else "other documents (a source's)")))
+        return members
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -236,7 +290,7 @@ class MemberStore:
             metadata = {**m.metadata, MEMBER_IDS: [m.id]}
             if m.ref is not None:
                 metadata[MEMBER_REFS] = [m.ref]
-            return Document(id=group, text=m.text, metadata=metadata)
+            return Document(id=group, text=m.text, metadata=metadata, keep_text=True)
         numbered = all(m.page is not None for m in members)
         slots: List[List[Member]]
         if numbered:
@@ -280,7 +334,7 @@ def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:
     if root is not None and root.metadata.get(MEMBER_IDS) and root.span.first_page is None:
         # A one-member text tree: its text is its leaves, joined.
         member_id = root.metadata[MEMBER_IDS][0]
-        return [Member(id=member_id, text="\n\n".join(leaf.text for leaf in leaves),
+        return [Member(id=member_id, text=_tree_text(root, leaves),
                        metadata=user_metadata(root.metadata), group=group, page=None,
                        ref=(root.metadata.get(MEMBER_REFS) or [None])[0])]
     found: Dict[str, Member] = {}
@@ -298,7 +352,15 @@ def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:
             pages.setdefault(int(leaf.span.first_page), []).append(leaf.text)  # type: ignore[arg-type]
         return [Member(id=group if len(pages) == 1 else f"{group}#page{p}", text="\n\n".join(texts), metadata=dict(meta),
                        group=group, page=p - 1, seq=i) for i, (p, texts) in enumerate(sorted(pages.items()))]
-    return [Member(id=group, text="\n\n".join(leaf.text for leaf in leaves), metadata=meta, group=group)]
+    return [Member(id=group, text=_tree_text(root, leaves), metadata=meta, group=group)]
+
+
+def _tree_text(root: Optional[TreeNode], leaves: Sequence[TreeNode]) -> str:
+    """A text tree's text: as given (its root's ``source_text``), else (an older tree, or one whose
+    leaves give it back) its leaves joined by a blank line."""
+    if root is not None and root.source_text is not None:
+        return root.source_text
+    return "\n\n".join(leaf.text for leaf in leaves)
 
 
 def members_of_node(node: TreeNode) -> List[Member]:

@@ -149,7 +149,7 @@ def group_paged_documents(
             doc_id = _unique(str(candidate), taken)
             metadata = {k: v for k, v in entry.metadata.items() if k not in entry.drop_keys}
             try:
-                doc = Document(id=doc_id, text=entry.text, metadata=metadata)
+                doc = Document(id=doc_id, text=entry.text, metadata=metadata, keep_text=True)
             except InvalidDocumentError as exc:
                 raise InvalidDocumentError(f"{entry.where}: {exc}") from None
             out.append((doc, [key]))

@@ -297,7 +297,8 @@ class DragKneeRetriever(DocumentIndex):
         if kwargs:
             raise TypeError(f"upsert takes no options, got {sorted(kwargs)}.")
         members = members_from_langchain(list(items))
-        MemberStore(self.index).add(members)
+        store = MemberStore(self.index)
+        store.add(store.check(members))
         return UpsertResponse(succeeded=[m.id for m in members], failed=[])
 
     def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
@@ -331,7 +332,8 @@ class DragKneeRetriever(DocumentIndex):
         """
         members = members_from_langchain(list(documents))
         config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
-        return MemberStore(self.index, ocr=config).add(members, progress=progress)
+        store = MemberStore(self.index, ocr=config)
+        return store.add(store.check(members), progress=progress)
 
     async def aadd_documents(self, documents: Sequence[LCDocument], **kwargs: Any) -> Any:
         """:meth:`add_documents` in a worker thread (encoding is CPU-bound), same guarantees."""
@@ -377,7 +379,8 @@ class DragKneeRetriever(DocumentIndex):
         members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
         config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         index = make_index(index, index_kwargs)
-        MemberStore(index, ocr=config).add(members, progress=progress)
+        store = MemberStore(index, ocr=config)
+        store.add(store.check(members), progress=progress)
         return cls(index=index, **settings)
 
 

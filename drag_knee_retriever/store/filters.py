@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import InvalidQueryError
-from ..nodes import TreeNode, check_unicode
+from ..nodes import FILTER_FIELDS, TreeNode, check_unicode
 from .base import FilterSpec, RankRequest
 
-# Payload fields a filter may name directly; any other key is looked up in the document metadata.
-TOP_LEVEL_FIELDS = ("doc_id", "level", "is_leaf")
+# Payload fields a filter may name directly; any other key is looked up in the document metadata
+# (a Document refuses metadata keys of these names: nodes.FILTER_FIELDS).
+TOP_LEVEL_FIELDS = tuple(FILTER_FIELDS)
 
 # -- engine-neutral conditions -------------------------------------------------------------------
 

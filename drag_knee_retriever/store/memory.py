@@ -35,7 +35,7 @@ from ..bm25_idf import IDF_SCALE, quantize_document
 from ..errors import ConfigError, InvalidQueryError, StoreError
 from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
-from ..point_schema import collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload
+from ..point_schema import TEXT_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
 from .base import score_limit, side_scores, stable_order
@@ -278,7 +278,7 @@ class MemoryStore(NodeStore):
             selected = sorted(self._select(F.scroll_conditions(filters, level)), key=lambda item: item[0])
         nodes = []
         for pid, p in selected:
-            payload = p.payload if with_text else {k: v for k, v in p.payload.items() if k != "text"}
+            payload = p.payload if with_text else {k: v for k, v in p.payload.items() if k not in TEXT_FIELDS}
             nodes.append(full_node(pid, payload))
         return nodes
 

@@ -155,3 +155,13 @@ def test_setext_headings_make_sections():
     assert {"Beekeeping", "Spring", "Winter"} <= titles and "code" not in titles
     leaves = [n.text for n in nodes if n.is_leaf]
     assert not any(t.strip() in ("==========", "------") for t in leaves)
+
+
+def test_keep_text_puts_the_text_as_given_on_the_root_only():
+    text = "# T\n\nBody one.\n\n## S\n\nBody two."
+    [plain] = build_document_trees([Document(id="d", text=text)])
+    [kept] = build_document_trees([Document(id="d", text=text, keep_text=True)])
+    assert all(n.source_text is None for n in plain.nodes)  # folder ingests: payloads as before
+    assert kept.root.source_text == text and all(n.source_text is None for n in kept.nodes[:-1])
+    [same] = build_document_trees([Document(id="d", text="One.\n\nTwo.", keep_text=True)])
+    assert same.root.source_text is None  # its leaves give it back: nothing stored twice

@@ -36,6 +36,7 @@ from ...point_schema import (
     SCHEMA_VERSION,
     SPARSE,
     STAMP_FIELDS,
+    TEXT_FIELDS,
     WALK_FIELDS,
     collection_info,
     full_node,
@@ -1154,7 +1155,7 @@ class EdgeStore(NodeStore):
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         qe = self._qe
         must = self._filters.conditions(F.scroll_conditions(filters, level))
-        with_payload: Any = True if with_text else qe.PayloadSelector.Exclude(["text"])
+        with_payload: Any = True if with_text else qe.PayloadSelector.Exclude(list(TEXT_FIELDS))
         # A listing of roots reads the roots' shard: the documents of a 1M-node index, not a filter over it.
         shard = self._roots_to_read() if level == 0 else self.shard
         nodes: List[TreeNode] = []
