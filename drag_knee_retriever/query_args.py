@@ -30,7 +30,7 @@ def _shown(value: Any) -> str:
 
 def check_count(value: Any, name: str) -> int:
     """A number of results (``k``, ``similarity_top_k``): an int in [1, MAX_SETTING]."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_SETTING:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= int(value) <= MAX_SETTING:
         raise InvalidSettingError(
             f"{name} must be an integer >= 1 (at most {MAX_SETTING:,}: how many results to return), "
             f"got {_shown(value)}; e.g. {name}=4."
