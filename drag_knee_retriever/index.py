@@ -34,6 +34,7 @@ from .identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
 from .nodes import Document, NodeText, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
 from .page_ranking import rank_pages
+from .query_args import check_query_vectors
 from .relevance import relevance_request, relevance_scores
 from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
@@ -432,6 +433,8 @@ class DragKneeIndex:
         it leaves no result.
         """
         plan = self._plan(query, filters=filters, config=config, options=options)
+        if query_vectors is not None:
+            check_query_vectors(query_vectors, self.encoder.dense_size)
         vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
         plan.mark("encode")
         model = self.self_query if self_query is None else (self_query or None)
@@ -493,6 +496,8 @@ class DragKneeIndex:
         store's async methods (qdrant-client's async client for a server).
         """
         plan = self._plan(query, filters=filters, config=config, options=options)
+        if query_vectors is not None:
+            check_query_vectors(query_vectors, self.encoder.dense_size)
         vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
         plan.mark("encode")
         model = self.self_query if self_query is None else (self_query or None)
@@ -673,6 +678,8 @@ class DragKneeIndex:
         self._check_filter_keys(spec)  # the same filter rules as search()
         if query_vectors is None:
             query_vectors = self.encoder.encode_query(query)
+        else:
+            check_query_vectors(query_vectors, self.encoder.dense_size)
         request = RankRequest(limit=k, leaves_only=scope == "leaves", filters=spec,
                               only=None if mode == "hybrid" else mode)
         rrf_k = rrf_k if rrf_k is not None else self.search_config.fusion.rrf_k

@@ -98,7 +98,7 @@ def _node_names(trace: Trace) -> Dict[str, str]:
 
 def _candidate_name(c: TraceCandidate) -> str:
     label = c.label or ("leaf" if c.is_leaf else f"level {c.level}")
-    return f"{c.doc_id} {label}".strip()
+    return visible(f"{c.doc_id} {label}".strip(), single_line=True)
 
 
 def _bar(score: float, top: float, bottom: float) -> str:
@@ -169,8 +169,9 @@ def trace_tree(trace: Trace, *, max_candidates: int = 12) -> "Tree":
             line.append(f"#{position + 1:<2} ", "dim")
             line.append(_bar(c.fused_score, top, bottom), style)
             line.append(f" {c.fused_score:.4f}  ", style)
-            line.append(c.doc_id, "bold" if c.outcome == "kept" else style)
-            line.append(f" {c.label}" if c.label else "", style)
+            # Names on one line each: a document named "a\nb" shows as such, it adds no line.
+            line.append(visible(c.doc_id, single_line=True), "bold" if c.outcome == "kept" else style)
+            line.append(f" {visible(c.label, single_line=True)}" if c.label else "", style)
             line.append(f"  L{c.level}{' leaf' if c.is_leaf else ''}", "dim")
             if c.dense_rank is not None or c.sparse_rank is not None:
                 dense = "-" if c.dense_rank is None else f"#{c.dense_rank + 1}"
@@ -310,16 +311,22 @@ def plot_trace(trace: Trace, path: Union[str, Path, None] = None, *, max_steps: 
     return fig
 
 
-# C0 controls (except newline and tab), DEL, C1 controls, and the bidirectional overrides and
-# isolates that reorder what a terminal shows ("Trojan source"): none belongs on a screen raw.
+# C0 controls (except newline and tab), DEL, C1 controls, the line and paragraph separators
+# (U+2028, U+2029: a line break to many terminals, editors and log viewers), and the bidirectional
+# overrides and isolates that reorder what a terminal shows ("Trojan source"): none belongs on a
+# screen raw. With the newline that ``single_line`` adds, this is every character Python's
+# ``str.splitlines`` breaks a line at (\n \r \v \f \x1c-\x1e \x85 U+2028 U+2029).
 _INVISIBLE = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F] + list(range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
-_INVISIBLE.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+_INVISIBLE.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
+                                               *range(0x2066, 0x206A))})
 
 
 def visible(text: Any, *, single_line: bool = False) -> str:
     """``text`` with every control character written as an escape (``"\\x1b[2J"``), safe for a terminal.
 
-    Newlines and tabs stay unless ``single_line`` (names and titles: shown as ``\\n`` and ``\\t``).
+    Newlines and tabs stay unless ``single_line`` (names and titles: shown as ``\\n`` and ``\\t``):
+    with it, the result holds no character that breaks a line, so a file named ``"a\\nb"`` cannot
+    print a line of its own.
     """
     text = text if isinstance(text, str) else str(text)
     out = text.translate(_INVISIBLE)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any, Dict, List, Optional, Sequence
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -42,7 +41,7 @@ from .options import (
     docs_app,
     state,
 )
-from .output import PhaseProgress, configure_logging, count, err, out, print_results, quiet_native_logs
+from .output import PhaseProgress, configure_logging, count, err, one_line, out, print_results, quiet_native_logs, shown
 
 
 def _print_version(value: bool) -> None:
@@ -114,7 +113,7 @@ def ingest(
                 stored_stamps=idx.file_stamps if idx is not None else None,
             )
         for skipped in report.skipped:
-            err.print(f"skipped {escape(skipped.path)}: {escape(skipped.reason)}", style="yellow")
+            err.print(f"skipped {shown(skipped.path)}: {shown(skipped.reason)}", style="yellow")
         if not report.documents and not report.unchanged:
             if report.skipped:
                 raise CliError(
@@ -160,8 +159,8 @@ def ingest(
     pages_written, ingest_s = getattr(result, "pages", 0), getattr(result, "seconds", 0.0)
     rate = f" ({pages_written} pages at {pages_written / ingest_s:.1f} pages/s)" if pages_written and ingest_s else ""
     out.print(
-        f"[bold green]Ingested {len(report.documents) + len(report.unchanged)} document(s)[/] into {escape(where(index, url))} "
-        f"(collection {escape(collection)}): {added} added, {replaced} replaced, {unchanged} unchanged; "
+        f"[bold green]Ingested {len(report.documents) + len(report.unchanged)} document(s)[/] into {shown(where(index, url))} "
+        f"(collection {shown(collection)}): {added} added, {replaced} replaced, {unchanged} unchanged; "
         f"{nodes} nodes written{rate}{f'; {report.pages} PDF pages' if report.pages else ''}; {seconds:.1f} s."
     )
     if report.skipped:
@@ -288,7 +287,7 @@ def search(
         from ..render import plot_trace
 
         plot_trace(result.trace, plot)
-        err.print(f"wrote the knee plot to {escape(str(plot))}")
+        err.print(f"wrote the knee plot to {shown(plot)}")
     if as_json:
         typer.echo(result.to_json(indent=2))
         return
@@ -322,15 +321,15 @@ def docs_list(
     if not infos:
         err.print("The index has no documents; run `drag-knee ingest PATH` to add some.")
         return
-    table = Table(title=f"{len(infos)} document(s) in {escape(where(index, url))}", title_justify="left")
+    table = Table(title=f"{len(infos)} document(s) in {shown(where(index, url))}", title_justify="left")
     for column, justify in (("id", "left"), ("kind", "left"), ("leaves", "right"), ("pages", "right"), ("title", "left")):
         table.add_column(column, justify=justify, overflow="fold")
     for info in infos:
         meta = dict(info.metadata or {})
         pages = f"{info.first_page}-{info.last_page}" if info.first_page is not None else ""
         table.add_row(
-            escape(str(info.doc_id)), escape(str(meta.get("kind", ""))), str(info.leaves), pages,
-            escape(str(meta.get("title") or "")),
+            shown(info.doc_id), shown(meta.get("kind", "")), str(info.leaves), pages,
+            shown(meta.get("title") or ""),
         )
     out.print(table)
 
@@ -356,7 +355,7 @@ def docs_delete(
         deleted = idx.delete_document(doc_id)
     if not deleted:
         raise CliError(f"No document {doc_id!r} in the index; see `drag-knee docs list` for the ids.")
-    out.print(f"Deleted {escape(doc_id)}.")
+    out.print(f"Deleted {shown(doc_id)}.")
 
 
 @docs_app.command("gc")
@@ -378,7 +377,7 @@ def docs_gc(
         out.print("No orphaned nodes; nothing to remove.")
         return
     out.print(f"Removed {sweep.nodes} orphaned node(s) of {len(sweep.doc_ids)} document(s): "
-              f"{escape(', '.join(sweep.doc_ids))}.")
+              f"{', '.join(shown(d) for d in sweep.doc_ids)}.")
 
 
 @app.command()
@@ -397,12 +396,12 @@ def stats(
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return
-    table = Table(show_header=False, title=f"index {escape(where(index, url))}", title_justify="left")
+    table = Table(show_header=False, title=f"index {shown(where(index, url))}", title_justify="left")
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")
     for key, value in data.items():
-        shown = json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else str(value)
-        table.add_row(escape(str(key)), escape(shown))
+        value_text = json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else str(value)
+        table.add_row(shown(key), shown(value_text))
     out.print(table)
 
 
@@ -449,7 +448,7 @@ def demo(
             f"in {time.perf_counter() - started:.1f} s\n"
         )
         for number, text in enumerate(query or EXAMPLE_QUERIES, start=1):
-            out.rule(f"query {number}: {escape(text)}")
+            out.rule(f"query {number}: {shown(text)}")
             result = idx.search(text, method=method.value, config=idx.search_config.with_overrides(explain=trace))
             print_results(result)
             _print_walk_only(idx, text, result)
@@ -477,7 +476,7 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     if [h.node.id for h in walk_only.nodes] == [h.node.id for h in result.nodes]:
         return
     chosen = ", ".join(
-        f"{h.node.doc_id} {h.node.span}" + ("" if h.node.is_leaf else " (whole span)") for h in walk_only.nodes
+        f"{one_line(h.node.doc_id)} {h.node.span}" + ("" if h.node.is_leaf else " (whole span)") for h in walk_only.nodes
     )
     note = (f"the walk chose {chosen}; the focus step kept the leaves above "
             "(SearchConfig(focus=None) returns the walk's choice)")

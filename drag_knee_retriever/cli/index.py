@@ -140,6 +140,13 @@ def open_index(
     except (DragKneeError, ImportError, KeyboardInterrupt):
         raise
     except Exception as exc:
+        # A refusal by the OS (no permission, read-only, full) is not damage: say which, and that
+        # the index is intact, never "move the folder aside".
+        from ..disk import io_error
+
+        refused = io_error(exc, "open the index", where) if folder is not None else None
+        if refused is not None:
+            raise refused from None
         # The engines raise assorted errors (JSON, SQLite, Rust panics) on a folder they cannot
         # read; for the user they all mean the same thing.
         if folder is None:

@@ -59,6 +59,24 @@ class CliConsole(Console):
             self.quiet = True
 
 
+def one_line(value: Any) -> str:
+    """A name or text from a file or the index (file name, document id, title, skip reason,
+    folder) as one line: every line-breaking character (``\\n \\r \\v \\f \\x1c-\\x1e \\x85 U+2028
+    U+2029``) and tab shown as an escape, so a file named ``"a\\nIngested 999 document(s)"`` cannot
+    print a forged line, or a row of its own in a table. For :class:`rich.text.Text` pieces."""
+    from ..render import visible
+
+    return visible(value, single_line=True)
+
+
+def shown(value: Any) -> str:
+    """:func:`one_line` for rich markup strings (``[`` escaped too): what every ``print`` of a
+    name in an f-string uses."""
+    from rich.markup import escape
+
+    return escape(one_line(value))
+
+
 # Results to stdout; progress, warnings and errors to stderr, so `--json | jq` stays clean.
 out = CliConsole(highlight=False, soft_wrap=False)
 err = CliConsole(stderr=True, highlight=False, soft_wrap=True)
@@ -202,12 +220,12 @@ def print_results(result: Any, *, chars: int = 240, console: Optional[Console] =
         kind = "leaf" if node.is_leaf else f"level {node.level} (whole span)"
         line = Text()
         line.append(f"{position}. ", "bold")
-        line.append(node.doc_id, "bold cyan")
-        line.append(f"  {node.span}", "magenta")
+        line.append(one_line(node.doc_id), "bold cyan")
+        line.append(f"  {one_line(node.span)}", "magenta")
         line.append(f"  score {hit.score:.4f}", "green")
         line.append(f"  {kind}", "dim")
         if title:
-            line.append(f"  “{title}”", "italic")
+            line.append(f"  “{one_line(title)}”", "italic")
         console.print(line)
         # Indented as a block, so wrapped lines stay under their heading (wrapped here rather than
         # by rich, which would pad every line with trailing spaces).
@@ -228,13 +246,27 @@ _NOISY_LOGGERS = (
 )
 
 
+class _OneLineFormatter(logging.Formatter):
+    """Log lines on stderr, each message one line (:func:`one_line`): a warning quoting a file name
+    (``skipped %s: %s``, an OCR failure) neither forges a line nor reaches the terminal's control
+    codes. A traceback (``exc_info``) keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        message = record.message
+        record.message = one_line(message)
+        try:
+            return super().formatMessage(record)
+        finally:
+            record.message = message
+
+
 def configure_logging(verbose: int = 0) -> None:
     """Warnings from this library on stderr; third-party chatter only with -v, everything with -vv."""
     level = logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING
     root = logging.getLogger()
     if not any(getattr(h, "_drag_knee", False) for h in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("drag-knee: %(levelname)s: %(message)s"))
+        handler.setFormatter(_OneLineFormatter("drag-knee: %(levelname)s: %(message)s"))
         handler._drag_knee = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.setLevel(level)

@@ -24,6 +24,7 @@ from typing import Annotated, Any, List, Optional
 import typer
 
 from ..errors import DragKneeError
+from ..render import visible
 from .dataset import DatasetError
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ def eval_command(
             search_variants=tuple(search_variants or ()), **run_kwargs,
         )
     except (DragKneeError, DatasetError, ValueError, RuntimeError, ImportError) as exc:
-        typer.echo(f"drag-knee eval: {exc}", err=True)
+        typer.echo(f"drag-knee eval: {visible(exc, single_line=True)}", err=True)
         raise typer.Exit(1)
     if json_output:
         payload = report.to_json_dict()
@@ -102,10 +103,12 @@ def eval_command(
         return
     from .report import headline_markdown
 
-    typer.echo(f"{report.dataset}: {report.meta['dataset']['questions']} questions, "
+    # Names from the user's files on one line each (a corpus folder named "a\nb" forges no line).
+    typer.echo(f"{visible(report.dataset, single_line=True)}: {report.meta['dataset']['questions']} questions, "
                f"{report.meta['dataset']['leaves']} leaves, {report.meta['seconds']} s")
     typer.echo(headline_markdown(report.headline))
-    typer.echo(f"table: {report.files.get('table')}  plot: {report.files.get('plot', '-')}")
+    typer.echo(f"table: {visible(report.files.get('table'), single_line=True)}  "
+               f"plot: {visible(report.files.get('plot', '-'), single_line=True)}")
 
 
 def main(argv: Optional[List[str]] = None, *, prog_name: str = "python -m drag_knee_retriever.eval",

@@ -21,6 +21,7 @@ from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, Inval
 from ..knee import knee_cut
 from ..nodes import FILE_STAMP_KEY, FILTER_FIELDS, OCR_PAGES_KEY, Document, ScoredNode, Span, TreeNode
 from ..point_schema import TEXT_SOURCE_KEY
+from ..query_args import check_count, check_threshold
 from ..settings import unexpected_keywords, warn_deprecated
 from ..store import parse_filters
 
@@ -112,6 +113,12 @@ def search_overrides(*, k: Optional[int] = None, k_name: str = "k", **settings: 
                 "fusion_weights must be a list of (dense, sparse) pairs, e.g. [(0.2, 0.8), (0.5, 0.5)]."
             )
         settings["fusion"] = FusionConfig(weights=fusion_weights)
+    # The result count and the threshold are named as the user gave them (a str threshold was
+    # "SearchConfig.score_threshold must be ..." after the renaming below, a name that exists nowhere).
+    if k is not None:
+        k = check_count(k, k_name)
+    if "score_threshold" in settings:
+        settings["score_threshold"] = check_threshold(settings["score_threshold"])
     overrides: Dict[str, Any] = {FRAMEWORK_NAMES.get(key, key): value for key, value in settings.items()}
     if k is not None:
         overrides["max_results"] = k
@@ -122,7 +129,7 @@ def search_overrides(*, k: Optional[int] = None, k_name: str = "k", **settings: 
     try:
         base.with_overrides(**overrides)
     except ConfigError as exc:
-        message = str(exc).replace("max_results", k_name)
+        message = str(exc).replace("SearchConfig.", "").replace("max_results", k_name)
         for theirs, ours in FRAMEWORK_NAMES.items():
             message = message.replace(ours, theirs)
         raise ConfigError(message) from None

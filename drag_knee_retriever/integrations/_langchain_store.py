@@ -21,6 +21,7 @@ from langchain_core.vectorstores import VectorStore
 from ..errors import ConfigError, InvalidDocumentError
 from ._common import check_query, node_metadata, user_metadata
 from ._members import Member, MemberStore, content_id, flat_members
+from ..query_args import check_count, check_dense, check_threshold
 
 log = logging.getLogger("drag_knee_retriever.integrations.langchain")
 
@@ -217,8 +218,20 @@ class DragKneeVectorStore(VectorStore):
         """Dense-only flat search with a query vector of the index's model (no text, no BM25)."""
         from ..store import QueryVectors
 
-        vectors = QueryVectors(dense=tuple(float(x) for x in embedding), sparse_indices=(), sparse_values=())
+        dense = check_dense(embedding, self.index.encoder.dense_size, "embedding")  # NaN ranked nothing, silently
+        vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
         return [doc for doc, _ in self._flat("vector query", k, filter, dict(kwargs, mode="dense"), vectors=vectors)]
+
+    def similarity_search_with_relevance_scores(self, query: str, k: int = 4,
+                                                **kwargs: Any) -> List[Tuple[LCDocument, float]]:
+        # LangChain's base class compares score_threshold itself (a str raised a bare TypeError).
+        check_threshold(kwargs.get("score_threshold"))
+        return super().similarity_search_with_relevance_scores(query, k, **kwargs)
+
+    async def asimilarity_search_with_relevance_scores(self, query: str, k: int = 4,
+                                                       **kwargs: Any) -> List[Tuple[LCDocument, float]]:
+        check_threshold(kwargs.get("score_threshold"))
+        return await super().asimilarity_search_with_relevance_scores(query, k, **kwargs)
 
     def _flat(self, query: str, k: int, filter: Any, kwargs: Dict[str, Any], vectors: Any) -> List[Tuple[LCDocument, float]]:
         filters = kwargs.pop("filters", None)
@@ -226,14 +239,10 @@ class DragKneeVectorStore(VectorStore):
             raise ConfigError("filter= and filters= are the same setting; give only one of them.")
         filter = filter if filter is not None else filters
         mode = kwargs.pop("mode", "hybrid")
-        threshold = kwargs.pop("score_threshold", None)
+        threshold = check_threshold(kwargs.pop("score_threshold", None))
         if kwargs:
             raise TypeError(f"Unknown search option(s) {sorted(kwargs)}; the options are k, filter, score_threshold.")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be an integer >= 1, got {k!r}.")
-        if vectors is not None and len(vectors.dense) != self.index.encoder.dense_size:
-            raise ConfigError(f"the query vector has {len(vectors.dense)} dimensions; the index's model has "
-                              f"{self.index.encoder.dense_size}.")
+        k = check_count(k, "k")
         out = [(member_document(m), s) for m, s in flat_members(self.index, query, k, filters=filter, mode=mode,
                                                                  vectors=vectors)]
         if threshold is not None:
@@ -291,8 +300,9 @@ class DragKneeVectorStore(VectorStore):
         if search_type not in ("similarity", "similarity_score_threshold"):
             raise ConfigError(f"search_type must be 'similarity' or 'similarity_score_threshold', got {search_type!r}.")
         if search_type == "similarity_score_threshold" and not isinstance(search_kwargs.get("score_threshold"), float):
+            given = search_kwargs.get("score_threshold")
             raise ConfigError("search_type='similarity_score_threshold' needs search_kwargs={'score_threshold': "
-                              "0.5} (a float in [0, 1]).")
+                              "0.5} (a float in [0, 1])" + (f", got {given!r}." if given is not None else "."))
         tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
         return DragKneeRetriever(index=self.index, search_kwargs=search_kwargs or None, tags=tags, **kwargs)
 

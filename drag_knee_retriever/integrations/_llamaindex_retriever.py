@@ -38,6 +38,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 from ..errors import InvalidQueryError
+from ..query_args import check_dense
 from ..loaders import ocr_settings
 from ..store import QueryVectors
 from ._llamaindex_store import members_from_llamaindex
@@ -181,8 +182,10 @@ class DragKneeRetriever(BaseRetriever):
                 "encoding the query text with the index's model.", len(embedding), getattr(encoder, "model_id", "?"), size,
             )
             return None
+        # A NaN or infinite embedding ranked nothing, silently: refuse it.
+        dense = check_dense(embedding, size, "the query's embedding (QueryBundle.embedding)")
         # The dense side comes from the caller; the encoder adds the BM25 side of the text.
-        return encoder.query_vectors_from_dense(embedding, query)
+        return encoder.query_vectors_from_dense(dense, query)
 
     @staticmethod
     def _check_input(str_or_query_bundle: Any) -> None:

@@ -34,6 +34,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError
+from ..query_args import check_count, check_dense
 
 log = logging.getLogger("drag_knee_retriever.integrations.llamaindex")
 
@@ -224,11 +225,32 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     def _query_filters(self, query: VectorStoreQuery) -> Any:
         if query.node_ids:
             raise InvalidQueryError("VectorStoreQuery.node_ids is not supported; use filters or doc_ids.")
+        check_count(query.similarity_top_k, "similarity_top_k")  # said "max_results", or a k 4x the one given
         filters = metadata_filters_to_dict(query.filters) if query.filters is not None else None
         if query.doc_ids:
-            refs = {MEMBER_REFS: {"$in": list(query.doc_ids)}}
+            refs = {MEMBER_REFS: {"$in": self._doc_ids(query.doc_ids)}}
             filters = refs if filters is None else {"$and": [filters, refs]}
         return filters
+
+    def _doc_ids(self, doc_ids: Any) -> List[str]:
+        """``VectorStoreQuery.doc_ids``, checked in the user's words (the filter they become names
+        an internal key, which the index's unknown-key check would otherwise quote)."""
+        from ..store import parse_filters
+
+        if isinstance(doc_ids, (str, bytes)) or not all(isinstance(d, str) and d for d in doc_ids):
+            raise InvalidQueryError(f"doc_ids must be a list of document ids (the ref_doc_id of the nodes to "
+                                    f"search), got {doc_ids!r:.80}.")
+        ids = list(doc_ids)
+        try:
+            self._index._check_filter_keys(parse_filters({MEMBER_REFS: {"$in": ids}}))
+        except InvalidQueryError:
+            raise InvalidQueryError(
+                f"doc_ids={ids!r:.80} selects nodes by the document they came from (their ref_doc_id), but no "
+                "node in this store has one: every node was added without a source document. Add nodes that "
+                "have one (a node parser's output, node.ref_doc_id set), or select by metadata with filters= "
+                "instead of doc_ids=."
+            ) from None
+        return ids
 
     def _flat(self, query: VectorStoreQuery, text: Optional[str], filters: Any) -> VectorStoreQueryResult:
         mode, vectors = "hybrid", None
@@ -237,9 +259,11 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         if text is None:
             from ..store import QueryVectors
 
-            if query.query_embedding is None or len(query.query_embedding) != self._index.encoder.dense_size:
-                raise InvalidQueryError("a query needs its text (query_str), or an embedding of the index's model.")
-            vectors = QueryVectors(dense=tuple(query.query_embedding), sparse_indices=(), sparse_values=())
+            if query.query_embedding is None:
+                raise InvalidQueryError("a query needs its text (query_str), or an embedding of the index's model "
+                                        "(query_embedding).")
+            dense = check_dense(query.query_embedding, self._index.encoder.dense_size, "query_embedding")
+            vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
             mode, text = "dense", "vector query"
         ranked = flat_members(self._index, text, query.similarity_top_k, filters=filters, mode=mode, vectors=vectors)
         nodes = [_as_text_node(m) for m, _ in ranked]

@@ -413,14 +413,19 @@ def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]
 
 def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: str = "hybrid",
                  vectors: Any = None) -> List[Tuple[Member, float]]:
-    """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`)."""
+    """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`).
+    ``k`` is checked by the caller (under its own name); the leaves fetched never exceed the index's
+    limit on ``k``, which a large ``k`` times 4 did (the error then named a ``k`` the user never gave)."""
+    from ..settings import MAX_SETTING
+
     if index.store.count() == 0:
         return []
     want = k
     while True:
-        hits = index.flat_search(query, k=want * 4, mode=mode, filters=filters, query_vectors=vectors)
+        fetch = min(want * 4, MAX_SETTING)
+        hits = index.flat_search(query, k=fetch, mode=mode, filters=filters, query_vectors=vectors)
         out = ranked_members(index, hits)
-        if len(out) >= k or len(hits) < want * 4:
+        if len(out) >= k or len(hits) < fetch or fetch == MAX_SETTING:
             return out[:k]
         want *= 4
 

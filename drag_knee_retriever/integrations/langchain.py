@@ -51,14 +51,14 @@ try:
     from langchain_core.documents import BaseDocumentCompressor
     from langchain_core.documents import Document as LCDocument
     from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
-    from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+    from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "drag_knee_retriever.integrations.langchain needs LangChain (langchain-core), which is not "
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
-from ..errors import ConfigError, InvalidDocumentError, InvalidScoresError
+from ..errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
 from ..settings import unexpected_keywords
 from ._langchain_store import (
@@ -226,6 +226,18 @@ class DragKneeRetriever(DocumentIndex):
         def __init__(self, *, index: Any, search_kwargs: Optional[Dict[str, Any]] = None, name: Optional[str] = None,
                      tags: Optional[List[str]] = None, metadata: Optional[Dict[str, Any]] = None,
                      **settings: Unpack[LangChainRetrieverOptions]) -> None: ...
+    else:
+        def __init__(self, **data: Any) -> None:
+            # pydantic wraps a setting's ConfigError in a many-line ValidationError ("1 validation
+            # error for DragKneeRetriever ... Value error, ..."): raise the one line itself.
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                ours = next((e["ctx"]["error"] for e in exc.errors()
+                             if isinstance((e.get("ctx") or {}).get("error"), DragKneeError)), None)
+                if ours is None:
+                    raise
+                raise ours from None
 
     @model_validator(mode="before")
     @classmethod

@@ -96,3 +96,51 @@ def test_a_closed_stderr_does_not_abort_the_ingest(tmp_path, shell):
     subprocess.run(["bash", "-c", command], env=_env(tmp_path), cwd=tmp_path, timeout=300, capture_output=True)
     with DragKneeIndex(index) as opened:
         assert len(opened.list_documents()) == 30
+
+
+# Issue 38 item 8: every character that breaks a line (str.splitlines' list), in a file name.
+BREAKS = {"\n": "\\n", "\r": "\\x0d", "\v": "\\x0b", "\f": "\\x0c", "\x1c": "\\x1c", "\x1d": "\\x1d",
+          "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _forged(output: str, names: dict) -> list:
+    """Lines of ``output`` where a name's tail stands without its head (the name broke the line),
+    or a raw line-breaking character other than the newline that ends each line."""
+    problems = [f"raw {ch!r}" for ch in BREAKS if ch != "\n" and ch in output]
+    for marker, shown in names.items():
+        problems += [line for line in output.split("\n") if marker in line and shown not in line]
+    return problems
+
+
+def test_a_line_break_in_a_file_name_forges_no_line(tmp_path):
+    """``n0<newline>FORGED0 Ingested 999 document(s).txt`` printed a line of its own in ``ingest``
+    and an extra row in ``docs list`` (and U+2028 went out raw); a skipped file's name too."""
+    corpus, bad = tmp_path / "corpus", tmp_path / "bad"
+    corpus.mkdir()
+    bad.mkdir()
+    names = {}
+    for i, (char, escaped) in enumerate(BREAKS.items()):
+        (corpus / f"n{i}{char}FORGED{i} Ingested 999 document(s).txt").write_text(f"Note {i} about lighthouses.\n")
+        names[f"FORGED{i} "] = f"n{i}{escaped}FORGED{i} "
+    (corpus / "x\nSKIPPED.pdf").write_bytes(b"not a pdf")  # skipped, with its name on the skip line
+    (bad / "y\u2028SKIPPED2.pdf").write_bytes(b"not a pdf")
+    names.update({"SKIPPED.pdf": "x\\nSKIPPED.pdf", "SKIPPED2.pdf": "y\\u2028SKIPPED2.pdf"})
+    index = str(tmp_path / "index")
+    ingest = _cli(tmp_path, "ingest", str(corpus), "--index", index)
+    assert ingest.returncode == 0 and f"Ingested {len(BREAKS)} document(s)" in ingest.stdout, ingest.stderr
+    runs = {"ingest": ingest,
+            "docs list": _cli(tmp_path, "docs", "list", "--index", index),
+            "search --trace": _cli(tmp_path, "search", "lighthouses note", "--index", index, "--trace"),
+            # the loaders' own log line ("skipped %s: %s") is shown with -vv
+            "-vv ingest": _cli(tmp_path, "-vv", "ingest", str(bad), "--index", index)}
+    for what, done in runs.items():
+        assert _forged(done.stdout + done.stderr, names) == [], (what, done.stdout[-3000:], done.stderr[-3000:])
+    listing = runs["docs list"].stdout
+    assert all(shown in listing for marker, shown in names.items() if marker.startswith("FORGED")), listing
+    assert "x\\nSKIPPED.pdf" in ingest.stderr and "y\\u2028SKIPPED2.pdf" in runs["-vv ingest"].stderr
+    exact = {d["doc_id"] for d in json.loads(_cli(tmp_path, "docs", "list", "--index", index, "--json").stdout)}
+    assert {p.name for p in corpus.glob("*.txt")} == exact  # --json keeps every name exact
+    hostile = next(name for name in exact if name.startswith("n0\n"))
+    deleted = _cli(tmp_path, "docs", "delete", hostile, "--index", index)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == "Deleted " + hostile.replace("\n", "\\n") + ".", deleted.stdout

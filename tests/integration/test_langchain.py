@@ -397,8 +397,7 @@ async def test_bad_query_async(retriever: DragKneeRetriever) -> None:
 
 
 def test_bad_settings_fail_when_built_or_called(index: Any, retriever: DragKneeRetriever) -> None:
-    # pydantic wraps a validator's ValueError (ConfigError is one) in its ValidationError, itself
-    # a ValueError; our message is kept inside.
+    # Our ConfigError itself (a ValueError), not pydantic's ValidationError around it.
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         DragKneeRetriever(index=index, k=0)
     with pytest.raises(ValueError, match="beam_width must be an integer >= 1"):

@@ -116,7 +116,7 @@ EDGE = _p("integrations", "cli", "eval")
 LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("base", ("errors", "redact", "disk", "knee", "bm25_idf")),
     # settings / languages (the declarative settings of issue 23's part A) sit with config.
-    ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages")),
+    ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages", "query_args")),
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
     ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat")),

@@ -312,12 +312,16 @@ class EdgeStore(NodeStore):
         check_free_space(base, edge_open_needs(self.path, wal=not self.in_memory), "open the index")
         self._lock.acquire(f"{str(base)!r} (collection {collection!r})")
         try:
-            if (self.path / _SHARD_MARKER).exists():
-                with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)", str(base)):
+            # The marker checks too run inside _engine_errors: a sub-folder this user may not read
+            # (chmod 000 roots/) raised a bare PermissionError here, which the CLI called "damaged".
+            with _engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)", str(base)):
+                if (self.path / _SHARD_MARKER).exists():
                     self._shard = self._qe.EdgeShard.load(str(self.path))
-                if (self.path / EDGE_ROOTS_DIR / _SHARD_MARKER).exists():
-                    with _engine_errors(f"load the roots of the index in {str(self.path)!r}", str(base)):
-                        self._roots = self._qe.EdgeShard.load(str(self.path / EDGE_ROOTS_DIR))
+            roots = self.path / EDGE_ROOTS_DIR
+            if self._shard is not None:
+                with _engine_errors("load the roots of the index (its roots/ folder)", str(roots)):
+                    if (roots / _SHARD_MARKER).exists():
+                        self._roots = self._qe.EdgeShard.load(str(roots))
         except Exception:
             self._finalizer()
             raise
