@@ -27,7 +27,7 @@ import logging
 import os
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
@@ -50,20 +50,21 @@ class JournalEntry:
 
 
 def document_json(doc: Document) -> Dict[str, Any]:
-    """A :class:`Document` as JSON data (every field; the inverse is :func:`document_from_json`)."""
-    return {
-        "id": doc.id,
-        "text": doc.text,
-        "pages": list(doc.pages) if doc.pages is not None else None,
-        "metadata": dict(doc.metadata),
-        "outline": [dict(o) for o in doc.outline] if doc.outline is not None else None,
-        "page_metadata": [dict(m) for m in doc.page_metadata] if doc.page_metadata is not None else None,
-    }
+    """A :class:`Document` as JSON data, every field of it (the inverse is :func:`document_from_json`)."""
+    return {f.name: _plain(getattr(doc, f.name)) for f in fields(Document)}
 
 
 def document_from_json(data: Mapping[str, Any]) -> Document:
-    return Document(id=data["id"], text=data.get("text"), pages=data.get("pages"), metadata=data.get("metadata") or {},
-                    outline=data.get("outline"), page_metadata=data.get("page_metadata"))
+    names = {f.name for f in fields(Document)}
+    return Document(**{key: value for key, value in data.items() if key in names})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 class WriteJournal:
