@@ -458,9 +458,10 @@ class NodeStore(abc.ABC):
         """The payloads of the two bookkeeping points (None where one is missing), in one request."""
         return [None, None]
 
-    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
-        """Up to ``limit`` stored nodes as (id, walk fields, dense vector or None): what the check
-        on open reads (see :mod:`.integrity`)."""
+    def _sample_nodes(self, limit: int, offset: Optional[str] = None) -> List[Tuple[Any, ...]]:
+        """Up to ``limit`` stored nodes from point id ``offset`` on (None: the first), as (id, payload
+        with :data:`.checksums.SAMPLE_FIELDS`, dense vector or None, (BM25 term ids, values) or
+        None): what the check on open reads (see :mod:`.integrity`)."""
         return []
 
     def count_roots(self) -> int:
