@@ -333,12 +333,14 @@ class QdrantClientStore(NodeStore):
     def collection_info(self) -> Dict[str, Any]:
         return collection_info(recorded_meta(self), engine=self.engine, collection=self.collection)
 
-    def _sample_nodes(self, limit: int, offset: Optional[str] = None) -> List[Sample]:
+    def _sample_nodes(self, limit: int, roots: bool = False) -> List[Sample]:
         m = self._m
         self._count()
         with self._engine_lock:
-            points, _ = self.client.scroll(self.collection, scroll_filter=m.Filter(
-                must=self._filters.conditions(F.count_conditions())), limit=limit, offset=offset,
+            if roots and not self.client.collection_exists(self.roots_collection):
+                return []  # an index of format 1
+            points, _ = self.client.scroll(self.roots_collection if roots else self.collection, scroll_filter=m.Filter(
+                must=self._filters.conditions(F.count_conditions())), limit=limit,
                 with_payload=list(SAMPLE_FIELDS), with_vectors=[DENSE, SPARSE])
         vectors = [p.vector if isinstance(p.vector, dict) else {} for p in points]
         return [(str(p.id), p.payload, v.get(DENSE), sparse_pair(v.get(SPARSE))) for p, v in zip(points, vectors)]

@@ -2,7 +2,8 @@
 
 Two real Edge index folders of the same shape (8 notes each, the same ids and tree shapes): one
 about volcanoes, one about sourdough. One storage folder of the first index's segment (its dense
-vectors, its BM25 vectors or its payloads) is replaced by the second's, or the dense vectors of one
+vectors, its BM25 vectors or its payloads; or the dense vectors of its roots' shard) is replaced by
+the second's, or the dense vectors of one
 index are permuted (the rows of the vector file, or rewritten through the engine by a careless
 script, on both engines). Before: every one of these opened without a word, every vector still of
 unit length and every count right, and a query about volcanoes was answered with a text about
@@ -64,17 +65,19 @@ def _copy(source: Path, target: Path) -> Path:
     return target
 
 
-def _segment(folder: Path) -> Path:
-    segments = glob.glob(str(folder / "drag_knee" / "segments" / "*"))
+def _segment(folder: Path, shard: str = "") -> Path:
+    """The one segment of the nodes' shard (``shard="roots"``: of the roots' own shard)."""
+    segments = glob.glob(str(folder / "drag_knee" / shard / "segments" / "*"))
     assert len(segments) == 1, segments
     return Path(segments[0])
 
 
 def _swap(folder: Path, other: Path, part: str) -> None:
     """Replace one storage folder of ``folder``'s segment by ``other``'s (as a bad restore or sync would)."""
-    target = _segment(folder) / part
+    shard, _, part = part.rpartition("/")
+    target = _segment(folder, shard) / part
     shutil.rmtree(target)
-    shutil.copytree(_segment(other) / part, target)
+    shutil.copytree(_segment(other, shard) / part, target)
 
 
 def _permute_rows(folder: Path, points: int) -> None:
@@ -110,14 +113,16 @@ def _permute_through_the_engine(folder: Path, engine: str) -> None:
         client.close()
 
 
-PARTS = {"dense vectors": "vector_storage-dense", "BM25 vectors": "vector_storage-bm25", "payloads": "payload_storage"}
+PARTS = {"dense vectors": "vector_storage-dense", "BM25 vectors": "vector_storage-bm25", "payloads": "payload_storage",
+         "roots' dense vectors": "roots/vector_storage-dense"}
 
 
 @EDGE_ONLY
 def test_a_storage_folder_of_another_index_is_refused_on_open(built, tmp_path, caching_encoder):
-    """The three storage folders swapped with another index's, and the dense vector file's rows
-    shifted by one: each is refused on open, one line naming what is wrong, through the API and
-    ``drag-knee stats``/``search`` (main opened all four and answered from the wrong vectors)."""
+    """The three storage folders swapped with another index's (and the dense vectors of the roots'
+    own shard, which the first ranking of a search reads), and the dense vector file's rows shifted
+    by one: each is refused on open, one line naming what is wrong, through the API and
+    ``drag-knee stats``/``search`` (main opened all five and answered from the wrong vectors)."""
     volcano, nodes = built["volcano", "edge"]
     sourdough, _ = built["sourdough", "edge"]
     folders = {}
@@ -136,6 +141,7 @@ def test_a_storage_folder_of_another_index_is_refused_on_open(built, tmp_path, c
     assert "dense vector is not the one written" in reasons["dense vectors"]
     assert "BM25 vector is not the one written" in reasons["BM25 vectors"]
     assert "dense vector is not the one written" in reasons["permuted rows"]
+    assert "dense vector is not the one written" in reasons["roots' dense vectors"]
     stats = cli_all(tmp_path, [["stats", "--index", str(folder)] for folder in folders.values()])
     search = cli_all(tmp_path, [["search", "volcano lava ash", "--index", str(folders[what])]
                                 for what in ("dense vectors", "payloads")])
@@ -157,14 +163,19 @@ def test_dense_vectors_permuted_through_the_engine_are_refused(built, tmp_path, 
 
 
 def _every_node_verifies(store) -> int:
-    """Every stored node (not a sample) carries a check that holds; returns how many were checked."""
+    """Every stored node and root's copy (not a sample) carries a check that holds; returns how many
+    nodes were checked."""
     from drag_knee_retriever.store.checksums import problem
 
     nodes = store._sample_nodes(100_000)
     assert nodes and len(nodes) == store.count()
-    found = {point_id: problem(point_id, payload, dense, sparse) for point_id, payload, dense, sparse in nodes}
+    roots = store._sample_nodes(100_000, roots=True)
+    assert len(roots) == len([node for node in nodes if node[1]["level"] == 0])
+    found = {(point_id, level): problem(point_id, payload, dense, sparse)
+             for level, sample in (("node", nodes), ("root's copy", roots))
+             for point_id, payload, dense, sparse in sample}
     assert all(why == "" for why in found.values()), {k: v for k, v in found.items() if v != ""}
-    return len(found)
+    return len(nodes)
 
 
 def test_no_false_alarm_in_the_life_of_an_index(built, tmp_path, caching_encoder, engine):

@@ -596,14 +596,17 @@ class EdgeStore(NodeStore):
         return collection_info(meta, engine=self.engine, collection=self.collection, location=self.location,
                                edge_version=EDGE_VERSION)
 
-    def _sample_nodes(self, limit: int, offset: Optional[str] = None) -> List[Sample]:
+    def _sample_nodes(self, limit: int, roots: bool = False) -> List[Sample]:
         qe = self._qe
+        shard = self.shard if not roots else self._roots
+        if shard is None:  # no roots' shard yet (an index of format 1)
+            return []
         self._count()
-        records, _ = self.shard.scroll(qe.ScrollRequest(
-            offset=offset, limit=limit, filter=qe.Filter(must=self._filters.conditions(F.count_conditions())),
+        records, _ = shard.scroll(qe.ScrollRequest(
+            limit=limit, filter=qe.Filter(must=self._filters.conditions(F.count_conditions())),
             with_payload=qe.PayloadSelector.Include(list(SAMPLE_FIELDS)), with_vector=[DENSE, SPARSE]))
-        return [(str(r.id), r.payload, (r.vector or {}).get(DENSE), sparse_pair((r.vector or {}).get(SPARSE)))
-                for r in records]
+        vectors = [r.vector or {} for r in records]  # each read of .vector converts it again
+        return [(str(r.id), r.payload, v.get(DENSE), sparse_pair(v.get(SPARSE))) for r, v in zip(records, vectors)]
 
     def count_points(self) -> int:
         self._count()
