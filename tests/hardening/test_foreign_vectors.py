@@ -138,6 +138,7 @@ def test_a_storage_folder_of_another_index_is_refused_on_open(built, tmp_path, c
         message = str(info.value)
         assert "\n" not in message and str(folder) in message, message
         reasons[what] = message
+        print(f"[hardening] foreign vectors: {what}: {message.split(' is damaged: ')[1].split(' Nothing')[0]}")
     assert "dense vector is not the one written" in reasons["dense vectors"]
     assert "BM25 vector is not the one written" in reasons["BM25 vectors"]
     assert "dense vector is not the one written" in reasons["permuted rows"]
