@@ -44,7 +44,7 @@ import numpy as np
 
 from ..point_schema import WALK_FIELDS
 
-#: The payload field that holds a node's check (a dict; see the module docstring).
+#: The payload field that holds a node's check (one short string; see the module docstring).
 CHECK_FIELD = "drag_check"
 #: The version of the check's layout: a check of another version is skipped, never failed.
 VERSION = 1
@@ -114,14 +114,14 @@ def add_checks(payloads: Sequence[Dict[str, Any]], ids: Sequence[Any], dense: Se
     the vectors written with it (``sparse``: (term ids, values as written)).
 
     The check is one short string (a payload field of one string costs the engine least to store):
-    ``"<version> <node hash> <BM25 terms hash> <BM25 values sum> <projection> ..."``."""
+    ``"<version> <node hash> <BM25 term count>:<sum of term ids> <BM25 values sum> <projection> ..."``."""
     if not payloads:
         return
     rows = np.asarray(dense, dtype=np.float64)
     projected = _projections(rows).tolist() if rows.ndim == 2 and rows.size else [[0.0] * PROJECTIONS] * len(payloads)
     for payload, point_id, sketch, (indices, values) in zip(payloads, ids, projected, sparse):
-        payload[CHECK_FIELD] = f"{VERSION} {_node_hash(point_id, payload.get('text'))} {_terms(indices)} {sum(values):.4f} " \
-            + _SKETCH % tuple(sketch)
+        node = _node_hash(point_id, payload.get("text"))
+        payload[CHECK_FIELD] = f"{VERSION} {node} {_terms(indices)} {sum(values):.4f} " + _SKETCH % tuple(sketch)
 
 
 def _parse(check: Any) -> Optional[Tuple[str, str, float, List[float]]]:
@@ -143,10 +143,9 @@ def problem(point_id: Any, payload: Optional[Mapping[str, Any]], dense: Optional
     return problems([(point_id, payload, dense, sparse)])[0]
 
 
-def problems(sample: Sequence[Tuple[Any, Optional[Mapping[str, Any]], Optional[Sequence[float]], Sparse]]
-             ) -> List[Optional[str]]:
-    """:func:`problem` of each sampled (id, payload, dense, sparse); the dense vectors are projected
-    and compared in one product."""
+def problems(sample: Sequence[Tuple[Any, Optional[Mapping[str, Any]], Any, Sparse]]) -> List[Optional[str]]:
+    """:func:`problem` of each sampled (id, payload, dense vector (a sequence or an array) or None,
+    sparse); the dense vectors are projected and compared in one product."""
     checks = [_parse(payload.get(CHECK_FIELD)) if payload else None for _, payload, _, _ in sample]
     compared = [i for i, ((_, _, vector, _), check) in enumerate(zip(sample, checks))
                 if check is not None and vector is not None]

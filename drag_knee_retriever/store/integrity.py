@@ -53,7 +53,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -263,7 +263,8 @@ def check_sample(store: Any, dense_size: int, where: str = "") -> None:
     size) and holding the vectors and text written with it (its check, :mod:`.checksums`); nodes
     written before checks existed are skipped, and logged."""
     where = where or describe(store)
-    read = _engine(store, lambda: store._sample_nodes(SAMPLE) + store._sample_nodes(ROOTS_SAMPLE, roots=True), where)
+    read = _engine(store, lambda: store._sample_nodes(SAMPLE) + store._sample_nodes(ROOTS_SAMPLE, roots=True),
+                   where)
     sample = [(point_id, payload, None if vector is None else np.asarray(vector, dtype=np.float64), sparse)
               for point_id, payload, vector, sparse in read]
     bad = [(point_id, why) for point_id, payload, vector, _ in sample
@@ -326,7 +327,7 @@ def _engine(store: Any, call: Any, where: str) -> Any:
         ) from None
 
 
-def _node_problem(payload: Optional[Mapping[str, Any]], vector: Optional[Sequence[float]], dense_size: int) -> str:
+def _node_problem(payload: Optional[Mapping[str, Any]], vector: Any, dense_size: int) -> str:
     missing = [name for name in NODE_FIELDS if not payload or name not in payload]
     if missing:
         return f"its payload has no {missing[0]!r}"

@@ -108,7 +108,8 @@ def _permute_through_the_engine(folder: Path, engine: str) -> None:
         client = QdrantClient(path=str(folder))
         records, _ = client.scroll("drag_knee", limit=10_000, with_payload=True, with_vectors=True)
         nodes = [r for r in records if r.payload and "doc_id" in r.payload]
-        client.upsert("drag_knee", [models.PointStruct(id=r.id, payload=r.payload, vector=dict(r.vector, dense=o.vector["dense"]))
+        client.upsert("drag_knee", [models.PointStruct(id=r.id, payload=r.payload,
+                                                       vector=dict(r.vector, dense=o.vector["dense"]))
                                     for r, o in zip(nodes, nodes[1:] + nodes[:1])])
         client.close()
 

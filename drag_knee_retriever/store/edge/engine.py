@@ -630,12 +630,12 @@ class EdgeStore(NodeStore):
             chunk = records[start : start + self.upsert_batch_size]
             payloads = [(r.node.id, node_payload(r.node)) for r in chunk]
             # numpy's tolist() converts a whole vector in C: 5x faster than float() per element.
-            sparse = [(np.asarray(r.sparse_indices, dtype=np.int64).tolist(), self._idf.document_values(r.sparse_values))
-                      for r in chunk]
+            sparse = [(np.asarray(r.sparse_indices, dtype=np.int64).tolist(),
+                       self._idf.document_values(r.sparse_values)) for r in chunk]
             add_checks([p for _, p in payloads], [r.node.id for r in chunk], [r.dense for r in chunk], sparse)
             points = [
-                qe.Point(node_id, {DENSE: np.asarray(r.dense, dtype=np.float64).tolist(), SPARSE: qe.SparseVector(*terms)},
-                         payload)
+                qe.Point(node_id, {DENSE: np.asarray(r.dense, dtype=np.float64).tolist(),
+                                   SPARSE: qe.SparseVector(*terms)}, payload)
                 for r, (node_id, payload), terms in zip(chunk, payloads, sparse)
             ]
             # Twice each node's estimate: the WAL and the segment hold it.
