@@ -14,7 +14,10 @@ vectors, no encoding) once under ``--dir`` and measures, per size, alternating A
 ``--write N`` (issue 38, item 7) also times the write path: N synthetic nodes upserted into a
 fresh folder with each node's check computed (``add_checks``) and without, alternating.
 
-    python benchmarks/open_check.py --sizes 200,20000 --reps 9 --write 3000
+    python benchmarks/open_check.py --sizes 200,20000 --reps 11 --write 3000
+    # before: the same script on the release before issue 38 (its own folders: no checks in them)
+    PYTHONPATH=<a checkout of that release> python benchmarks/open_check.py --sizes 200,20000 --reps 11 \
+        --dir /tmp/drag-knee-open-check-before
 
 Times are medians in milliseconds; the machine's load shows in the spread, not in the ratio. The
 "alone" timings run once the store's node map has loaded (during an open, its loader thread
