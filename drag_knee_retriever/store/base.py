@@ -469,9 +469,11 @@ class NodeStore(abc.ABC):
         """The payloads of the two bookkeeping points (None where one is missing), in one request."""
         return [None, None]
 
-    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
-        """Up to ``limit`` stored nodes as (id, walk fields, dense vector or None): what the check
-        on open reads (see :mod:`.integrity`)."""
+    def _sample_nodes(self, limit: int, roots: bool = False) -> List[Tuple[Any, ...]]:
+        """The first ``limit`` stored nodes in the engine's id order (``roots``: of the roots' own
+        collection, none where there is none), as (id, payload
+        with :data:`.checksums.SAMPLE_FIELDS`, dense vector or None, (BM25 term ids, values) or
+        None): what the check on open reads (see :mod:`.integrity`)."""
         return []
 
     def count_roots(self) -> int:

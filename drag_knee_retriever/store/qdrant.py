@@ -25,6 +25,7 @@ from .journal import JOURNAL_DIR, WriteJournal
 from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
 from .base import (ROOTS_SUFFIX, TIE_MARGIN, payload_stamp, root_version, roots_ranking, side_order, stable_order,
                    stamp_ids)
+from .checksums import SAMPLE_FIELDS, Sample, add_checks, sparse_pair
 from .integrity import RECORD_FILE, RecordFile, recorded_meta
 
 log = logging.getLogger(__name__)
@@ -336,15 +337,17 @@ class QdrantClientStore(NodeStore):
     def collection_info(self) -> Dict[str, Any]:
         return collection_info(recorded_meta(self), engine=self.engine, collection=self.collection)
 
-    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
+    def _sample_nodes(self, limit: int, roots: bool = False) -> List[Sample]:
         m = self._m
         self._count()
         with self._engine_lock:
-            points, _ = self.client.scroll(self.collection, scroll_filter=m.Filter(
-                must=self._filters.conditions(F.count_conditions())), limit=limit, with_payload=list(WALK_FIELDS),
-                with_vectors=[DENSE])
-        return [(str(p.id), p.payload, (p.vector or {}).get(DENSE) if isinstance(p.vector, dict) else None)
-                for p in points]
+            if roots and not self.client.collection_exists(self.roots_collection):
+                return []  # an index of format 1
+            points, _ = self.client.scroll(self.roots_collection if roots else self.collection, scroll_filter=m.Filter(
+                must=self._filters.conditions(F.count_conditions())), limit=limit,
+                with_payload=list(SAMPLE_FIELDS), with_vectors=[DENSE, SPARSE])
+        vectors = [p.vector if isinstance(p.vector, dict) else {} for p in points]
+        return [(str(p.id), p.payload, v.get(DENSE), sparse_pair(v.get(SPARSE))) for p, v in zip(points, vectors)]
 
     def count_points(self) -> int:
         self._count()
@@ -365,17 +368,13 @@ class QdrantClientStore(NodeStore):
         self._begin_records(records)
         for start in range(0, len(records), self.upsert_batch_size):
             chunk = records[start : start + self.upsert_batch_size]
+            sparse = [(list(map(int, r.sparse_indices)), self._idf.document_values(r.sparse_values)) for r in chunk]
+            payloads = [node_payload(r.node) for r in chunk]
+            add_checks(payloads, [r.node.id for r in chunk], [r.dense for r in chunk], sparse)
             points = [
-                m.PointStruct(
-                    id=r.node.id,
-                    vector={
-                        DENSE: [float(x) for x in r.dense],
-                        SPARSE: m.SparseVector(indices=list(map(int, r.sparse_indices)),
-                                               values=self._idf.document_values(r.sparse_values)),
-                    },
-                    payload=node_payload(r.node),
-                )
-                for r in chunk
+                m.PointStruct(id=r.node.id, payload=payload, vector={
+                    DENSE: [float(x) for x in r.dense], SPARSE: m.SparseVector(indices=indices, values=values)})
+                for r, payload, (indices, values) in zip(chunk, payloads, sparse)
             ]
             self._count()
             roots = [p for p, r in zip(points, chunk) if r.node.level == 0]

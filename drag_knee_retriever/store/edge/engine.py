@@ -75,6 +75,7 @@ from ..base import (
 )
 from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
 from ..base import EDGE_ROOTS_DIR
+from ..checksums import Sample, SAMPLE_FIELDS, add_checks, sparse_pair
 from ..integrity import RECORD_FILE, RecordFile, describe, recorded_meta
 from .fast import fuse_rrf, point_id_set, hits_from_map, point_ids
 from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
@@ -603,13 +604,17 @@ class EdgeStore(NodeStore):
         return collection_info(meta, engine=self.engine, collection=self.collection, location=self.location,
                                edge_version=EDGE_VERSION)
 
-    def _sample_nodes(self, limit: int) -> List[Tuple[str, Optional[Dict[str, Any]], Optional[List[float]]]]:
+    def _sample_nodes(self, limit: int, roots: bool = False) -> List[Sample]:
         qe = self._qe
+        shard = self.shard if not roots else self._roots
+        if shard is None:  # no roots' shard yet (an index of format 1)
+            return []
         self._count()
-        records, _ = self.shard.scroll(qe.ScrollRequest(
+        records, _ = shard.scroll(qe.ScrollRequest(
             limit=limit, filter=qe.Filter(must=self._filters.conditions(F.count_conditions())),
-            with_payload=self._walk_payload, with_vector=[DENSE]))
-        return [(str(r.id), r.payload, (r.vector or {}).get(DENSE)) for r in records]
+            with_payload=qe.PayloadSelector.Include(list(SAMPLE_FIELDS)), with_vector=[DENSE, SPARSE]))
+        vectors = [r.vector or {} for r in records]  # each read of .vector converts it again
+        return [(str(r.id), r.payload, v.get(DENSE), sparse_pair(v.get(SPARSE))) for r, v in zip(records, vectors)]
 
     def count_points(self) -> int:
         self._count()
@@ -633,17 +638,13 @@ class EdgeStore(NodeStore):
             chunk = records[start : start + self.upsert_batch_size]
             payloads = [(r.node.id, node_payload(r.node)) for r in chunk]
             # numpy's tolist() converts a whole vector in C: 5x faster than float() per element.
+            sparse = [(np.asarray(r.sparse_indices, dtype=np.int64).tolist(),
+                       self._idf.document_values(r.sparse_values)) for r in chunk]
+            add_checks([p for _, p in payloads], [r.node.id for r in chunk], [r.dense for r in chunk], sparse)
             points = [
-                qe.Point(
-                    node_id,
-                    {
-                        DENSE: np.asarray(r.dense, dtype=np.float64).tolist(),
-                        SPARSE: qe.SparseVector(np.asarray(r.sparse_indices, dtype=np.int64).tolist(),
-                                                self._idf.document_values(r.sparse_values)),
-                    },
-                    payload,
-                )
-                for r, (node_id, payload) in zip(chunk, payloads)
+                qe.Point(node_id, {DENSE: np.asarray(r.dense, dtype=np.float64).tolist(),
+                                   SPARSE: qe.SparseVector(*terms)}, payload)
+                for r, (node_id, payload), terms in zip(chunk, payloads, sparse)
             ]
             # Twice each node's estimate: the WAL and the segment hold it.
             check_free_space(self.path, (MARGIN if self.in_memory else WRITE_MARGIN) + 2 * sum(
