@@ -160,7 +160,6 @@ class DragKneeVectorStore(VectorStore):
         if kwargs:
             raise TypeError(f"add_documents takes ids=, progress= and batch_size= only, got {sorted(kwargs)}.")
         members = members_from_langchain(documents, ids)
-        self._members.check(members)
         self._members.add(members, progress=progress)
         return [m.id for m in members]
 

@@ -311,7 +311,7 @@ class DragKneeRetriever(BaseRetriever):
         index = make_index(index, index_kwargs)
         retriever = cls(index, **(retriever_kwargs or {}))
         store = MemberStore(index, ocr=config)
-        store.add(store.check(members), progress=progress)
+        store.add(members, progress=progress)
         return retriever
 
     # -- managing what the index holds (BaseIndex's names) ------------------------------------------

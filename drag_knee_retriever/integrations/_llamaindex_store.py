@@ -172,7 +172,6 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
         members = members_from_llamaindex(list(nodes), keep_ids=True)
-        self._members.check(members)
         self._members.add(members, progress=add_kwargs.get("progress"))
         return [m.id for m in members]
 

@@ -221,10 +221,10 @@ class MemberStore:
     def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
         """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
         report (``None`` when nothing was given)."""
-        members = check_members(members)
-        if not members:
-            return None
         with self.index.write_lock:
+            members = self.check(members)  # against what is stored, under the lock: no clash slips in
+            if not members:
+                return None
             where = self.locate([m.id for m in members])
             touched = list(dict.fromkeys([m.group for m in members] + list(where.values())))
             stored = self.load(touched)

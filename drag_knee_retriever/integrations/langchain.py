@@ -310,7 +310,7 @@ class DragKneeRetriever(DocumentIndex):
             raise TypeError(f"upsert takes no options, got {sorted(kwargs)}.")
         members = members_from_langchain(list(items))
         store = MemberStore(self.index)
-        store.add(store.check(members))
+        store.add(members)
         return UpsertResponse(succeeded=[m.id for m in members], failed=[])
 
     def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> DeleteResponse:
@@ -345,7 +345,7 @@ class DragKneeRetriever(DocumentIndex):
         members = members_from_langchain(list(documents))
         config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         store = MemberStore(self.index, ocr=config)
-        return store.add(store.check(members), progress=progress)
+        return store.add(members, progress=progress)
 
     async def aadd_documents(self, documents: Sequence[LCDocument], **kwargs: Any) -> Any:
         """:meth:`add_documents` in a worker thread (encoding is CPU-bound), same guarantees."""
@@ -392,7 +392,7 @@ class DragKneeRetriever(DocumentIndex):
         config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
         index = make_index(index, index_kwargs)
         store = MemberStore(index, ocr=config)
-        store.add(store.check(members), progress=progress)
+        store.add(members, progress=progress)
         return cls(index=index, **settings)
 
 
