@@ -16,7 +16,8 @@ filters), this records:
 - for every node named (leaves, their ancestors up to the root, the regions): its place in the tree,
   its metric hit (``ContextHit``: units and whitespace tokens, as the eval counts) and the gold.
 
-Output: one pickle per run under ``--out`` (default /work/cache/budget/dump). MMLongBench, QMSum
+Output: one pickle per run under ``--out`` (default ``$DRAG_KNEE_BENCH_CACHE/budget/dump``, the cache folder
+being ``../cache`` beside the checkout unless set). MMLongBench, QMSum
 and FinanceBench questions and texts must never enter git: the pickles stay outside the repository.
 
     python benchmarks/budget_dump.py hotpotqa xqen xqru covidqa30 mmlb-all mmlb20 mmlb-shared qmsum
@@ -34,6 +35,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+REPO = Path(__file__).resolve().parents[1]
+# Dumps and vector caches live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 
 from cut_dump import drive  # noqa: E402
 
@@ -167,12 +171,12 @@ def dump(name: str, out: Path, cache: Path, deep: int) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", choices=sorted(RUNS))
-    parser.add_argument("--out", default="/work/cache/budget/dump")
-    parser.add_argument("--embedding-cache", default="/work/cache/emb")
+    parser.add_argument("--out", default=str(CACHE / "budget" / "dump"))
+    parser.add_argument("--embedding-cache", default=str(CACHE / "emb"))
     parser.add_argument("--deep", type=int, default=200)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    os.environ.setdefault("DRAG_KNEE_DATASETS", "/work/shared/datasets")
+    os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
     for name in args.runs:
         dump(name, Path(args.out), Path(args.embedding_cache), args.deep)
     return 0

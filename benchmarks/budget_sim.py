@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import math
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -36,6 +37,10 @@ from drag_knee_retriever.magnitude import magnitude_ranking
 from drag_knee_retriever.nodes import Span, TreeNode
 from drag_knee_retriever.store import RankedHit
 from drag_knee_retriever.traversal import FocusPool, budget_order
+
+REPO = Path(__file__).resolve().parents[1]
+# Dumps live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 
 CURVE_KS = (1, 2, 3, 5, 10, 20, 50)
 FOCUS_POOL = 10
@@ -495,12 +500,13 @@ def summary(runs: Sequence[str], dump: str, names: Sequence[str], R: Dict[str, R
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+")
-    parser.add_argument("--dump", default="/work/cache/budget/dump")
+    parser.add_argument("--dump", default=str(CACHE / "budget" / "dump"),
+                        help="budget_dump.py's --out (default: %(default)s)")
     parser.add_argument("--rules", action="append", help="glob patterns of rule names (default: all)")
     parser.add_argument("--boot", action="store_true", help="bootstrap intervals (slower)")
     parser.add_argument("--summary", action="store_true",
                         help="one row per rule: its gain on every run and its change from the default's")
-    parser.add_argument("--ci", action="store_true", help="with --summary: a 95% paired bootstrap of each change")
+    parser.add_argument("--ci", action="store_true", help="with --summary: a 95%% paired bootstrap of each change")
     args = parser.parse_args(argv)
     R = rules()
     names = [n for n in R if not args.rules or any(fnmatch.fnmatchcase(n, p) for p in args.rules)]

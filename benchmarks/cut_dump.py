@@ -12,7 +12,8 @@ vectors, same filters):
   request), its ancestors (page node, sections, root) with their dense cosine and BM25 score;
 - each node's metric hit (``ContextHit``: its units and tokens) and the question's gold.
 
-Output: one pickle per run under ``--out`` (default /work/cache/cut/dump). MMLongBench and QMSum
+Output: one pickle per run under ``--out`` (default ``$DRAG_KNEE_BENCH_CACHE/cut/dump``, the cache folder being
+``../cache`` beside the checkout unless set). MMLongBench and QMSum
 questions and texts must never enter git: the pickles stay outside the repository.
 
     python benchmarks/cut_dump.py mmlb20 mmlb20-p120 qmsum xqen covidqa30 hotpotqa
@@ -30,6 +31,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks.datasets
+REPO = Path(__file__).resolve().parents[1]
+# Dumps and vector caches live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 
 from benchmarks.datasets import load_dataset  # noqa: E402
 from drag_knee_retriever import DragKneeIndex, EncoderRuntime, StoreConfig  # noqa: E402
@@ -163,12 +167,12 @@ def dump(name: str, out: Path, cache: Path, global_k: int) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", choices=sorted(RUNS))
-    parser.add_argument("--out", default="/work/cache/cut/dump")
-    parser.add_argument("--embedding-cache", default="/work/cache/cut/emb")
+    parser.add_argument("--out", default=str(CACHE / "cut" / "dump"))
+    parser.add_argument("--embedding-cache", default=str(CACHE / "cut" / "emb"))
     parser.add_argument("--global", dest="global_k", type=int, default=50)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    os.environ.setdefault("DRAG_KNEE_DATASETS", "/work/shared/datasets")
+    os.environ.setdefault("DRAG_KNEE_DATASETS", str(REPO.parent / "shared" / "datasets"))
     for name in args.runs:
         dump(name, Path(args.out), Path(args.embedding_cache), args.global_k)
     return 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import math
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -30,6 +31,10 @@ import numpy as np
 from drag_knee_retriever.eval.budget_metrics import _subset_gain, bootstrap_gain, cut_size_correlation
 from drag_knee_retriever.eval.metrics import interpolate_curve, question_metrics
 from drag_knee_retriever.knee import knee_index
+
+REPO = Path(__file__).resolve().parents[1]
+# Dumps live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 
 FLAT_KS = (1, 2, 3, 5, 10, 20, 50)
 RRF_K = 2
@@ -354,7 +359,8 @@ def evaluate(qs: Sequence[Q], flat: Dict[str, List[Any]], name: str, rule: Rule,
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+")
-    parser.add_argument("--dump", default="/work/cache/cut/dump")
+    parser.add_argument("--dump", default=str(CACHE / "cut" / "dump"),
+                        help="cut_dump.py's --out (default: %(default)s)")
     parser.add_argument("--rules", action="append", help="glob patterns of rule names (default: all)")
     parser.add_argument("--boot", action="store_true", help="bootstrap intervals (slower)")
     parser.add_argument("--oracle", action="store_true", help="distance of the cut from the oracle cut")

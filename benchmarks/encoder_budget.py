@@ -1,7 +1,7 @@
 """Encoder budget: recall bought per encode-second by the encoding defaults (issue 17 item 3, issue 14 item 2).
 
-    nice -n 10 python benchmarks/encoder_budget.py --out /work/cache/encbudget/budget \\
-        --embedding-cache /work/cache/encbudget/emb [--datasets mmlb20 covidqa xqen xqru] [--variants default mt256 ...]
+    nice -n 10 python benchmarks/encoder_budget.py --out CACHE/encbudget/budget \\
+        --embedding-cache CACHE/encbudget/emb [--datasets mmlb20 covidqa xqen xqru] [--variants default mt256 ...]
 
 For every dataset and every encoding variant (``EmbeddingConfig.max_tokens``, ``BuildConfig.passage_words``,
 ``BuildConfig.inner_vectors``) it builds the index through the eval harness (``run_eval`` with the variant

@@ -51,6 +51,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+# Caches live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 # The offline model: $DRAG_KNEE_MODEL_PATH, else ../shared/models beside the checkout.
 MODEL = Path(os.environ.get("DRAG_KNEE_MODEL_PATH") or REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
 DIM = 384
@@ -376,7 +378,8 @@ def main() -> None:
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--scale", default="", help="also run the scale benchmark (engine_scale.py) at these sizes, "
                         "e.g. 100000,1000000: Edge folders built once and reopened")
-    parser.add_argument("--scale-dir", default="/work/cache/scale", help="where the scale indexes are built")
+    parser.add_argument("--scale-dir", default=str(CACHE / "scale"),
+                        help="where the scale indexes are built (default: %(default)s)")
     parser.add_argument("--reuse", action="store_true", help="reuse a scale index already built in --scale-dir")
     parser.add_argument("--scale-queries", type=int, default=200, help="timed queries per scale size")
     parser.add_argument("--payload-memory", choices=["pinned", "cached", "cold"], default=None,

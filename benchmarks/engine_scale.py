@@ -41,7 +41,7 @@ COLLECTION = "bench"
 
 def real_shapes() -> List[Dict[str, Any]]:
     """Page counts, characters per page and outline positions of the MMLongBench-Doc PDFs (no text)."""
-    root = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc" / "raw"
+    root = Path(os.environ.get("DRAG_KNEE_DATASETS") or Path(__file__).resolve().parents[1].parent / "shared" / "datasets") / "mmlongbench_doc" / "raw"
     try:
         manifest = json.loads((root / "pdf_manifest.json").read_text())
         outlines = json.loads((root / "outlines.json").read_text())

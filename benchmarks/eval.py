@@ -2,8 +2,8 @@
 
     python benchmarks/eval.py --dataset hotpotqa --out runs/hotpot --embedding-cache DIR --json
     python benchmarks/eval.py --dataset covidqa --limit-docs 30 --out runs/covidqa -m 'flat_hybrid_*' -m drag_knee
-    python benchmarks/eval.py --dataset mmlongbench --max-doc-pages 20 --out /work/cache/me/mmlb20
-    python benchmarks/eval.py --dataset financebench --single --index-dir /work/cache/me/idx --out /work/cache/me/fb
+    python benchmarks/eval.py --dataset mmlongbench --max-doc-pages 20 --out runs/mmlb20
+    python benchmarks/eval.py --dataset financebench --single --index-dir DIR --out runs/fb
 
 The dataset options are this script's (``--dataset``, ``--datasets``, ``--limit-docs``,
 ``--limit-questions``, ``--max-doc-pages``, ``--shared-store`` / ``--single``); every other option is that of

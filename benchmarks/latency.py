@@ -2,8 +2,8 @@
 
     python benchmarks/latency.py [--papers 20] [--questions 120] [--engine auto|edge|local] [--index DIR]
     python benchmarks/latency.py ... --budget 500 --budget 2000   # also search(max_tokens=N)
-    python benchmarks/latency.py --dataset mmlongbench --engine edge --index /work/cache/peer/latency-index \
-        --embedding-cache /work/cache/peer/emb [--filtered]
+    python benchmarks/latency.py --dataset mmlongbench --engine edge --index DIR \
+        --embedding-cache DIR [--filtered]
     python benchmarks/latency.py --dataset financebench --engine edge --index DIR --embedding-cache DIR [--filtered]
 
 Builds one collection from the first N COVID-QA papers (one leaf per paragraph) — or, with

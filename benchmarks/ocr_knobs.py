@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drag_knee_retriever.ocr import OcrConfig, check_engine, recognize, render_page  # noqa: E402
 
-PDFS = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc" / "raw" / "pdfs_image_only"
+# $DRAG_KNEE_DATASETS, else ../shared/datasets beside the checkout.
+DATASETS = Path(os.environ.get("DRAG_KNEE_DATASETS") or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
+PDFS = DATASETS / "mmlongbench_doc" / "raw" / "pdfs_image_only"
 
 
 def sample_pages(per_doc: int):

@@ -15,7 +15,8 @@ load, CPU time does not).
 
     nice -n 10 python benchmarks/ocr_mmlongbench.py [--scale 1.333] [--psm 3] [--docs 6] [--fresh]
 
-OCR text is cached under --cache (default /work/cache/ocr/<settings>), outside git.
+OCR text is cached under --cache (default ``$DRAG_KNEE_BENCH_CACHE/ocr/<settings>``, the cache folder being
+``../cache`` beside the checkout unless set), outside git.
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ from drag_knee_retriever.errors import InvalidDocumentError  # noqa: E402
 from drag_knee_retriever.loaders import load_file  # noqa: E402
 from drag_knee_retriever.ocr import OcrConfig  # noqa: E402
 
-ROOT = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc"
-MODEL = os.environ.get("DRAG_KNEE_MODEL_PATH", "/work/shared/models/all-MiniLM-L6-v2-onnx-int8")
+# Beside the checkout unless set: ../shared/datasets, ../shared/models, ../cache.
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(os.environ.get("DRAG_KNEE_DATASETS") or SHARED / "datasets") / "mmlongbench_doc"
+MODEL = os.environ.get("DRAG_KNEE_MODEL_PATH") or str(SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8")
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or SHARED.parent / "cache")
 KS = (1, 2, 3, 4, 5, 6, 8, 10)
 
 
@@ -174,14 +178,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--languages", default="eng")
     ap.add_argument("--docs", type=int, default=0, help="only the first N documents (0: all 20)")
-    ap.add_argument("--cache", default=None, help="OCR cache folder (default /work/cache/ocr/<settings>)")
+    ap.add_argument("--cache", default=None, help=f"OCR cache folder (default {CACHE}/ocr/<settings>)")
     ap.add_argument("--fresh", action="store_true", help="empty the cache first, so OCR time is measured")
     ap.add_argument("--json", default=None, help="also write the aggregates to this file")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     label = f"s{args.scale:.3f}-psm{args.psm}-{'rgb' if args.colour else 'grey'}{'-bin' if args.binarize else ''}-{args.languages}"
-    cache = Path(args.cache or f"/work/cache/ocr/{label}")
+    cache = Path(args.cache) if args.cache else CACHE / "ocr" / label
     if args.fresh and cache.exists():
         import shutil
 

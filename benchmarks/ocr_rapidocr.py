@@ -18,7 +18,9 @@ import resource
 import time
 from pathlib import Path
 
-PDFS = Path(os.environ.get("DRAG_KNEE_DATASETS", "/work/shared/datasets")) / "mmlongbench_doc" / "raw" / "pdfs_image_only"
+# $DRAG_KNEE_DATASETS, else ../shared/datasets beside the checkout.
+DATASETS = Path(os.environ.get("DRAG_KNEE_DATASETS") or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
+PDFS = DATASETS / "mmlongbench_doc" / "raw" / "pdfs_image_only"
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """What a LangChain user builds instead: chunked langchain-qdrant hybrid search against our default, same models.
 
-    python benchmarks/peer_langchain.py [--docs text|le20] [--cache /work/cache/peer] [--limit-questions N]
+    python benchmarks/peer_langchain.py [--docs text|le20] [--cache DIR] [--limit-questions N]
         [--build leaves.passage_words=120,...] [--search focus.scores=rrf,...]
     python benchmarks/peer_langchain.py --dataset financebench --setting both [--ours-dir DIR] [--peer-dir DIR]
         [--build-only] [--peer-ks 1,2,4,6,8,10,15,20] [--ours-collection eval_default]
@@ -56,6 +56,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DRAG_KNEE_SHARED", REPO.parent / "shared"))
+# Caches live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
+CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 KS = list(range(1, 21))
 log = logging.getLogger("peer_langchain")
 
@@ -306,7 +308,8 @@ def main() -> None:
     parser.add_argument("--docs", choices=["text", "le20"], default="text",
                         help="mmlongbench: text: every document with a text layer that has a question (57 docs, 172 q); "
                              "le20: the documents of <= 20 pages (23 docs, 93 q)")
-    parser.add_argument("--cache", default="/work/cache/peer", help="folder for the passage-vector cache (emb/)")
+    parser.add_argument("--cache", default=str(CACHE / "peer"),
+                        help="folder for the passage-vector cache (emb/); default: %(default)s")
     parser.add_argument("--ours-dir", help="keep our index in this folder and reuse it")
     parser.add_argument("--ours-collection", default="peer_ours",
                         help="our index's collection in --ours-dir (eval_default reopens a copy of the eval's "

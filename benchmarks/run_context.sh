@@ -8,8 +8,9 @@
 set -euo pipefail
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
-OUT=${OUT:-/work/cache/context/runs}
-CACHE=${CACHE:-/work/cache/context/emb}   # passage vectors by text SHA-1 (a copy of /work/cache/longdoc/emb to start)
+BENCH_CACHE=${DRAG_KNEE_BENCH_CACHE:-$(dirname "$REPO")/cache}   # caches outside the checkout: ../cache beside it
+OUT=${OUT:-$BENCH_CACHE/context/runs}
+CACHE=${CACHE:-$BENCH_CACHE/context/emb}   # passage vectors by text SHA-1 (a copy of run_longdoc.sh's to start)
 export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
 export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
 export OMP_NUM_THREADS=1

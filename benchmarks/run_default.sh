@@ -12,8 +12,9 @@
 set -euo pipefail
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
-OUT=${OUT:-/work/cache/default/runs}
-CACHE=${CACHE:-/work/cache/default/emb}   # passage vectors, one file per encoder fingerprint
+BENCH_CACHE=${DRAG_KNEE_BENCH_CACHE:-$(dirname "$REPO")/cache}   # caches outside the checkout: ../cache beside it
+OUT=${OUT:-$BENCH_CACHE/default/runs}
+CACHE=${CACHE:-$BENCH_CACHE/default/emb}   # passage vectors, one file per encoder fingerprint
 export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
 export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
 mkdir -p "$OUT"

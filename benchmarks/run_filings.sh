@@ -10,9 +10,10 @@
 set -euo pipefail
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
-OUT=${OUT:-/work/cache/filings/runs}
-CACHE=${CACHE:-/work/cache/emb}              # passage vectors, one file per encoder fingerprint
-INDEX=${INDEX:-/work/cache/filings/eval-idx} # the built indexes, reused by every later run
+BENCH_CACHE=${DRAG_KNEE_BENCH_CACHE:-$(dirname "$REPO")/cache}   # caches outside the checkout: ../cache beside it
+OUT=${OUT:-$BENCH_CACHE/filings/runs}
+CACHE=${CACHE:-$BENCH_CACHE/emb}              # passage vectors, one file per encoder fingerprint
+INDEX=${INDEX:-$BENCH_CACHE/filings/eval-idx} # the built indexes, reused by every later run
 export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
 export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
 mkdir -p "$OUT"

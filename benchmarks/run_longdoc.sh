@@ -3,13 +3,15 @@
 #   bash benchmarks/run_longdoc.sh            # all runs below (hours on 2 busy shared cores)
 #   bash benchmarks/run_longdoc.sh mmlb20     # one of: mmlb20 mmlb20-p300 qmsum xqen mmlongbench
 # MMLongBench-Doc (CC BY-NC) and QMSum text must never enter git: per-question output goes to
-# $OUT (default /work/cache/longdoc/runs, outside the repository); only the aggregate rows that
+# $OUT (default $DRAG_KNEE_BENCH_CACHE/longdoc/runs, that is ../cache/longdoc/runs beside the
+# checkout unless set: outside the repository); only the aggregate rows that
 # benchmarks/longdoc_table.py prints from the JSON files are committed.
 set -euo pipefail
 REPO=$(pwd)
 PY=${PY:-$REPO/.venv/bin/python}
-OUT=${OUT:-/work/cache/longdoc/runs}
-CACHE=${CACHE:-/work/cache/longdoc/emb}   # passage vectors, one file per encoder fingerprint
+BENCH_CACHE=${DRAG_KNEE_BENCH_CACHE:-$(dirname "$REPO")/cache}   # caches outside the checkout: ../cache beside it
+OUT=${OUT:-$BENCH_CACHE/longdoc/runs}
+CACHE=${CACHE:-$BENCH_CACHE/longdoc/emb}   # passage vectors, one file per encoder fingerprint
 export DRAG_KNEE_DATASETS=${DRAG_KNEE_DATASETS:-$(cd "$REPO/../shared/datasets" && pwd)}
 export DRAG_KNEE_MODEL_PATH=${DRAG_KNEE_MODEL_PATH:-$(cd "$REPO/../shared/models/all-MiniLM-L6-v2-onnx-int8" && pwd)}
 mkdir -p "$OUT"
