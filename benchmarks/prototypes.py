@@ -4,7 +4,8 @@ Not part of the package: these run the library's own walk (``traversal.walk``) w
 injected ranker, to measure proposals before they are made in the core: the knee on min-max
 normalised dense/BM25 scores instead of RRF scores, and replacing each returned inner node by the
 knee-cut of its own leaves. ``proto_knee_rrf`` uses the store's RRF ranking and must reproduce
-``drag_knee``: it is the control. Their figures and verdicts are in benchmarks/RESULTS.md.
+``drag_knee``: it is the control. Their figures and verdicts are in
+benchmarks/history/RESULTS-2026.md.
 
     python benchmarks/prototypes.py --dataset covidqa --out runs/covidqa ...   # = benchmarks/eval.py + proto_*
 

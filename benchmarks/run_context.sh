@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exact commands behind benchmarks/RESULTS.md "## context: ..." (headings as sections, context in leaves).
+# The exact commands behind benchmarks/history/RESULTS-2026.md "## context: ..." (headings as sections, context in leaves).
 #   bash benchmarks/run_context.sh            # every run below, one after another (~1.5 h on 2 busy shared cores)
 #   bash benchmarks/run_context.sh mmlb20     # one of: mmlb20 mmlb20-shared xqen mmlb20-outline covidqa30 qmsum6
 # Per-question output goes to $OUT (outside git: MMLongBench-Doc and QMSum licenses); the aggregate rows:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The frozen default on every dataset: the runs behind benchmarks/RESULTS.md "The frozen default on
-# every dataset". Each run: flat hybrid top-k (leaves, and pages ranked by their passages), the
+# The frozen default on every dataset: the runs behind benchmarks/RESULTS.md "The default against flat
+# search, per dataset" (how they were reached: benchmarks/history/RESULTS-2026.md, "Passages by default",
+# "budget"). Each run: flat hybrid top-k (leaves, and pages ranked by their passages), the
 # default (drag_knee) and the previous search default (drag_knee_rrf) on the default index (long
 # pages as passages), then the same on an index of whole pages ([passage_words=none], the build
 # default before "Passages by default").

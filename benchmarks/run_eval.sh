@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The exact commands behind benchmarks/RESULTS.md. Run from the repository root:
+# The exact commands behind benchmarks/results/ (the 2026-11-30 run, pages as leaves; its figures are the
+# covidqa .. xquad-ru sections of benchmarks/history/RESULTS-2026.md). Run from the repository root:
 #   bash benchmarks/run_eval.sh               # all datasets
 #   bash benchmarks/run_eval.sh covidqa       # one of: covidqa xquad-en xquad-ru hotpotqa
 #   SNAPSHOT=1 bash benchmarks/run_eval.sh    # pin the package to HEAD (+ the working tree's eval/ and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exact commands behind the "Long documents" section of benchmarks/RESULTS.md.
+# The exact commands behind the "Long documents" section of benchmarks/history/RESULTS-2026.md.
 #   bash benchmarks/run_longdoc.sh            # all runs below (hours on 2 busy shared cores)
 #   bash benchmarks/run_longdoc.sh mmlb20     # one of: mmlb20 mmlb20-p300 qmsum xqen mmlongbench
 # MMLongBench-Doc (CC BY-NC) and QMSum text must never enter git: per-question output goes to

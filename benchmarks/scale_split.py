@@ -13,7 +13,7 @@ BM25 side also sent as one request per group of documents holding fewer than CAP
 the engine scores each group's points one by one instead of walking its inverted index with the
 filter checked per posting), the groups' hits merged by score, then id; timed against the one
 request (ordered the same way), and the two lists compared. The engine's own split
-(``store/edge/split.py``, RESULTS.md "scale9") is switched off for this option, so the knee figures
+(``store/edge/split.py``, history/RESULTS-2026.md "scale9") is switched off for this option, so the knee figures
 printed with it are those of the one request.
 """
 
