@@ -81,3 +81,17 @@ def test_the_how_it_works_picture_is_the_scripts(tmp_path):
 
     assert texts(drawn) and texts(drawn) == texts(committed), \
         "docs/assets/how-it-works.svg is stale: run python docs/scripts/make_diagram.py"
+
+
+def test_the_screenshot_script_renders_pages_in_chromium(tmp_path):
+    """docs/scripts/screenshots.py in a real browser: skipped, saying why, without Chromium or mkdocs."""
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "docs" / "scripts" / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if module.find_chromium() is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    missing = _mkdocs_missing()
+    if missing:
+        pytest.skip(missing)
+    assert module.main(["--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(name for name, _ in module.PAGES)
