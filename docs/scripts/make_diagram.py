@@ -1,11 +1,13 @@
-"""Draw docs/assets/how-it-works.svg: the walk down two document trees, a knee cut, and the focus step.
+"""Draw the docs' pictures: docs/assets/how-it-works.svg (the walk down two document trees, a knee cut)
+and docs/assets/gains.svg (the default's recall gain over flat search, benchmarks summary).
 
 Run from the repository root (matplotlib, the `plot` extra):
 
     python docs/scripts/make_diagram.py
 
-The picture is a schematic of docs/how-it-works.md's text diagram, not a measurement: the scores of
-the knee panel are made up to show the shape of a cut.
+how-it-works.svg is a schematic of docs/how-it-works.md's text diagram, not a measurement: the scores of
+the knee panel are made up to show the shape of a cut. gains.svg plots the figures of GAINS below, copied
+from benchmarks/RESULTS.md (the default's rows); change both together.
 """
 
 from __future__ import annotations
@@ -19,6 +21,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "how-it-works.svg"
+GAINS_OUT = OUT.with_name("gains.svg")
+
+#: (dataset, gain over flat hybrid at equal words, 95% interval low, high, gain over the LangChain chunk
+#: pipeline or None): benchmarks/RESULTS.md, the default's rows ("FinanceBench with the identity on by
+#: default", "peer6", "Passages by default", "peer").
+GAINS = (
+    ("FinanceBench, 48 filings in one index", 0.168, 0.078, 0.258, 0.182),
+    ("MMLongBench-Doc, one long PDF at a time", 0.030, -0.007, 0.064, 0.094),
+    ("COVID-QA, 30 papers", 0.038, 0.003, 0.071, None),
+    ("HotpotQA, 994 documents", 0.039, 0.002, 0.077, None),
+    ("XQuAD en", 0.024, 0.011, 0.038, None),
+    ("XQuAD ru (Russian BM25)", 0.030, 0.016, 0.045, None),
+)
 
 KEPT, CUT, REGION, ANSWER = "#2e7d32", "#9e9e9e", "#1565c0", "#ef6c00"
 
@@ -94,5 +109,36 @@ def draw(path: Path = OUT) -> Path:
     return path
 
 
+def draw_gains(path: Path = GAINS_OUT) -> Path:
+    plt.rcParams["svg.hashsalt"] = "drag-knee"
+    plt.rcParams["svg.fonttype"] = "none"
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    rows = list(reversed(GAINS))
+    ys = range(len(rows))
+    for y, (name, gain, low, high, peer) in zip(ys, rows):
+        ax.plot([low, high], [y, y], color="#9fa8da", lw=6, solid_capstyle="butt", zorder=1)
+        ax.plot([gain], [y], "o", color=KEPT, ms=8, zorder=3)
+        if peer is not None:
+            ax.plot([peer], [y], "D", color=ANSWER, ms=7, zorder=3)
+    ax.axvline(0, color="#616161", lw=1)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([row[0] for row in rows], fontsize=9)
+    ax.set_xlabel("recall gain at equal context words (share of gold evidence)")
+    handles = [plt.Line2D([], [], marker="o", ls="", color=KEPT, label="over flat hybrid top-k, same index"),
+               plt.Line2D([], [], color="#9fa8da", lw=6, label="95% paired bootstrap interval"),
+               plt.Line2D([], [], marker="D", ls="", color=ANSWER, label="over a LangChain chunk pipeline")]
+    ax.legend(handles=handles, fontsize=8, frameon=False, loc="lower right")
+    ax.set_title("The default search against flat search, at the same context size", fontsize=11, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return path
+
+
 if __name__ == "__main__":
-    print(draw(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT))
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT.parent
+    print(draw(folder / OUT.name))
+    print(draw_gains(folder / GAINS_OUT.name))

@@ -66,21 +66,21 @@ def test_the_changelog_page_is_the_changelog(site):
     assert "History before the changelog" in html and "Unreleased" in html
 
 
-def test_the_how_it_works_picture_is_the_scripts(tmp_path):
-    """The committed picture is what docs/scripts/make_diagram.py draws (compared by its texts: path data
-    differs between matplotlib releases)."""
+def test_the_pictures_are_the_scripts(tmp_path):
+    """The committed pictures are what docs/scripts/make_diagram.py draws (compared by their texts: path
+    data differs between matplotlib releases)."""
     pytest.importorskip("matplotlib")
     spec = importlib.util.spec_from_file_location("make_diagram", ROOT / "docs" / "scripts" / "make_diagram.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    drawn = module.draw(tmp_path / "how-it-works.svg").read_text(encoding="utf-8")
-    committed = (ROOT / "docs" / "assets" / "how-it-works.svg").read_text(encoding="utf-8")
 
-    def texts(svg: str) -> list:
-        return re.findall(r"<text[^>]*>([^<]+)</text>", svg)
+    def texts(svg: Path) -> list:
+        return re.findall(r"<text[^>]*>([^<]+)</text>", svg.read_text(encoding="utf-8"))
 
-    assert texts(drawn) and texts(drawn) == texts(committed), \
-        "docs/assets/how-it-works.svg is stale: run python docs/scripts/make_diagram.py"
+    for draw, name in ((module.draw, "how-it-works.svg"), (module.draw_gains, "gains.svg")):
+        drawn = texts(draw(tmp_path / name))
+        assert drawn and drawn == texts(ROOT / "docs" / "assets" / name), \
+            f"docs/assets/{name} is stale: run python docs/scripts/make_diagram.py"
 
 
 def test_the_screenshot_script_renders_pages_in_chromium(tmp_path):
