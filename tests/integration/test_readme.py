@@ -1,8 +1,12 @@
-"""The README cannot drift from the code (issue 27 item 8):
+"""The README and the docs site cannot drift from the code:
 
-- the demo output shown is a real run: every line of the block appears, in order, in what
+- the README is short and finds its way: at most 250 lines, the two commands of the first screen as CI runs
+  them, each of the five things a newcomer looks for (an LCEL chain, a query engine, an agent tool, the
+  langchain-qdrant swap, a server URL) linked from its first 100 lines to a heading that exists;
+- no absolute machine path (``/work/...``, ``/root/...``) in the README or the docs;
+- the demo output shown (docs/getting-started.md) is a real run: every line of the block appears, in order, in what
   ``drag-knee demo`` prints (timings aside; a line holding only "…" stands for lines left out);
-- every Python block runs as written, in a fresh folder holding the files the blocks name
+- every Python block of README.md and docs/**/*.md runs as written, in a fresh folder holding the files the blocks name
   (``~/notes``, ``paper.pdf``, ``scans/``): fake chat models and embeddings where the blocks say so,
   the real offline model inside the index. A block that cannot run here says why in the README source,
   on the line before it: ``<!-- readme-test: skip (a Qdrant server at localhost:6333) -->``; a block that
@@ -24,12 +28,16 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+#: Every page whose Python blocks run here: (name, text).
+PAGES = [("README.md", TEXT)] + [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in DOCS]
+GETTING_STARTED = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
 
 
-def _blocks(lang: str, after: str = "", before: str = "") -> list:
-    text = TEXT
+def _blocks(lang: str, after: str = "", before: str = "", text: str = TEXT) -> list:
     if after:
         text = text[text.index(after):]
     if before:
@@ -43,7 +51,8 @@ def _normal(line: str) -> str:
 
 
 def test_the_demo_output_shown_is_what_the_demo_prints():
-    shown = _blocks("text", after="## What the demo shows", before="## The `drag-knee` command")[0].splitlines()
+    shown = _blocks("text", after="## What the demo shows", before="## Loaders and pictures in Python",
+                    text=GETTING_STARTED)[0].splitlines()
     env = dict(os.environ, COLUMNS="110")
     script = Path(sys.executable).with_name("drag-knee")
     proc = subprocess.run([str(script), "demo"], capture_output=True, text=True, env=env, timeout=600)
@@ -56,7 +65,7 @@ def test_the_demo_output_shown_is_what_the_demo_prints():
         want = _normal(line)
         while position < len(printed) and printed[position] != want:
             position += 1
-        assert position < len(printed), f"README demo line not in the demo's output (in order): {line!r}"
+        assert position < len(printed), f"docs/getting-started.md demo line not in the demo's output (in order): {line!r}"
         position += 1
 
 
@@ -67,19 +76,30 @@ _FENCED = re.compile(r"^```.*?^```", re.S | re.M)  # code blocks: their "# comme
 
 
 def _python_chains() -> list:
-    """Each runnable block with the blocks that continue it: (id, [code, ...]); skipped blocks as None."""
+    """Each runnable block with the blocks that continue it: (id, [code, ...]); skipped blocks as None.
+
+    Over the README and every docs page; a chain whose code repeats one already listed runs once."""
     chains: list = []
-    for match in _BLOCK.finditer(TEXT):
-        marker, reason, code = match.groups()
-        line = TEXT[: match.start(3)].count("\n")
-        heading = re.findall(r"^#+ (.*)$", _FENCED.sub("", TEXT[: match.start()]), flags=re.M)[-1]
-        if marker == "continues":
-            assert chains and chains[-1][1] is not None, f"README line {line}: continues a skipped block"
-            chains[-1][1].append((line, code))
-        elif marker == "skip":
-            chains.append((f"line {line} ({heading}): skipped, {reason.strip(' ()')}", None))
-        else:
-            chains.append((f"line {line} ({heading})", [(line, code)]))
+    seen: set = set()
+    for name, text in PAGES:
+        page: list = []
+        for match in _BLOCK.finditer(text):
+            marker, reason, code = match.groups()
+            line = text[: match.start(3)].count("\n")
+            headings = re.findall(r"^#+ (.*)$", _FENCED.sub("", text[: match.start()]), flags=re.M)
+            heading = headings[-1] if headings else name
+            if marker == "continues":
+                assert page and page[-1][1] is not None, f"{name} line {line}: continues a skipped block"
+                page[-1][1].append((f"{name} block at line {line}", code))
+            elif marker == "skip":
+                page.append((f"{name} line {line} ({heading}): skipped, {reason.strip(' ()')}", None))
+            else:
+                page.append((f"{name} line {line} ({heading})", [(f"{name} block at line {line}", code)]))
+        for chain in page:
+            key = None if chain[1] is None else tuple(code for _, code in chain[1])
+            if key is None or key not in seen:
+                chains.append(chain)
+                seen.add(key)
     return chains
 
 
@@ -105,7 +125,7 @@ def readers_folder(tmp_path, monkeypatch):
 @pytest.mark.parametrize("chain", [c[1] for c in CHAINS], ids=[c[0] for c in CHAINS])
 def test_every_python_block_runs(chain, readers_folder):
     if chain is None:
-        pytest.skip("marked in the README source (readme-test: skip)")
+        pytest.skip("marked in the page's source (readme-test: skip)")
     from drag_knee_retriever import DragKneeIndex
 
     namespace: dict = {"__name__": "readme"}
@@ -114,8 +134,8 @@ def test_every_python_block_runs(chain, readers_folder):
         with redirect_stdout(out), warnings.catch_warnings():
             # The README shows the current spelling: our own DeprecationWarnings are failures here.
             warnings.filterwarnings("error", message=".*is deprecated and will be removed", category=DeprecationWarning)
-            for line, code in chain:
-                exec(compile(code, f"README.md block at line {line}", "exec"), namespace)
+            for where, code in chain:
+                exec(compile(code, where, "exec"), namespace)
     finally:
         for value in namespace.values():  # the folder locks of indexes a block left open
             if isinstance(value, DragKneeIndex):
@@ -125,12 +145,61 @@ def test_every_python_block_runs(chain, readers_folder):
 
 def test_the_markers_are_few_and_say_why():
     skipped = [c[0] for c in CHAINS if c[1] is None]
-    assert len(CHAINS) - len(skipped) >= 11, [c[0] for c in CHAINS]
+    assert len(CHAINS) - len(skipped) >= 20, [c[0] for c in CHAINS]
+    readme_runs = [c[0] for c in CHAINS if c[1] is not None and c[0].startswith("README.md")]
+    assert len(readme_runs) >= 6, readme_runs
     assert all("skipped, " in s and len(s.split("skipped, ")[1]) > 10 for s in skipped), skipped
 
 
 def test_every_python_block_compiles():
-    blocks = _blocks("python")
-    assert len(blocks) > 10
-    for number, code in enumerate(blocks):
-        compile(code, f"README python block {number}", "exec")
+    count = 0
+    for name, text in PAGES:
+        for number, code in enumerate(_blocks("python", text=text)):
+            compile(code, f"{name} python block {number}", "exec")
+            count += 1
+    assert count > 20
+
+
+# -- the README as a newcomer reads it -------------------------------------------------------------
+
+#: The first screen's two commands, byte for byte (.ci/run runs them; a newcomer copies them).
+FIRST_COMMANDS = ('python3 -m venv .venv && .venv/bin/pip install -e ".[all]" && .venv/bin/drag-knee demo',
+                  '.venv/bin/pip install -e ".[all,dev]" && .venv/bin/python -m pytest')
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    lines = TEXT.splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
+    first_screen = lines[:25]
+    for command in FIRST_COMMANDS:
+        assert command in first_screen, f"the first screen lost {command!r}"
+
+
+@pytest.mark.parametrize("what, words", [
+    ("an LCEL chain", ("lcel",)), ("a query engine", ("query engine",)), ("an agent tool", ("agent",)),
+    ("the langchain-qdrant swap", ("langchain-qdrant",)), ("a server URL", ("server",)),
+])
+def test_the_readme_reaches_each_topic_from_its_first_100_lines(what, words):
+    top = "\n".join(TEXT.splitlines()[:100])
+    anchors = {_slug(h) for h in re.findall(r"^#+ (.*)$", _FENCED.sub("", TEXT), flags=re.M)}
+    links = [(label, target) for label, target in re.findall(r"\[([^\]]+)\]\(#([^)]+)\)", top)
+             if any(word in label.lower() for word in words)]
+    assert links, f"no link to {what} in README.md's first 100 lines"
+    for label, target in links:
+        assert target in anchors, f"README.md links {label!r} to #{target}, which no heading makes"
+
+
+def test_relative_links_of_the_readme_exist():
+    for target in re.findall(r"\]\(((?!https?:|#)[^)#]+)", TEXT):
+        assert (ROOT / target).exists(), f"README.md links to {target}, which does not exist"
+
+
+def test_no_absolute_machine_path_in_the_readme_or_docs():
+    for name, text in PAGES:
+        found = re.findall(r"(?<![\w.~])/(?:work|root|home/\w+|tmp/\w+)/\S*", text)
+        assert not found, f"{name} holds machine paths: {found[:5]}"

@@ -34,7 +34,7 @@ from drag_knee_retriever.settings_reference import REFERENCE_BEGIN, REFERENCE_EN
 
 ALL = (SearchConfig, FusionConfig, FocusConfig, BuildConfig, LeafConfig, SectionConfig, SummaryConfig,
        VectorConfig, EmbeddingConfig, EncoderRuntime, StoreConfig, OcrConfig, SummarizerSettings)
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "settings.md"
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
@@ -47,10 +47,11 @@ def test_every_field_is_declared_with_a_rule_and_a_doc(cls):
     cls()  # the defaults pass their own rules
 
 
-def test_the_readme_reference_is_the_generated_one():
-    text = README.read_text()
+def test_the_docs_reference_is_the_generated_one():
+    text = SETTINGS_PAGE.read_text()
     start, end = text.index(REFERENCE_BEGIN), text.index(REFERENCE_END) + len(REFERENCE_END)
-    assert text[start:end] == reference(), "README's settings reference is stale: paste settings.reference() into it"
+    assert text[start:end] == reference(), ("docs/reference/settings.md is stale: paste "
+                                            "drag_knee_retriever.settings_reference.reference() into it")
     for cls in ALL:
         assert cls.__name__ in text
 
