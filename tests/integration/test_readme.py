@@ -3,7 +3,7 @@
 - the README is short and finds its way: at most 250 lines, the two commands of the first screen as CI runs
   them, each of the five things a newcomer looks for (an LCEL chain, a query engine, an agent tool, the
   langchain-qdrant swap, a server URL) linked from its first 100 lines to a heading that exists;
-- no absolute machine path (``/work/...``, ``/root/...``) in the README or the docs;
+- no absolute machine path (a folder of this machine) in the README or the docs;
 - the demo output shown (docs/getting-started.md) is a real run: every line of the block appears, in order, in what
   ``drag-knee demo`` prints (timings aside; a line holding only "…" stands for lines left out);
 - every Python block of README.md and docs/**/*.md runs as written, in a fresh folder holding the files the blocks name
