@@ -5,40 +5,40 @@ builder settings. A search encodes the query once (dense and sparse) and hands t
 every ranking request: one round trip for the roots, one per tree level visited, and one to fetch
 the leaves' text of the inner nodes returned.
 
-The class is a facade: writes go builder -> :mod:`.vectorize` -> store (:mod:`.ingest`), searches
-go store -> :mod:`.traversal` -> :mod:`.context`; :mod:`.compat` checks an existing collection.
+The class is a facade: writes go builder -> :mod:`.vectorize` -> store (:mod:`.ingest`); a search is
+one pipeline (:mod:`.search.pipeline`: plan, identity, walk, focus, budget, scores, context) run by
+the synchronous or the asynchronous driver (:mod:`.search.drivers`); :mod:`.compat` checks an
+existing collection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import os
 import re
 import threading
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar,
                     cast, overload)
 
 from .compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
-from .config import MAX_SETTING, SEARCH_OPTIONS, BuildConfig, EmbeddingConfig, SearchConfig, SearchOptions, StoreConfig
-from .budget import BudgetFill, FillSteps, arun_fill, fill_steps, first_words, mark_trace, pack, run_fill
-from .redact import redact_url
-from .settings import unexpected_keywords, warn_deprecated
-from .context import Context, afetch_context, fetch_context, live_with_text, prune_trace, unrooted_docs
+from .config import BuildConfig, EmbeddingConfig, SearchConfig, SearchOptions, StoreConfig
+from .context import fetch_context
 from .embeddings import Encoder
-from .errors import ConfigError, InvalidQueryError, InvalidSettingError, StoreError
-from .identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
+from .errors import ConfigError, InvalidQueryError, StoreError
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
-from .nodes import Document, NodeText, ScoredNode, SearchResult, Trace, TreeNode, check_unicode
-from .page_ranking import rank_pages
-from .query_args import check_query_vectors
-from .relevance import relevance_request, relevance_scores
-from .store import NodeStore, QdrantClientStore, QueryVectors, RankRequest, parse_filters
+from .nodes import Document, NodeText, ScoredNode, SearchResult, TreeNode
+from .redact import redact_url
+from .search.drivers import arun, run
+from .search.pipeline import flat_steps, search_steps
+from .search.plan import MAX_QUERY_CHARS, SearchPlan, build_plan
+from .search.roots import RootCache
+from .settings import unexpected_keywords, warn_deprecated
+from .store import NodeStore, QdrantClientStore, QueryVectors, parse_filters
 from .summarize import ExtractiveSummarizer, Summarizer
-from .traversal import FocusRanking, abudget_ranking, awalk, budget_ranking, focuses, walk
 from .vectorize import Vectorizer
 
 if TYPE_CHECKING:
@@ -48,11 +48,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["DocumentInfo", "DragKneeIndex", "IngestReport", "MAX_QUERY_CHARS", "StoredDocument"]
 
-#: search()'s keywords besides its per-search settings (SEARCH_OPTIONS).
-_SEARCH_ARGUMENTS = ("filters", "config", "query_vectors", "self_query")
-
-# Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
-MAX_QUERY_CHARS = 8192
 
 
 @dataclass(frozen=True)
@@ -78,24 +73,30 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def _in_flight(method: _Method) -> _Method:
-    """Count a search as in flight, so that :meth:`DragKneeIndex.close` can wait for it.
+    """Count a search (``search``, ``asearch``, ``flat_search``) as in flight, so that
+    :meth:`DragKneeIndex.close` can wait for it.
 
     Typed to return the method's own signature, so type checkers see ``search`` / ``flat_search``
     as written (a misspelled keyword is an error), not ``Any``."""
 
+    if inspect.iscoroutinefunction(method):
+        @functools.wraps(method)
+        async def atracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
+            self._start_search()
+            try:
+                return await method(self, *args, **kwargs)
+            finally:
+                self._end_search()
+
+        return cast(_Method, atracked)
+
     @functools.wraps(method)
     def tracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
-        flight = self._flight
-        with flight:
-            if self._closing:
-                raise StoreError("This index is closed (or closing); open a new DragKneeIndex to search again.")
-            self._searching += 1
+        self._start_search()
         try:
             return method(self, *args, **kwargs)
         finally:
-            with flight:
-                self._searching -= 1
-                flight.notify_all()
+            self._end_search()
 
     return cast(_Method, tracked)
 
@@ -195,13 +196,9 @@ class DragKneeIndex:
         self._closing = False
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
-        # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
-        # a document being replaced by a concurrent writer must not make its keys "unknown".
-        self._metadata_keys: frozenset = frozenset()
-        # The documents' identities (identity.py), per identity_keys setting, read from the roots on
-        # first use; dropped by this index's writes and when a search meets a document they miss.
-        self._identities: Dict[Optional[Tuple[str, ...]], IdentityIndex] = {}
-        self._roots_meta: Optional[List[Tuple[str, Mapping[str, Any]]]] = None
+        # What searches read from the roots (identities, metadata keys and values, search/roots.py),
+        # kept until this index writes or a search meets a document they miss.
+        self._roots = RootCache()
         #: A self-query model (``drag_knee_retriever.llm.LangChainSelfQuery(chat_model)`` or
         #: ``LlamaIndexSelfQuery(llm)``): every search first asks it which documents the query names
         #: and filters to them (see :meth:`search`). None: no model (identity matching alone).
@@ -225,6 +222,17 @@ class DragKneeIndex:
                 if not flight.wait_for(lambda: self._searching == 0, timeout=timeout):
                     log.warning("closing with %d search(es) still running after %.0f s", self._searching, timeout)
         self.store.close()
+
+    def _start_search(self) -> None:
+        with self._flight:
+            if self._closing:
+                raise StoreError("This index is closed (or closing); open a new DragKneeIndex to search again.")
+            self._searching += 1
+
+    def _end_search(self) -> None:
+        with self._flight:
+            self._searching -= 1
+            self._flight.notify_all()
 
     def __enter__(self) -> "DragKneeIndex":
         return self
@@ -404,6 +412,8 @@ class DragKneeIndex:
         }
 
     # -- search ----------------------------------------------------------------------------------
+    # The steps of a search are the pipeline's (search/pipeline.py); these methods build the plan
+    # and run it with the synchronous or the asynchronous driver (search/drivers.py).
 
     @_in_flight
     def search(
@@ -432,54 +442,10 @@ class DragKneeIndex:
         filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
         it leaves no result.
         """
-        plan = self._plan(query, filters=filters, config=config, options=options)
-        if query_vectors is not None:
-            check_query_vectors(query_vectors, self.encoder.dense_size)
-        vectors = query_vectors if query_vectors is not None else self.encoder.encode_query(plan.query)
-        plan.mark("encode")
-        model = self.self_query if self_query is None else (self_query or None)
-        if model is not None:
-            extra = model.filters(plan.query, self.metadata_values(getattr(model, "keys", None)))
-            plan.mark("self_query")
-            if extra:
-                result = self._walk(plan.narrowed(parse_filters(extra)), vectors)
-                result.trace.self_query = {"filters": extra, "used": bool(result.nodes)}
-                if result.nodes:
-                    return result
-                plan.trace.self_query = result.trace.self_query
-        return self._walk(plan, vectors)
+        plan = build_plan(query, config or self.search_config, filters, options)
+        return run(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
 
-    def _walk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
-        rrf_k = plan.settings.fusion.rrf_k
-
-        # The walk reads only the nodes' structure (light rankings); the final fetch brings the
-        # chosen nodes whole, with their spans' text, and checks that they are still live.
-        def rank(requests: Sequence[RankRequest]):
-            return self.store.rank(requests, vectors, rrf_k=rrf_k, explain=plan.settings.explain, light=True)
-
-        def score(hits: Sequence[Any]) -> None:  # the public [0, 1] scores (relevance.py)
-            extra = relevance_request(hits)
-            plan.score(hits, self.store.rank([extra], vectors, rrf_k=rrf_k, explain=False,
-                                             light=True)[0] if extra else ())
-
-        identity = self._identity_match(plan)
-        if plan.fills_budget:
-            ranking = budget_ranking(rank, plan.settings, plan.filters, plan.trace, identity)
-            plan.mark("walk")
-            self._check_identities(plan)
-            if ranking.ranked:
-                filled = run_fill(plan.fill_steps(ranking), self.store.retrieve)
-                score(filled.hits)
-                return self._result(plan, *plan.budget_context(ranking, filled))
-            hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
-        else:
-            hits = walk(rank, plan.settings, plan.filters, plan.trace, identity)
-            plan.mark("walk")
-            self._check_identities(plan)
-        score(hits)
-        return self._result(plan, *plan.packed(fetch_context(self.store, plan.cap(hits), refresh=True,
-                                                             trace=plan.trace)))
-
+    @_in_flight
     async def asearch(
         self,
         query: str,
@@ -490,157 +456,32 @@ class DragKneeIndex:
         self_query: Any = None,
         **options: Unpack[SearchOptions],
     ) -> SearchResult:
-        """``search`` without blocking the event loop: same arguments, same results.
+        """``search`` without blocking the event loop: same arguments, same steps, same results.
 
         The query is encoded in a worker thread (CPU-bound); the walk's round trips go through the
         store's async methods (qdrant-client's async client for a server).
         """
-        plan = self._plan(query, filters=filters, config=config, options=options)
-        if query_vectors is not None:
-            check_query_vectors(query_vectors, self.encoder.dense_size)
-        vectors = query_vectors if query_vectors is not None else await _aencode_query(self.encoder, plan.query)
-        plan.mark("encode")
+        plan = build_plan(query, config or self.search_config, filters, options)
+        return await arun(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
+
+    def _search_steps(self, plan: SearchPlan, query_vectors: Optional[QueryVectors], self_query: Any) -> Any:
         model = self.self_query if self_query is None else (self_query or None)
-        if model is not None:
-            extra = await model.afilters(plan.query, self.metadata_values(getattr(model, "keys", None)))
-            plan.mark("self_query")
-            if extra:
-                result = await self._awalk(plan.narrowed(parse_filters(extra)), vectors)
-                result.trace.self_query = {"filters": extra, "used": bool(result.nodes)}
-                if result.nodes:
-                    return result
-                plan.trace.self_query = result.trace.self_query
-        return await self._awalk(plan, vectors)
-
-    async def _awalk(self, plan: "_SearchPlan", vectors: QueryVectors) -> SearchResult:
-        rrf_k = plan.settings.fusion.rrf_k
-
-        async def rank(requests: Sequence[RankRequest]):
-            return await self.store.arank(requests, vectors, rrf_k=rrf_k, explain=plan.settings.explain, light=True)
-
-        async def score(hits: Sequence[Any]) -> None:
-            extra = relevance_request(hits)
-            plan.score(hits, (await self.store.arank([extra], vectors, rrf_k=rrf_k, explain=False,
-                                                     light=True))[0] if extra else ())
-
-        identity = self._identity_match(plan)
-        if plan.fills_budget:
-            ranking = await abudget_ranking(rank, plan.settings, plan.filters, plan.trace, identity)
-            plan.mark("walk")
-            self._check_identities(plan)
-            if ranking.ranked:
-                filled = await arun_fill(plan.fill_steps(ranking), self.store.aretrieve)
-                await score(filled.hits)
-                return self._result(plan, *plan.budget_context(ranking, filled))
-            hits = ranking.regions
-        else:
-            hits = await awalk(rank, plan.settings, plan.filters, plan.trace, identity)
-            plan.mark("walk")
-            self._check_identities(plan)
-        await score(hits)
-        return self._result(plan, *plan.packed(await afetch_context(self.store, plan.cap(hits), refresh=True,
-                                                                    trace=plan.trace)))
-
-    def _plan(self, query: Any, *, filters: Any, config: Optional[SearchConfig],
-              options: Mapping[str, Any]) -> "_SearchPlan":
-        """Validate everything about a search before any work is done."""
-        started = time.perf_counter()
-        query = _validate_query(query)
-        base = config or self.search_config
-        unknown = set(options) - set(SEARCH_OPTIONS)
-        if unknown:
-            raise unexpected_keywords("search()", sorted(unknown), SEARCH_OPTIONS + _SEARCH_ARGUMENTS,
-                                      "the per-search settings are " + ", ".join(
-                                          n for n in SEARCH_OPTIONS if n != "fusion_weights")
-                                      + ", and filters, config and query_vectors.")
-        overrides = dict(options)
-        fusion_weights = overrides.pop("fusion_weights", None)
-        if fusion_weights is not None:
-            warn_deprecated("search(fusion_weights=...)", "search(fusion=FusionConfig(weights=...))", stacklevel=4)
-            if overrides.get("fusion") is not None:
-                raise InvalidQueryError("Give fusion= or fusion_weights=, not both.")
-            try:
-                overrides["fusion"] = replace(base.fusion, weights=fusion_weights)
-            except ConfigError as exc:
-                raise InvalidSettingError(str(exc)) from None
-        settings = base.with_overrides(**overrides)
-        spec = parse_filters(filters)
-        self._check_filter_keys(spec)
-        return _SearchPlan(query=query, settings=settings, filters=spec,
-                           trace=Trace(query=query, method=settings.method),
-                           requests_before=self.store.requests, started=started)
+        return search_steps(plan, self._roots, query_vectors=query_vectors, dense_size=self.encoder.dense_size,
+                            model=model)
 
     def _forget_identities(self) -> None:
-        self._identities = {}
-        self._roots_meta = None
-
-    def _root_metadata(self) -> List[Tuple[str, Mapping[str, Any]]]:
-        """Every document's (doc_id, metadata), read from the roots once and kept until a write."""
-        if self._roots_meta is None:
-            self._roots_meta = [(r.doc_id, r.metadata) for r in self.store.scroll_nodes(level=0, with_text=False)]
-        return self._roots_meta
+        self._roots.forget()
 
     def metadata_values(self, keys: Optional[Sequence[str]] = None) -> Dict[str, List[Any]]:
         """The values the indexed documents hold for each metadata key that can name a document
         (``keys``, else the identity keys of :func:`~drag_knee_retriever.identity.identity_fields`),
         most frequent first; ``doc_id`` lists readable document ids. What a self-query model is shown."""
-        return identity_fields(self._root_metadata(), keys)
-
-    def _identity_match(self, plan: "_SearchPlan") -> IdentityMatch:
-        """The documents the query names (identity.py), or none when identity is switched off."""
-        settings = plan.settings
-        if not (settings.identity_weight or (settings.focus is not None and settings.focus.identity_weight)):
-            return NO_MATCH
-        table = self._identities.get(settings.identity_keys)
-        if table is None:
-            # Roots carry their document's metadata; read once (without text) and kept until a write.
-            roots = self.store.scroll_nodes(level=0, with_text=False)
-            table = IdentityIndex.from_roots(roots, settings.identity_keys)
-            self._roots_meta = [(r.doc_id, r.metadata) for r in roots]
-            self._identities[settings.identity_keys] = table
-        match = table.match(plan.query, limit=settings.max_roots or settings.beam_width or 20,
-                            coverage=settings.identity_coverage)
-        plan.mark("identity")
-        return match
-
-    def _check_identities(self, plan: "_SearchPlan") -> None:
-        """Forget the identities when the walk met a root they do not know (another process wrote)."""
-        table = self._identities.get(plan.settings.identity_keys)
-        if table is None or not plan.trace.steps:
-            return
-        if any(not table.knows(c.doc_id, c.doc_hash) for c in plan.trace.steps[0].candidates):
-            self._forget_identities()
+        return run(self._roots.metadata_values(keys), self.store)
 
     def _check_filter_keys(self, spec: Any) -> None:
         """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
         there are (the roots are read again before refusing, for documents added since)."""
-        from .store.filters import filter_fields
-
-        wanted = {f[len("metadata."):].split(".")[0] for f in filter_fields(spec) if f.startswith("metadata.")}
-        if not wanted:
-            return
-        if wanted <= self._metadata_keys:
-            return
-        self._metadata_keys = self._metadata_keys | frozenset(
-            k for root in self.store.scroll_nodes(level=0, with_text=False)
-            for k in (*root.metadata, *(root.metadata.get("drag_page_keys") or ())))
-        unknown = sorted(wanted - self._metadata_keys)
-        if not unknown:
-            return
-        raise InvalidQueryError(
-            f"filter key(s) {unknown} are in no indexed document's metadata; the keys are "
-            f"{sorted(self._metadata_keys)[:20]} (and doc_id, level, is_leaf)."
-        )
-
-    def _result(self, plan: "_SearchPlan", hits: Sequence[Any], texts: Dict[str, str]) -> SearchResult:
-        nodes = [ScoredNode(node=h.node, score=plan.public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
-                 for i, h in enumerate(hits)]
-        if plan.settings.order == "document":
-            nodes.sort(key=lambda s: (s.node.doc_id, s.node.span.first_leaf))
-        plan.mark("context")
-        plan.trace.requests = self.store.requests - plan.requests_before
-        plan.trace.timings_ms["total"] = (time.perf_counter() - plan.started) * 1e3
-        return SearchResult(query=plan.query, method=plan.settings.method, nodes=nodes, trace=plan.trace)
+        run(self._roots.check_filter_keys(spec), self.store)
 
     @_in_flight
     def flat_search(
@@ -661,130 +502,10 @@ class DragKneeIndex:
         of a page split by ``BuildConfig.passage_words`` come back as that whole page (see
         :mod:`~drag_knee_retriever.page_ranking`); leaves that are not passages stay as they are.
         """
-        query = _validate_query(query)
-        if unit not in ("leaf", "page"):
-            raise InvalidQueryError(f"unit must be 'leaf' or 'page', got {unit!r}.")
-        if unit == "page" and scope != "leaves":
-            raise InvalidQueryError("unit='page' groups leaves into their pages: use it with scope='leaves'.")
-        if mode not in ("hybrid", "dense", "sparse"):
-            raise InvalidQueryError(f"mode must be 'hybrid', 'dense' or 'sparse', got {mode!r}.")
-        if scope not in ("leaves", "all"):
-            raise InvalidQueryError(f"scope must be 'leaves' or 'all', got {scope!r}.")
-        for name, value in (("k", k), ("rrf_k", rrf_k)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not 1 <= value <= MAX_SETTING):
-                raise InvalidQueryError(f"{name} must be an integer >= 1 (at most {MAX_SETTING:,}), got {value!r}.")
-        spec = parse_filters(filters)
-        self._check_filter_keys(spec)  # the same filter rules as search()
-        if query_vectors is None:
-            query_vectors = self.encoder.encode_query(query)
-        else:
-            check_query_vectors(query_vectors, self.encoder.dense_size)
-        request = RankRequest(limit=k, leaves_only=scope == "leaves", filters=spec,
-                              only=None if mode == "hybrid" else mode)
-        rrf_k = rrf_k if rrf_k is not None else self.search_config.fusion.rrf_k
-        if unit == "page":
-            hits = rank_pages(self.store, request, query_vectors, k=k, rrf_k=rrf_k)
-        else:
-            hits = self.store.rank([request], query_vectors, rrf_k=rrf_k, explain=False)[0]
-        extra = relevance_request(hits)
-        public = dict(zip((h.node.id for h in hits), relevance_scores(
-            hits, self.store.rank([extra], query_vectors, rrf_k=rrf_k, explain=False, light=True)[0] if extra else ())))
-        hits, texts = fetch_context(self.store, hits)
-        return [ScoredNode(node=h.node, score=public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
-                for i, h in enumerate(hits)]
-
-
-@dataclass
-class _SearchPlan:
-    """A validated search: its settings, parsed filters, trace, and a stopwatch."""
-
-    query: str
-    settings: SearchConfig
-    filters: Any
-    trace: Trace
-    requests_before: int
-    started: float
-    last: float = 0.0
-    # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
-    public: Dict[str, float] = field(default_factory=dict)
-
-    def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
-        """Give every hit its public score (the walk's raw scores stay on the hits)."""
-        self.public = dict(zip((h.node.id for h in hits), relevance_scores(hits, answered)))
-        self.mark("score")
-
-    def narrowed(self, extra: Any) -> "_SearchPlan":
-        """The same search with ``extra`` conditions joined to its filters (a fresh trace)."""
-        return _SearchPlan(query=self.query, settings=self.settings, filters=tuple(self.filters) + tuple(extra),
-                           trace=Trace(query=self.query, method=self.settings.method, timings_ms=dict(self.trace.timings_ms)),
-                           requests_before=self.requests_before, started=self.started, last=self.last)
-
-    def cap(self, hits: Sequence[Any]) -> List[Any]:
-        """The walk's results within ``min_score`` (on the public score) and ``max_results``
-        (the method's best by its own raw score kept)."""
-        out = list(hits)
-        if self.settings.min_score is not None:
-            out = [h for h in out if self.public.get(h.node.id, 0.0) >= self.settings.min_score]
-        if self.settings.max_results is not None and len(out) > self.settings.max_results:
-            keep = set(id(h) for h in sorted(out, key=lambda h: -h.score)[: self.settings.max_results])
-            out = [h for h in out if id(h) in keep]
-        return out
-
-    @property
-    def fills_budget(self) -> bool:
-        """A word budget over a knee method's focus ranking (the other methods pack their results)."""
-        return self.settings.max_tokens is not None and focuses(self.settings)
-
-    def fill_steps(self, ranking: FocusRanking) -> FillSteps:
-        """The budget fill's reads, bringing also the roots the trace's leaf rankings need."""
-        assert self.settings.max_tokens is not None
-        assert self.settings.focus is not None
-        return fill_steps(ranking.ranked, ranking.regions, self.settings.max_tokens, self.settings.focus.merge_ratio,
-                          root_docs=sorted(unrooted_docs(self.trace)))
-
-    def budget_context(self, ranking: FocusRanking, filled: BudgetFill) -> Context:
-        """The live hits of a fill (within ``min_score`` / ``max_results``) and their texts; the
-        focus step of the trace says which leaves were kept, merged or left out."""
-        assert self.settings.max_tokens is not None
-        prune_trace(self.trace, filled.fetched)
-        hits, texts = live_with_text(self.cap(filled.hits), filled.fetched, refresh=True)
-        if filled.cut_to_budget:
-            texts = {i: first_words(t, self.settings.max_tokens) for i, t in texts.items()}
-        if ranking.step is not None:
-            mark_trace(ranking.step, hits)
-        return hits, texts
-
-    def packed(self, context: Context) -> Context:
-        """The results within ``max_tokens`` words, if a budget is set (see :func:`~.budget.pack`)."""
-        if self.settings.max_tokens is None:
-            return context
-        return pack(context[0], context[1], self.settings.max_tokens)
-
-    def mark(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.trace.timings_ms[phase] = (now - (self.last or self.started)) * 1e3
-        self.last = now
-
-
-def _validate_query(query: Any) -> str:
-    if not isinstance(query, str):
-        raise InvalidQueryError(f"query must be a string, got {type(query).__name__}.")
-    if not query.strip():
-        raise InvalidQueryError("query is empty; give some words to search for.")
-    check_unicode(query, "query", InvalidQueryError)
-    if len(query) > MAX_QUERY_CHARS:
-        log.warning("query of %d characters cut to %d", len(query), MAX_QUERY_CHARS)
-        query = query[:MAX_QUERY_CHARS]
-    return query
-
-
-async def _aencode_query(encoder: Any, text: str) -> QueryVectors:
-    # The embedder's own async method when its class has one (a LangChain/LlamaIndex model's
-    # aembed_query); wrappers that only define encode_query run it in a worker thread.
-    if callable(getattr(type(encoder), "aencode_query", None)):
-        return await encoder.aencode_query(text)
-    return await asyncio.to_thread(encoder.encode_query, text)
+        steps = flat_steps(query, self._roots, k=k, mode=mode, scope=scope, filters=filters,
+                           query_vectors=query_vectors, rrf_k=rrf_k, unit=unit,
+                           default_rrf_k=self.search_config.fusion.rrf_k, dense_size=self.encoder.dense_size)
+        return run(steps, self.store, self.encoder)
 
 
 # Keywords of earlier releases: where each one went (see _translate_deprecated).

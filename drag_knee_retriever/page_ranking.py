@@ -12,9 +12,11 @@ plain leaf ranking.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Any, Dict, Generator, List
 
 from .nodes import QueryVectors
+from .search.drivers import run
+from .search.ops import Rank, Retrieve
 from .store.base import NodeStore, RankedHit, RankRequest
 
 # The leaf ranking is asked for k leaves first, then four times more until k pages are found or
@@ -39,18 +41,19 @@ def group_by_page(hits: List[RankedHit]) -> Dict[str, RankedHit]:
     return best
 
 
-def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVectors, *, k: int,
-               rrf_k: Optional[int]) -> List[RankedHit]:
-    """The top ``k`` pages for ``request`` (a leaves-only ranking), each carrying its best leaf's scores."""
+def page_steps(request: RankRequest, query_vectors: QueryVectors, *, k: int, rrf_k: int) -> Generator[Any, Any, List[RankedHit]]:
+    """The top ``k`` pages for ``request`` (a leaves-only ranking), each carrying its best leaf's
+    scores: a generator of :mod:`~drag_knee_retriever.search.ops` operations (run by a driver of
+    :mod:`~drag_knee_retriever.search.drivers`)."""
     limit = k
     while True:
-        hits = store.rank([replace(request, limit=limit)], query_vectors, rrf_k=rrf_k, explain=False)[0]
+        hits = (yield Rank([replace(request, limit=limit)], query_vectors, rrf_k, False, False))[0]
         best = group_by_page(hits)
         if len(best) >= k or len(hits) < limit or limit >= _MAX_LEAVES:
             break
         limit = min(limit * _GROWTH, max(_MAX_LEAVES, k))
     chosen = list(best.items())[:k]
-    pages = {n.id: n for n in store.retrieve([key for key, hit in chosen if key != hit.node.id])}
+    pages = {n.id: n for n in (yield Retrieve([key for key, hit in chosen if key != hit.node.id]))}
     out: List[RankedHit] = []
     for key, hit in chosen:
         node = hit.node if key == hit.node.id else pages.get(key)
@@ -58,3 +61,9 @@ def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVecto
             continue  # the document was replaced between the ranking and this read
         out.append(replace(hit, node=node))
     return out
+
+
+def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVectors, *, k: int,
+               rrf_k: int) -> List[RankedHit]:
+    """:func:`page_steps` run against ``store``."""
+    return run(page_steps(request, query_vectors, k=k, rrf_k=rrf_k), store)

@@ -119,7 +119,10 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages", "query_args")),
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
-    ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat")),
+    # search/: the one search pipeline (plan, roots, pipeline) and its two drivers, over the walk,
+    # the budget fill, the context check and the relevance scores.
+    ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat",
+              "search")),
     ("write", ("headings", "statements", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
     ("facade", ("index", "render", "sample", "settings_reference", "")),
     ("edge", ("integrations", "eval", "cli")),
@@ -176,10 +179,12 @@ class Rule:
         return sorted(m for m in imported if _under(m, self.forbid))
 
 
-#: What a search runs: the walk, the context fetch, the flat page ranking, the collection check, the
-#: store with its engines and the query encoder (``DragKneeIndex.search`` wires them; the facade
-#: itself serves both paths).
-SEARCH_PATH = _p("traversal", "context", "magnitude", "page_ranking", "compat", "store", "embeddings", "knee")
+#: What a search runs: the pipeline and its drivers (``search/``), the walk, the budget fill, the
+#: context fetch, the scores, the identities, the flat page ranking, the collection check, the store
+#: with its engines and the query encoder (``DragKneeIndex.search`` builds the plan and runs the
+#: pipeline; the facade itself serves both paths).
+SEARCH_PATH = _p("search", "traversal", "budget", "context", "relevance", "identity", "magnitude", "page_ranking",
+                 "compat", "store", "embeddings", "knee")
 
 RULES = [
     Rule("core modules import no adapter, no CLI, no eval", applies=_p(""), forbid=EDGE, exempt=EDGE),
