@@ -1,9 +1,10 @@
 """A result's context: the text of every hit, and the check that its document is still live.
 
 One fetch per search brings the leaves under the inner nodes returned and every document's root
-(and, after a light walk, the hits' own nodes whole). :func:`fetch_context` is what
-``DragKneeIndex.search`` / ``flat_search`` run after ranking, and what evaluation code running its
-own walk should run too, so that the cost and the liveness rule are the same.
+(and, after a light walk, the hits' own nodes whole): the ids of :func:`final_fetch_ids`, read
+in one request, then :func:`finish_context`. The search pipeline (:mod:`~drag_knee_retriever.search.pipeline`)
+runs those two steps after ranking; :func:`fetch_context` runs them against a store, for
+evaluation code running its own walk, so that the cost and the liveness rule are the same.
 """
 
 from __future__ import annotations
@@ -149,11 +150,4 @@ def fetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = Fals
     ``trace``: also check the documents of its leaf-ranking steps (see :func:`prune_trace`). A
     search runs the same two steps in its pipeline (:mod:`drag_knee_retriever.search.pipeline`)."""
     fetched = store.retrieve(final_fetch_ids(hits, refresh, trace))
-    return finish_context(hits, fetched, refresh=refresh, trace=trace)
-
-
-async def afetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False,
-                         trace: Any = None) -> Context:
-    """:func:`fetch_context` through the store's async API."""
-    fetched = await store.aretrieve(final_fetch_ids(hits, refresh, trace))
     return finish_context(hits, fetched, refresh=refresh, trace=trace)

@@ -15,9 +15,8 @@ from dataclasses import replace
 from typing import Any, Dict, Generator, List
 
 from .nodes import QueryVectors
-from .search.drivers import run
 from .search.ops import Rank, Retrieve
-from .store.base import NodeStore, RankedHit, RankRequest
+from .store.base import RankedHit, RankRequest
 
 # The leaf ranking is asked for k leaves first, then four times more until k pages are found or
 # the ranking runs out; the cap bounds one search's cost on a store of very long pages. Starting
@@ -61,9 +60,3 @@ def page_steps(request: RankRequest, query_vectors: QueryVectors, *, k: int, rrf
             continue  # the document was replaced between the ranking and this read
         out.append(replace(hit, node=node))
     return out
-
-
-def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVectors, *, k: int,
-               rrf_k: int) -> List[RankedHit]:
-    """:func:`page_steps` run against ``store``."""
-    return run(page_steps(request, query_vectors, k=k, rrf_k=rrf_k), store)
