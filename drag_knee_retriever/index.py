@@ -18,23 +18,23 @@ import functools
 import inspect
 import logging
 import threading
-from dataclasses import dataclass, replace
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TypeVar,
+from dataclasses import replace
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar,
                     cast, overload)
 
 from .compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
 from .config import BuildConfig, SearchConfig, SearchOptions, StoreConfig
-from .context import fetch_context
 from .embeddings import Encoder
-from .errors import ConfigError, InvalidQueryError, StoreError
+from .errors import ConfigError, StoreError
 from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
 from .opening import INDEX_KEYWORDS, embedding_of, open_store, translate_deprecated
+from .listing import DocumentInfo, StoredDocument, get_documents, get_nodes, list_documents, stats
 from .nodes import Document, NodeText, ScoredNode, SearchResult, TreeNode
 from .search.drivers import arun, run
 from .search.pipeline import flat_steps, search_steps
 from .search.plan import MAX_QUERY_CHARS, SearchPlan, build_plan
 from .search.roots import RootCache
-from .store import QueryVectors, parse_filters
+from .store import QueryVectors
 from .summarize import ExtractiveSummarizer, Summarizer
 from .vectorize import Vectorizer
 
@@ -48,27 +48,6 @@ __all__ = ["DocumentInfo", "DragKneeIndex", "INDEX_KEYWORDS", "IngestReport", "M
 #: The name tests and earlier code import from here (now :func:`~.opening.open_store`).
 _open_store = open_store
 
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    """One indexed document as listed by :meth:`DragKneeIndex.list_documents`."""
-
-    doc_id: str
-    leaves: int
-    metadata: Mapping[str, Any]
-    doc_hash: str
-    first_page: Optional[int] = None
-    last_page: Optional[int] = None
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """One indexed document's text and metadata, as :meth:`DragKneeIndex.get_documents` returns it."""
-
-    doc_id: str
-    text: str
-    metadata: Mapping[str, Any]
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
@@ -82,11 +61,12 @@ def _in_flight(method: _Method) -> _Method:
     if inspect.iscoroutinefunction(method):
         @functools.wraps(method)
         async def atracked(self: "DragKneeIndex", *args: Any, **kwargs: Any) -> Any:
-            self._start_search()
+            thread = threading.get_ident()  # the event loop's: a close() there cannot wait for it
+            self._start_search(thread)
             try:
                 return await method(self, *args, **kwargs)
             finally:
-                self._end_search()
+                self._end_search(thread)
 
         return cast(_Method, atracked)
 
@@ -193,6 +173,9 @@ class DragKneeIndex:
             raise
         self._flight = threading.Condition()
         self._searching = 0
+        # Async searches in flight per event-loop thread: a close() called on that thread cannot wait
+        # for them (they resume only once it returns), so it waits for the others only.
+        self._searching_on: Dict[int, int] = {}
         self._closing = False
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
@@ -211,27 +194,36 @@ class DragKneeIndex:
     def close(self, timeout: float = 30.0) -> None:
         """Release the store (and the embedded folder's lock), after searches in flight finish.
 
-        Searches started by other threads are waited for (up to ``timeout`` seconds): closing the
-        engine under them logged "Already borrowed" from inside Qdrant Edge. Searches started after
+        Searches started by other threads (``asearch`` too, on another thread's event loop) are waited
+        for (up to ``timeout`` seconds): closing the engine under them logged "Already borrowed" from
+        inside Qdrant Edge. An ``asearch`` of the calling thread's own event loop cannot finish while
+        ``close()`` blocks that thread, so it is not waited for. Searches started after
         ``close()`` raise :class:`~drag_knee_retriever.errors.StoreError`.
         """
         flight = self.__dict__.get("_flight")
         if flight is not None:
             with flight:
                 self._closing = True
-                if not flight.wait_for(lambda: self._searching == 0, timeout=timeout):
+                mine = threading.get_ident()
+                if not flight.wait_for(lambda: self._searching == self._searching_on.get(mine, 0), timeout=timeout):
                     log.warning("closing with %d search(es) still running after %.0f s", self._searching, timeout)
         self.store.close()
 
-    def _start_search(self) -> None:
+    def _start_search(self, loop_thread: Optional[int] = None) -> None:
         with self._flight:
             if self._closing:
                 raise StoreError("This index is closed (or closing); open a new DragKneeIndex to search again.")
             self._searching += 1
+            if loop_thread is not None:
+                self._searching_on[loop_thread] = self._searching_on.get(loop_thread, 0) + 1
 
-    def _end_search(self) -> None:
+    def _end_search(self, loop_thread: Optional[int] = None) -> None:
         with self._flight:
             self._searching -= 1
+            if loop_thread is not None:
+                self._searching_on[loop_thread] -= 1
+                if not self._searching_on[loop_thread]:
+                    del self._searching_on[loop_thread]
             self._flight.notify_all()
 
     def __enter__(self) -> "DragKneeIndex":
@@ -335,81 +327,22 @@ class DragKneeIndex:
 
     def list_documents(self) -> List[DocumentInfo]:
         """Every indexed document (from its root node)."""
-        roots = self.store.scroll_nodes(level=0)
-        infos = []
-        for root in sorted(roots, key=lambda n: n.doc_id):
-            infos.append(DocumentInfo(
-                doc_id=root.doc_id, leaves=root.span.last_leaf + 1,
-                metadata=root.metadata, doc_hash=root.doc_hash,
-                first_page=root.span.first_page, last_page=root.span.last_page,
-            ))
-        return infos
+        return list_documents(self.store)
 
-    def get_documents(self, doc_ids: Sequence[str]) -> List["StoredDocument"]:
+    def get_documents(self, doc_ids: Sequence[str]) -> List[StoredDocument]:
         """The indexed documents with these ids: whole text (as given with ``Document.keep_text``, else its
         leaves joined by a blank line) and metadata, in the order given; ids not indexed are skipped."""
-        out = []
-        for doc_id in dict.fromkeys(doc_ids):
-            if not isinstance(doc_id, str) or not doc_id:
-                raise InvalidQueryError(f"document ids are non-empty strings, got {doc_id!r}.")
-            nodes = self.store.scroll_nodes(filters=parse_filters({"doc_id": doc_id}))
-            if not any(n.level == 0 for n in nodes):
-                continue  # not indexed (or an interrupted ingest's rootless leftovers)
-            leaves = sorted((n for n in nodes if n.is_leaf), key=lambda n: n.span.first_leaf)
-            root = next(n for n in nodes if n.level == 0)
-            text = root.source_text if root.source_text is not None else "\n\n".join(leaf.text for leaf in leaves)
-            out.append(StoredDocument(doc_id=doc_id, text=text, metadata=dict(root.metadata)))
-        return out
+        return get_documents(self.store, doc_ids)
 
     def get_nodes(self, node_ids: Sequence[str]) -> List[NodeText]:
         """Tree nodes by id (a result's ``node.id`` / ``parent_id`` / ``child_ids``), each with its
         span's full text, in the order given; ids not stored (or of a tree being rewritten) are
         skipped. One fetch for the nodes, one for the leaves of the inner ones."""
-        from .store import RankedHit
-
-        import uuid
-
-        def is_node_id(value: Any) -> bool:  # node ids are UUIDs; anything else names no node
-            try:
-                return isinstance(value, str) and str(uuid.UUID(value)) == value.lower()
-            except ValueError:
-                return False
-
-        ids = [i for i in dict.fromkeys(node_ids) if is_node_id(i)]
-        nodes = [n for n in self.store.retrieve(ids) if n.id in set(ids)] if ids else []
-        hits, texts = fetch_context(self.store, [RankedHit(node=n, score=0.0) for n in nodes])
-        by_id = {h.node.id: NodeText(node=h.node, text=texts[h.node.id]) for h in hits}
-        return [by_id[i] for i in ids if i in by_id]
+        return get_nodes(self.store, node_ids)
 
     def stats(self) -> Dict[str, Any]:
         """Documents, nodes per level, model and collection."""
-        nodes = self.store.scroll_nodes(with_text=False)
-        per_level: Dict[int, int] = {}
-        docs = set()
-        rooted = set()
-        leaves = 0
-        for node in nodes:
-            per_level[node.level] = per_level.get(node.level, 0) + 1
-            docs.add(node.doc_id)
-            if node.level == 0:
-                rooted.add(node.doc_id)
-            leaves += node.is_leaf
-        info = self.store.collection_info()
-        return {
-            # A document is one with a root; rootless leftovers are counted apart (`docs gc`).
-            "documents": len(rooted),
-            "orphan_documents": len(docs - rooted),
-            "nodes": len(nodes),
-            "leaves": leaves,
-            "nodes_per_level": dict(sorted(per_level.items())),
-            "embedding_model": self.encoder.model_id,
-            "embedding_source": getattr(self.encoder, "model_source", None),
-            "dense_size": self.encoder.dense_size,
-            "sparse_model": self.encoder.sparse_model,
-            "collection": self.store_config.collection,
-            "engine": self.store.describe(),
-            "stored_model": info.get("model_id"),
-        }
+        return stats(self.store, self.encoder, self.store_config.collection)
 
     # -- search ----------------------------------------------------------------------------------
     # The steps of a search are the pipeline's (search/pipeline.py); these methods build the plan

@@ -124,7 +124,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat",
               "search")),
     ("write", ("headings", "statements", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
-    ("facade", ("index", "opening", "render", "sample", "settings_reference", "")),
+    ("facade", ("index", "opening", "listing", "render", "sample", "settings_reference", "")),
     ("edge", ("integrations", "eval", "cli")),
 )
 LAYER_NAMES = tuple(name for name, _ in LAYERS)
