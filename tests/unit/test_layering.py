@@ -191,6 +191,10 @@ RULES = [
     Rule("the search path imports nothing of the build path, directly or not", applies=SEARCH_PATH,
          forbid=_p(*BUILD_PATH), transitive=True),
     Rule("nodes.py imports nothing of the package but errors", applies=_p("nodes"), only=_p("errors")),
+    # The search's operations are plain values and its two drivers know only them (and the store,
+    # the encoder and the model they are handed), so any read-layer module may yield operations.
+    Rule("search.ops and search.drivers import nothing of the package but search.ops",
+         applies=_p("search.ops", "search.drivers"), only=_p("search.ops")),
     Rule("ids.py (every derived id) imports nothing of the package", applies=_p("ids"), only=()),
     Rule("point_schema.py (the stored point) imports only the node types", applies=_p("point_schema"),
          only=_p("nodes", "errors")),
