@@ -52,7 +52,7 @@ from .config import FOCUS_METHODS, SearchConfig
 from .identity import NO_MATCH, IdentityMatch
 from .ids import span_leaf_ids
 from .knee import knee_index
-from .magnitude import magnitude_ranking
+from .magnitude import combine_rankings, magnitude_ranking  # combine_rankings: also imported from here
 from .nodes import Trace, TraceCandidate, TraceStep
 from .store.base import FilterSpec, RankedHit, RankRequest
 from .store.filters import any_of
@@ -533,21 +533,6 @@ def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: F
                                identity.scores if identity else None, config.focus.identity_weight,
                                _root_scores(trace) if config.focus.root_weight else None, config.focus.root_weight)
     return FocusPool(ranked, list(global_hits), list(answers[-1]) if extra else [])
-
-
-def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
-    """Fuse ranked lists of the same kind of nodes: each node scores ``sum 1 / (rrf_k + rank)``
-    over the lists it appears in (rank from 0, Qdrant's convention); ties by node id."""
-    scores: Dict[str, float] = {}
-    first: Dict[str, RankedHit] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking):
-            nid = hit.node.id
-            scores[nid] = scores.get(nid, 0.0) + 1.0 / (rrf_k + rank)
-            first.setdefault(nid, hit)
-    order = sorted(scores, key=lambda nid: (-scores[nid], nid))
-    return [RankedHit(node=first[n].node, score=scores[n], dense_rank=first[n].dense_rank,
-                      sparse_rank=first[n].sparse_rank) for n in order]
 
 
 def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> Steps:
