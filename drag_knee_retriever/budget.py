@@ -21,8 +21,9 @@ and fill the budget:
 what ``drag_knee_retriever.eval`` counts; an LLM reads about 1.3 tokens per English word.
 
 The leaves' lengths are in their text, which a light walk does not read: :func:`fill_steps` is a
-sans-IO generator (as the walk is) that yields the ids it needs and receives the nodes, so that
-``search`` and ``asearch`` share it; its reads also bring every document root the final liveness
+sans-IO generator (as the walk is) that yields the ids it needs and receives the nodes, a step of
+the one search pipeline (:mod:`~drag_knee_retriever.search.pipeline`) that ``search`` and
+``asearch`` share; its reads also bring every document root the final liveness
 check needs, so a budgeted search costs the walk's round trips plus two or three reads.
 """
 
@@ -37,8 +38,7 @@ from .ids import leaf_id, node_id, span_leaf_ids
 from .nodes import TraceStep, TreeNode
 from .store import RankedHit
 
-__all__ = ["BudgetFill", "Group", "arun_fill", "count_words", "fill", "fill_steps", "first_words", "mark_trace", "pack",
-           "run_fill"]
+__all__ = ["BudgetFill", "Group", "count_words", "fill", "fill_steps", "first_words", "mark_trace", "pack"]
 
 _WORD = re.compile(r"\S+")
 # The fill reads the ranked leaves' texts in growing prefixes: the first read guesses this many
@@ -251,26 +251,6 @@ def _groups_of(leaf: TreeNode, nodes: Mapping[str, TreeNode], region_groups: Seq
         if region.doc_id == leaf.doc_id and region.span.contains(leaf.span):
             found.setdefault(region.id, group)
     return sorted(found.values(), key=lambda g: len(g.leaves))
-
-
-def run_fill(steps: FillSteps, retrieve: Callable[[List[str]], List[TreeNode]]) -> BudgetFill:
-    """Drive :func:`fill_steps` with a synchronous ``retrieve(ids) -> nodes``."""
-    try:
-        ids = next(steps)
-        while True:
-            ids = steps.send(retrieve(ids))
-    except StopIteration as done:
-        return done.value
-
-
-async def arun_fill(steps: FillSteps, retrieve) -> BudgetFill:
-    """Drive :func:`fill_steps` with an asynchronous ``retrieve``."""
-    try:
-        ids = next(steps)
-        while True:
-            ids = steps.send(await retrieve(ids))
-    except StopIteration as done:
-        return done.value
 
 
 def pack(hits: Sequence[RankedHit], texts: Mapping[str, str], budget: int,

@@ -1,9 +1,10 @@
 """A result's context: the text of every hit, and the check that its document is still live.
 
 One fetch per search brings the leaves under the inner nodes returned and every document's root
-(and, after a light walk, the hits' own nodes whole). :func:`fetch_context` is what
-``DragKneeIndex.search`` / ``flat_search`` run after ranking, and what evaluation code running its
-own walk should run too, so that the cost and the liveness rule are the same.
+(and, after a light walk, the hits' own nodes whole): the ids of :func:`final_fetch_ids`, read
+in one request, then :func:`finish_context`. The search pipeline (:mod:`~drag_knee_retriever.search.pipeline`)
+runs those two steps after ranking; :func:`fetch_context` runs them against a store, for
+evaluation code running its own walk, so that the cost and the liveness rule are the same.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def live_with_text(hits: Sequence[Any], fetched: Sequence[TreeNode], *, refresh:
     return kept, texts
 
 
-def _ids(hits: Sequence[Any], refresh: bool, trace: Any) -> List[str]:
+def final_fetch_ids(hits: Sequence[Any], refresh: bool, trace: Any) -> List[str]:
     """A search's final fetch: the hits (``refresh``), the leaves under them, and the root of each
     document version the hits and the trace's leaf rankings hold (:func:`root_ids_to_read`)."""
     nodes = [h.node for h in hits]
@@ -135,17 +136,18 @@ def prune_trace(trace: Any, fetched: Sequence[TreeNode]) -> None:
                 step.candidates[:] = kept
 
 
+def finish_context(hits: Sequence[Any], fetched: Sequence[TreeNode], *, refresh: bool = False,
+                   trace: Any = None) -> Context:
+    """What the final fetch (the nodes of :func:`final_fetch_ids`) makes of the hits: the trace
+    pruned (:func:`prune_trace`), the live hits and their texts (:func:`live_with_text`)."""
+    prune_trace(trace, fetched)
+    return live_with_text(hits, fetched, refresh=refresh)
+
+
 def fetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False, trace: Any = None) -> Context:
     """One round trip: the live hits (whole nodes when ``refresh``) and their texts by node id.
-    ``trace``: also check the documents of its leaf-ranking steps (see :func:`prune_trace`)."""
-    fetched = store.retrieve(_ids(hits, refresh, trace))
-    prune_trace(trace, fetched)
-    return live_with_text(hits, fetched, refresh=refresh)
 
-
-async def afetch_context(store: NodeStore, hits: Sequence[Any], *, refresh: bool = False,
-                         trace: Any = None) -> Context:
-    """:func:`fetch_context` through the store's async API."""
-    fetched = await store.aretrieve(_ids(hits, refresh, trace))
-    prune_trace(trace, fetched)
-    return live_with_text(hits, fetched, refresh=refresh)
+    ``trace``: also check the documents of its leaf-ranking steps (see :func:`prune_trace`). A
+    search runs the same two steps in its pipeline (:mod:`drag_knee_retriever.search.pipeline`)."""
+    fetched = store.retrieve(final_fetch_ids(hits, refresh, trace))
+    return finish_context(hits, fetched, refresh=refresh, trace=trace)

@@ -8,6 +8,9 @@ mean of that sum over the candidates that share the leaf's parent is added with 
 parent's evidence read from its own leaves (a page whose passages all match lifts each of them),
 with no extra round trip. Chosen by replaying rules over per-question dumps
 (benchmarks/cut_sim.py); the figures are in benchmarks/RESULTS.md ("## cut: ...").
+
+The other way the focus pool is scored, ``focus.scores="rrf"``, fuses its rankings by their ranks
+alone: :func:`combine_rankings`.
 """
 
 from __future__ import annotations
@@ -86,3 +89,18 @@ def magnitude_ranking(hits: Sequence[RankedHit], sibling_weight: float,
               for h, s in zip(pool, score)]
     scored.sort(key=lambda h: (-h.score, h.node.id))
     return scored
+
+
+def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
+    """Fuse ranked lists of the same kind of nodes: each node scores ``sum 1 / (rrf_k + rank)``
+    over the lists it appears in (rank from 0, Qdrant's convention); ties by node id."""
+    scores: Dict[str, float] = {}
+    first: Dict[str, RankedHit] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking):
+            nid = hit.node.id
+            scores[nid] = scores.get(nid, 0.0) + 1.0 / (rrf_k + rank)
+            first.setdefault(nid, hit)
+    order = sorted(scores, key=lambda nid: (-scores[nid], nid))
+    return [RankedHit(node=first[n].node, score=scores[n], dense_rank=first[n].dense_rank,
+                      sparse_rank=first[n].sparse_rank) for n in order]

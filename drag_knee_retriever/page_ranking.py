@@ -12,10 +12,11 @@ plain leaf ranking.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Any, Dict, Generator, List
 
 from .nodes import QueryVectors
-from .store.base import NodeStore, RankedHit, RankRequest
+from .search.ops import Rank, Retrieve
+from .store.base import RankedHit, RankRequest
 
 # The leaf ranking is asked for k leaves first, then four times more until k pages are found or
 # the ranking runs out; the cap bounds one search's cost on a store of very long pages. Starting
@@ -39,18 +40,19 @@ def group_by_page(hits: List[RankedHit]) -> Dict[str, RankedHit]:
     return best
 
 
-def rank_pages(store: NodeStore, request: RankRequest, query_vectors: QueryVectors, *, k: int,
-               rrf_k: Optional[int]) -> List[RankedHit]:
-    """The top ``k`` pages for ``request`` (a leaves-only ranking), each carrying its best leaf's scores."""
+def page_steps(request: RankRequest, query_vectors: QueryVectors, *, k: int, rrf_k: int) -> Generator[Any, Any, List[RankedHit]]:
+    """The top ``k`` pages for ``request`` (a leaves-only ranking), each carrying its best leaf's
+    scores: a generator of :mod:`~drag_knee_retriever.search.ops` operations (run by a driver of
+    :mod:`~drag_knee_retriever.search.drivers`)."""
     limit = k
     while True:
-        hits = store.rank([replace(request, limit=limit)], query_vectors, rrf_k=rrf_k, explain=False)[0]
+        hits = (yield Rank([replace(request, limit=limit)], query_vectors, rrf_k, False, False))[0]
         best = group_by_page(hits)
         if len(best) >= k or len(hits) < limit or limit >= _MAX_LEAVES:
             break
         limit = min(limit * _GROWTH, max(_MAX_LEAVES, k))
     chosen = list(best.items())[:k]
-    pages = {n.id: n for n in store.retrieve([key for key, hit in chosen if key != hit.node.id])}
+    pages = {n.id: n for n in (yield Retrieve([key for key, hit in chosen if key != hit.node.id]))}
     out: List[RankedHit] = []
     for key, hit in chosen:
         node = hit.node if key == hit.node.id else pages.get(key)

@@ -2,7 +2,8 @@
 
 The walk knows nothing of Qdrant, encoders or I/O: :func:`walk_steps` is a generator that yields
 the list of :class:`RankRequest` of each step and receives their ranked hits, so one algorithm
-serves a synchronous driver (:func:`walk`) and an asynchronous one (:func:`awalk`). Each step is one
+serves the search pipeline (:mod:`~drag_knee_retriever.search.pipeline`, run by its synchronous or
+asynchronous driver) and :func:`walk`, which runs it with a ranker of your own (tests, benchmarks). Each step is one
 round trip, so a search costs one for the roots plus one per level visited.
 
 Beam methods (``fixed``, ``knee``, ``sensitive_knee``): rank the roots and keep the beam (the top
@@ -45,13 +46,13 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from .config import FOCUS_METHODS, SearchConfig
 from .identity import NO_MATCH, IdentityMatch
 from .ids import span_leaf_ids
 from .knee import knee_index
-from .magnitude import magnitude_ranking
+from .magnitude import combine_rankings, magnitude_ranking  # combine_rankings: also imported from here
 from .nodes import Trace, TraceCandidate, TraceStep
 from .store.base import FilterSpec, RankedHit, RankRequest
 from .store.filters import any_of
@@ -59,7 +60,6 @@ from .store.filters import any_of
 log = logging.getLogger(__name__)
 
 Ranker = Callable[[Sequence[RankRequest]], List[List[RankedHit]]]
-AsyncRanker = Callable[[Sequence[RankRequest]], Awaitable[List[List[RankedHit]]]]
 Steps = Generator[List[RankRequest], List[List[RankedHit]], List[RankedHit]]
 
 
@@ -135,12 +135,6 @@ def walk(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
          identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
     """Run the configured method with a synchronous ranker; returns the chosen hits, fills ``trace``."""
     return _run(walk_steps(config, filters, trace, identity), rank)
-
-
-async def awalk(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
-                identity: IdentityMatch = NO_MATCH) -> List[RankedHit]:
-    """Run the configured method with an asynchronous ranker (same steps as :func:`walk`)."""
-    return await _arun(walk_steps(config, filters, trace, identity), rank)
 
 
 def _root_scores(trace: Trace) -> Dict[str, float]:
@@ -501,25 +495,10 @@ def _run(steps: Steps, rank: Ranker):
         return done.value
 
 
-async def _arun(steps: Steps, rank: AsyncRanker):
-    try:
-        requests = next(steps)
-        while True:
-            requests = steps.send(await rank(requests))
-    except StopIteration as done:
-        return done.value
-
-
 def budget_ranking(rank: Ranker, config: SearchConfig, filters: FilterSpec, trace: Trace,
                    identity: IdentityMatch = NO_MATCH) -> FocusRanking:
     """:func:`budget_ranking_steps` with a synchronous ranker."""
     return _run(budget_ranking_steps(config, filters, trace, identity), rank)
-
-
-async def abudget_ranking(rank: AsyncRanker, config: SearchConfig, filters: FilterSpec, trace: Trace,
-                          identity: IdentityMatch = NO_MATCH) -> FocusRanking:
-    """:func:`budget_ranking_steps` with an asynchronous ranker."""
-    return await _arun(budget_ranking_steps(config, filters, trace, identity), rank)
 
 
 def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
@@ -554,21 +533,6 @@ def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: F
                                identity.scores if identity else None, config.focus.identity_weight,
                                _root_scores(trace) if config.focus.root_weight else None, config.focus.root_weight)
     return FocusPool(ranked, list(global_hits), list(answers[-1]) if extra else [])
-
-
-def combine_rankings(rankings: Sequence[Sequence[RankedHit]], rrf_k: int) -> List[RankedHit]:
-    """Fuse ranked lists of the same kind of nodes: each node scores ``sum 1 / (rrf_k + rank)``
-    over the lists it appears in (rank from 0, Qdrant's convention); ties by node id."""
-    scores: Dict[str, float] = {}
-    first: Dict[str, RankedHit] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking):
-            nid = hit.node.id
-            scores[nid] = scores.get(nid, 0.0) + 1.0 / (rrf_k + rank)
-            first.setdefault(nid, hit)
-    order = sorted(scores, key=lambda nid: (-scores[nid], nid))
-    return [RankedHit(node=first[n].node, score=scores[n], dense_rank=first[n].dense_rank,
-                      sparse_rank=first[n].sparse_rank) for n in order]
 
 
 def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> Steps:

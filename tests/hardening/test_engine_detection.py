@@ -57,3 +57,66 @@ def test_close_waits_for_searches_in_flight(tmp_path, caching_encoder, engine):
         logging.getLogger().removeHandler(handler)
     assert not errors, errors
     assert not [r for r in records if "borrowed" in r.getMessage().lower()]
+
+
+def test_asearch_is_tracked_in_flight_like_search(caching_encoder, engine):
+    """``asearch`` counts as in flight as ``search`` does: ``close()`` from another thread waits for
+    it, and an ``asearch`` after ``close()`` is refused clearly; a ``close()`` on the event loop's own
+    thread does not wait for that loop's searches (they could not finish while it blocks)."""
+    import asyncio
+    import threading
+    import time
+
+    index = DragKneeIndex(":memory:", embedding=caching_encoder, store=StoreConfig(engine=engine))
+    index.add_documents([Document(id=f"d{i}.txt", text=f"Note {i} about lighthouses and tides.") for i in range(5)])
+    entered, release = threading.Event(), threading.Event()
+    store_arank = index.store.arank
+
+    async def slow_arank(*args, **kwargs):  # holds the search in flight until released
+        entered.set()
+        await asyncio.to_thread(release.wait, 10)
+        return await store_arank(*args, **kwargs)
+
+    index.store.arank = slow_arank  # type: ignore[method-assign]
+    results, closed_at = [], []
+
+    def loop_thread():
+        results.append(asyncio.run(index.asearch("lighthouses tides")))
+
+    searcher = threading.Thread(target=loop_thread)
+    searcher.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=lambda: (index.close(), closed_at.append(time.perf_counter())))
+    closer.start()
+    time.sleep(0.3)
+    assert not closed_at, "close() did not wait for the asearch in flight"
+    released_at = time.perf_counter()
+    release.set()
+    searcher.join(30)
+    closer.join(30)
+    assert results and results[0].nodes and closed_at and closed_at[0] >= released_at
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(index.asearch("lighthouses"))
+
+    other = DragKneeIndex(":memory:", embedding=caching_encoder, store=StoreConfig(engine=engine))
+    other.add_documents([Document(id="a.txt", text="A note about lighthouses.")])
+
+    async def close_on_the_loop():
+        started = asyncio.Event()
+        gate = asyncio.Event()
+        other_arank = other.store.arank
+
+        async def waiting_arank(*args, **kwargs):
+            started.set()
+            await gate.wait()
+            return await other_arank(*args, **kwargs)
+
+        other.store.arank = waiting_arank  # type: ignore[method-assign]
+        task = asyncio.ensure_future(other.asearch("lighthouses"))
+        await started.wait()
+        t = time.perf_counter()
+        other.close(timeout=5)  # on the loop's thread: returns at once
+        assert time.perf_counter() - t < 2
+        task.cancel()
+
+    asyncio.run(close_on_the_loop())

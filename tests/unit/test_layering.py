@@ -119,9 +119,12 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages", "query_args")),
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
-    ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat")),
+    # search/: the one search pipeline (plan, roots, pipeline) and its two drivers, over the walk,
+    # the budget fill, the context check and the relevance scores.
+    ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat",
+              "search")),
     ("write", ("headings", "statements", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
-    ("facade", ("index", "render", "sample", "settings_reference", "")),
+    ("facade", ("index", "opening", "listing", "render", "sample", "settings_reference", "")),
     ("edge", ("integrations", "eval", "cli")),
 )
 LAYER_NAMES = tuple(name for name, _ in LAYERS)
@@ -176,16 +179,22 @@ class Rule:
         return sorted(m for m in imported if _under(m, self.forbid))
 
 
-#: What a search runs: the walk, the context fetch, the flat page ranking, the collection check, the
-#: store with its engines and the query encoder (``DragKneeIndex.search`` wires them; the facade
-#: itself serves both paths).
-SEARCH_PATH = _p("traversal", "context", "magnitude", "page_ranking", "compat", "store", "embeddings", "knee")
+#: What a search runs: the pipeline and its drivers (``search/``), the walk, the budget fill, the
+#: context fetch, the scores, the identities, the flat page ranking, the collection check, the store
+#: with its engines and the query encoder (``DragKneeIndex.search`` builds the plan and runs the
+#: pipeline; the facade itself serves both paths).
+SEARCH_PATH = _p("search", "traversal", "budget", "context", "relevance", "identity", "magnitude", "page_ranking",
+                 "compat", "store", "embeddings", "knee")
 
 RULES = [
     Rule("core modules import no adapter, no CLI, no eval", applies=_p(""), forbid=EDGE, exempt=EDGE),
     Rule("the search path imports nothing of the build path, directly or not", applies=SEARCH_PATH,
          forbid=_p(*BUILD_PATH), transitive=True),
     Rule("nodes.py imports nothing of the package but errors", applies=_p("nodes"), only=_p("errors")),
+    # The search's operations are plain values and its two drivers know only them (and the store,
+    # the encoder and the model they are handed), so any read-layer module may yield operations.
+    Rule("search.ops and search.drivers import nothing of the package but search.ops",
+         applies=_p("search.ops", "search.drivers"), only=_p("search.ops")),
     Rule("ids.py (every derived id) imports nothing of the package", applies=_p("ids"), only=()),
     Rule("point_schema.py (the stored point) imports only the node types", applies=_p("point_schema"),
          only=_p("nodes", "errors")),
