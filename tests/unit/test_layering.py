@@ -189,11 +189,12 @@ RULES = [
     Rule("ids.py (every derived id) imports nothing of the package", applies=_p("ids"), only=()),
     Rule("point_schema.py (the stored point) imports only the node types", applies=_p("point_schema"),
          only=_p("nodes", "errors")),
-    # The engines share store.base/filters, the integrity check on open, the ids and the point schema
+    # The engines share store.base/filters, the integrity check on open (and its node checks), the write
+    # journal, the ids and the point schema
     # (and the data types) and never import each other; which engine library each may import is test_store_layering.py's job.
     Rule("store engines import only store.base/filters, ids and point_schema",
          applies=_p("store.qdrant", "store.edge", "store.memory"),
-         only=_p("store.base", "store.filters", "store.pending", "store.journal", "store.integrity", "store.edge", "ids", "point_schema", "errors", "nodes",
+         only=_p("store.base", "store.filters", "store.pending", "store.journal", "store.checksums", "store.integrity", "store.edge", "ids", "point_schema", "errors", "nodes",
                  "config",
                  # engine-neutral helpers of issue 16: exact BM25 IDF, disk refusals, URL redaction
                  "bm25_idf", "disk", "redact")),
