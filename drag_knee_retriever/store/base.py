@@ -29,7 +29,7 @@ from ..config import check_collection_name  # noqa: F401
 from ..errors import ModelMismatchError
 from ..ids import root_ids
 from ..nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
-from ..point_schema import SCHEMA_VERSION
+from ..point_schema import SCHEMA_VERSION, meta_payload
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -459,11 +459,55 @@ class NodeStore(abc.ABC):
         if info.get("model_id") and int(info.get("schema_version") or 1) < SCHEMA_VERSION:
             self._write_meta(int(info["dense_size"]), str(info["model_id"]), str(info.get("sparse_model") or ""))
 
-    @abc.abstractmethod
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
                     meta: Optional[Mapping[str, Any]] = None) -> None:
         """Record which model built the collection in both bookkeeping points (no search sees
-        them); ``meta``: the payload to write as it is (restoring a lost point from another record)."""
+        them); ``meta``: the payload to write as it is (restoring a lost point from another record).
+        A write like any other: refused on a read-only index, noted in the record (see :meth:`_note_write`)."""
+        self._note_write()
+        # The same bookkeeping points in every engine (see point_schema.meta_payload).
+        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model, self._idf_scheme())
+        self._put_meta(payload, dense_size)
+
+    def _idf_scheme(self) -> Optional[str]:
+        """How this store applies BM25's IDF, as the bookkeeping point records it (None: the engine's own)."""
+        return None
+
+    @abc.abstractmethod
+    def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
+        """Write ``payload`` as both bookkeeping points (ids :data:`~drag_knee_retriever.ids.META_IDS`,
+        dense vector :func:`~drag_knee_retriever.point_schema.meta_vector`), durably."""
+
+    # -- the roots' copy (stores that keep one, see roots_ranking) ------------------------------------
+
+    def _sync_copies(self, *, prune: bool = True) -> Tuple[int, int]:
+        """Bring the roots' copy in step with the stored roots: every root the copy lacks, or holds
+        in another version (:func:`root_version`), is copied again, and (``prune``) every copy whose
+        root is gone is removed. Returns (roots copied, copies removed). The engine reads the
+        versions and copies the points (:meth:`_stored_root_versions`, :meth:`_copy_roots`,
+        :meth:`_drop_root_copies`); the caller makes the copy's collection first and flushes after."""
+        wanted = self._stored_root_versions(copy=False)
+        held = self._stored_root_versions(copy=True)
+        stale = [pid for pid, version in wanted.items() if held.get(pid) != version]
+        extra = [pid for pid in held if pid not in wanted] if prune else []
+        if stale:
+            self._copy_roots(stale)
+        if extra:
+            self._drop_root_copies(extra)
+        return len(stale), len(extra)
+
+    def _stored_root_versions(self, *, copy: bool) -> Dict[str, str]:
+        """Point id -> :func:`root_version` of every root the nodes' collection (``copy``: the roots'
+        copy) holds. Stores that keep a copy implement this and the two below."""
+        raise NotImplementedError
+
+    def _copy_roots(self, point_ids: List[str]) -> None:
+        """Copy these roots, vectors and payload, from the nodes' collection to the roots' copy."""
+        raise NotImplementedError
+
+    def _drop_root_copies(self, point_ids: List[str]) -> None:
+        """Remove these points from the roots' copy."""
+        raise NotImplementedError
 
     def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
         """The payloads of the two bookkeeping points (None where one is missing), in one request."""

@@ -18,7 +18,7 @@ from ..errors import ConfigError, DragKneeError, StoreError, StoreLockedError
 from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
 from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, STAMP_FIELDS, WALK_FIELDS, collection_info, full_node, is_node, light_node,
-                            meta_payload, meta_vector, node_payload, root_node)
+                            meta_vector, node_payload, root_node)
 from . import filters as F
 from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
 from .journal import JOURNAL_DIR, WriteJournal
@@ -282,39 +282,46 @@ class QdrantClientStore(NodeStore):
         (embedded stores only) a copy whose root is gone is removed. On a server other writers may
         be mid-write (their copy lands before their root), so there the copy only gains roots.
         """
-        m = self._m
         if not self.client.collection_exists(self.roots_collection):
             if dense_size is None:
                 raise StoreError("open_collection() makes the roots' collection; call it first.")
             self._create_collection(self.roots_collection, dense_size)
         if created:
             return
-        wanted = self._root_versions(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]))
-        held = self._root_versions(self.roots_collection, None)
-        stale = [pid for pid, version in wanted.items() if held.get(pid) != version]
-        extra = [pid for pid in held if pid not in wanted] if self.engine != "server" else []
-        for start in range(0, len(stale), self.upsert_batch_size):
+        copied, removed = self._sync_copies(prune=self.engine != "server")
+        if copied or removed:
+            log.info("roots' collection %s brought in step: %d root(s) copied, %d removed", self.roots_collection,
+                     copied, removed)
+
+    # The three steps NodeStore._sync_copies decides with (call under the engine lock).
+
+    def _stored_root_versions(self, *, copy: bool) -> Dict[str, str]:
+        m = self._m
+        if copy:
+            return self._root_versions(self.roots_collection, None)
+        return self._root_versions(self.collection, m.Filter(must=[m.FieldCondition(key="level",
+                                                                                   match=m.MatchValue(value=0))]))
+
+    def _copy_roots(self, point_ids: List[str]) -> None:
+        m = self._m
+        for start in range(0, len(point_ids), self.upsert_batch_size):
             self._count()
-            found = self.client.retrieve(self.collection, stale[start:start + self.upsert_batch_size],
+            found = self.client.retrieve(self.collection, point_ids[start:start + self.upsert_batch_size],
                                          with_payload=True, with_vectors=True)
             points = [m.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in found if is_node(p.payload)]
             if points:
                 self._count()
                 self.client.upsert(self.roots_collection, points, wait=True)
-        if extra:
-            self._count()
-            self.client.delete(self.roots_collection, points_selector=m.PointIdsList(points=extra), wait=True)
-        if stale or extra:
-            log.info("roots' collection %s brought in step: %d root(s) copied, %d removed", self.roots_collection,
-                     len(stale), len(extra))
 
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
-                    meta: Optional[Dict[str, Any]] = None) -> None:
+    def _drop_root_copies(self, point_ids: List[str]) -> None:
+        self._count()
+        self.client.delete(self.roots_collection, points_selector=self._m.PointIdsList(points=point_ids), wait=True)
+
+    def _idf_scheme(self) -> Optional[str]:
+        return IDF_SCHEME if self._idf.enabled else None
+
+    def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
         m = self._m
-        self._note_write()
-        # The collection records which model built it in two bookkeeping points (see point_schema.meta_payload).
-        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model,
-                                                       IDF_SCHEME if self._idf.enabled else None)
         points = [m.PointStruct(id=point_id, vector={DENSE: meta_vector(dense_size)}, payload=payload)
                   for point_id in META_IDS]
         with self._engine_lock:
