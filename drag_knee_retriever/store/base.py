@@ -282,8 +282,39 @@ def check_collection_compatible(info: Mapping[str, Any], *, collection: str, mod
         )
 
 
+#: What an engine must implement (NodeStore's abstract methods; see NodeStore's docstring).
+ENGINE_PROTOCOL = frozenset({"open_collection", "upsert", "delete_nodes", "rank", "retrieve", "scroll_nodes", "count",
+                             "collection_info", "close", "_put_meta"})
+#: What no engine writes again: NodeStore's own, for every engine (an engine may extend ``writing``
+#: around it, as Qdrant Edge defers its flushes to the block's end).
+SHARED_BOOKKEEPING = ("_count", "_note_write", "_begin_records", "_end_records", "_write_meta", "_check_existing_collection",
+                      "_record_format", "_close_record", "_sync_copies", "root_stamps")
+
+
 class NodeStore(abc.ABC):
-    """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory."""
+    """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory.
+
+    Two parts. **The engine protocol** is what an engine implements (abstract here, see
+    :data:`ENGINE_PROTOCOL`): open (:meth:`open_collection`: create the collection, or load it and
+    call :meth:`_check_existing_collection`), :meth:`upsert`, :meth:`delete_nodes`, :meth:`rank`,
+    :meth:`retrieve`, :meth:`scroll_nodes`, :meth:`count`, :meth:`collection_info`, :meth:`close`,
+    and the storage of the two bookkeeping points (:meth:`_put_meta`; reading them back,
+    :meth:`_meta_payloads`, defaults to none). An engine may also answer faster or more than the
+    defaults here do (:meth:`retrieve_roots`, :meth:`scroll_dense`, :meth:`set_root_metadata`,
+    :meth:`count_roots`, :meth:`count_points`, :meth:`_sample_nodes`, :meth:`arank`, :meth:`aretrieve`)
+    and, if it keeps a roots' copy (:func:`roots_ranking`), read and copy its points
+    (:meth:`_stored_root_versions`, :meth:`_copy_roots`, :meth:`_drop_root_copies`, :meth:`_copied_stamps`).
+
+    **The bookkeeping every engine shares** lives here once (see :data:`SHARED_BOOKKEEPING`):
+    request counting (:meth:`_count`), the refusal of writes on a read-only index and the record's
+    "writing" mark (:meth:`_note_write`), the pending documents around writes (:meth:`writing`,
+    :meth:`_begin_records` / :meth:`_end_records`; the list itself is :mod:`.pending`), the write
+    journal's place (``journal``, :mod:`.journal`), the bookkeeping points' payload
+    (:meth:`_write_meta`), the integrity check on open and the counts recorded at close
+    (:meth:`_check_existing_collection`, :meth:`_record_format`, :meth:`_close_record`, rules in
+    :mod:`.integrity`), which roots the copy gains or loses (:meth:`_sync_copies`) and the file
+    stamps an ingest reads (:meth:`root_stamps`).
+    """
 
     engine: str = "abstract"
     #: Documents with a write in flight (embedded engines; None: the store does not keep one, and

@@ -218,7 +218,7 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
         check_free_space(base, edge_open_needs(self.path, wal=not self.in_memory), "open the index")
         self._lock.acquire(f"{str(base)!r} (collection {collection!r})")
         try:
-            # The marker checks too run inside _engine_errors: a sub-folder this user may not read
+            # The marker checks too run inside engine_errors: a sub-folder this user may not read
             # (chmod 000 roots/) raised a bare PermissionError here, which the CLI called "damaged".
             with engine_errors(f"load the index in {str(self.path)!r} (is it a drag-knee Edge index?)", str(base)):
                 if (self.path / _SHARD_MARKER).exists():
