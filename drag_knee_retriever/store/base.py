@@ -20,9 +20,11 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 # The two engine constants that shape a search are declared and documented with the settings.
+from ..bm25_idf import SCHEME as IDF_SCHEME
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 # Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
 from ..config import check_collection_name  # noqa: F401
@@ -33,6 +35,7 @@ from ..point_schema import SCHEMA_VERSION, meta_payload
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..bm25_idf import ClientIdf
     from .integrity import RecordFile
     from .journal import WriteJournal
 
@@ -287,8 +290,9 @@ ENGINE_PROTOCOL = frozenset({"open_collection", "upsert", "delete_nodes", "rank"
                              "collection_info", "close", "_put_meta"})
 #: What no engine writes again: NodeStore's own, for every engine (an engine may extend ``writing``
 #: around it, as Qdrant Edge defers its flushes to the block's end).
-SHARED_BOOKKEEPING = ("_count", "_note_write", "_begin_records", "_end_records", "_write_meta", "_check_existing_collection",
-                      "_record_format", "_close_record", "_sync_copies", "root_stamps")
+SHARED_BOOKKEEPING = ("_count", "_note_write", "_idf_scheme", "_idf_in_step", "_begin_records", "_end_records",
+                      "_begin_delete", "_end_delete", "_write_meta", "_check_existing_collection", "_record_format",
+                      "_close_record", "_sync_copies", "root_stamps")
 
 
 class NodeStore(abc.ABC):
@@ -307,13 +311,14 @@ class NodeStore(abc.ABC):
 
     **The bookkeeping every engine shares** lives here once (see :data:`SHARED_BOOKKEEPING`):
     request counting (:meth:`_count`), the refusal of writes on a read-only index and the record's
-    "writing" mark (:meth:`_note_write`), the pending documents around writes (:meth:`writing`,
-    :meth:`_begin_records` / :meth:`_end_records`; the list itself is :mod:`.pending`), the write
-    journal's place (``journal``, :mod:`.journal`), the bookkeeping points' payload
-    (:meth:`_write_meta`), the integrity check on open and the counts recorded at close
-    (:meth:`_check_existing_collection`, :meth:`_record_format`, :meth:`_close_record`, rules in
-    :mod:`.integrity`), which roots the copy gains or loses (:meth:`_sync_copies`) and the file
-    stamps an ingest reads (:meth:`root_stamps`).
+    "writing" mark (:meth:`_note_write`), the pending documents around writes and deletes
+    (:meth:`writing`, :meth:`_begin_records` / :meth:`_end_records`, :meth:`_begin_delete` /
+    :meth:`_end_delete`; the list itself is :mod:`.pending`), the write journal's place
+    (``journal``, :mod:`.journal`), the BM25 frequencies kept in step when a write fails
+    (:meth:`_idf_in_step`), the bookkeeping points' payload (:meth:`_write_meta`), the integrity
+    check on open and the counts recorded at close (:meth:`_check_existing_collection`,
+    :meth:`_record_format`, :meth:`_close_record`, rules in :mod:`.integrity`), which roots the
+    copy gains or loses (:meth:`_sync_copies`) and the file stamps an ingest reads (:meth:`root_stamps`).
     """
 
     engine: str = "abstract"
@@ -324,6 +329,10 @@ class NodeStore(abc.ABC):
     #: The new versions of documents a write is giving them, replayed if it was cut short (embedded
     #: engines; None: a store shared with other processes). See :mod:`~drag_knee_retriever.store.journal`.
     journal: Optional["WriteJournal"] = None
+
+    #: The BM25 IDF this store applies itself, in exact arithmetic (embedded Qdrant engines; None:
+    #: the engine's own, or none). See :mod:`~drag_knee_retriever.bm25_idf`.
+    _idf: Optional["ClientIdf"] = None
 
     #: The record file of an embedded folder (None: the collection's bookkeeping points only).
     #: See :mod:`~drag_knee_retriever.store.integrity`.
@@ -367,6 +376,17 @@ class NodeStore(abc.ABC):
         """After an upsert: the documents whose root landed are whole again."""
         if self.pending is not None:
             self.pending.end({r.node.doc_id for r in records if r.node.parent_id is None})
+
+    def _begin_delete(self, doc_id: str) -> None:
+        """Before a delete's first engine write: the document is pending until :meth:`_end_delete`
+        (a delete cut short leaves rootless nodes of it; see ``pending``)."""
+        if self.pending is not None:
+            self.pending.begin([doc_id])
+
+    def _end_delete(self, doc_id: str) -> None:
+        """After a delete finished: the document is no longer pending."""
+        if self.pending is not None:
+            self.pending.end([doc_id])
 
     def _count(self, n: int = 1) -> None:
         with self._count_lock:
@@ -502,7 +522,18 @@ class NodeStore(abc.ABC):
 
     def _idf_scheme(self) -> Optional[str]:
         """How this store applies BM25's IDF, as the bookkeeping point records it (None: the engine's own)."""
-        return None
+        return IDF_SCHEME if self._idf is not None and self._idf.enabled else None
+
+    @contextlib.contextmanager
+    def _idf_in_step(self) -> Iterator[None]:
+        """Around a write: one that fails may or may not have landed, so the BM25 frequencies this
+        store keeps are counted again before the next query."""
+        try:
+            yield
+        except BaseException:
+            if self._idf is not None:
+                self._idf.stale = self._idf.enabled
+            raise
 
     @abc.abstractmethod
     def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:

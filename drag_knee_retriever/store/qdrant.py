@@ -22,7 +22,8 @@ from ..disk import io_error
 from ..errors import ConfigError, DragKneeError, StoreError, StoreLockedError
 from ..ids import META_IDS
 from ..nodes import TreeNode
-from ..point_schema import DENSE, ROOT_FIELDS, SPARSE, collection_info, full_node, is_node, meta_vector, node_payload, root_node
+from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, collection_info, full_node, is_node, meta_vector, node_payload,
+                            root_node)
 from ..redact import protect, redact_text, redact_url
 from . import filters as F
 from .base import (EDGE_MARKER, PENDING_FILE, ROOTS_SUFFIX, FilterSpec, NodeRecord, NodeStore, PendingDocs,
@@ -248,9 +249,6 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(name, field, field_schema=schema)
 
-    def _idf_scheme(self) -> Optional[str]:
-        return IDF_SCHEME if self._idf.enabled else None
-
     def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
         m = self._m
         points = [m.PointStruct(id=point_id, vector={DENSE: meta_vector(dense_size)}, payload=payload)
@@ -329,15 +327,6 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
                     self._idf.frequencies.add([r.sparse_indices for r in chunk])
         self._end_records(records)
 
-    @contextlib.contextmanager
-    def _idf_in_step(self) -> Iterator[None]:
-        """A write that fails may or may not have landed: count the frequencies again before the next query."""
-        try:
-            yield
-        except BaseException:
-            self._idf.stale = self._idf.enabled
-            raise
-
     def _sparse_terms(self, *, ids: Optional[Sequence[str]] = None, flt: Any = None) -> List[List[int]]:
         """The BM25 term ids of stored nodes, by id or by filter (call under the engine lock)."""
         if ids is not None:
@@ -384,8 +373,7 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
         with self._engine_lock:
             gone = self._sparse_terms(flt=m.Filter(must=self._filters.conditions(steps[-1]), must_not=must_not)) \
                 if self._idf.enabled else []
-        if self.pending is not None:
-            self.pending.begin([doc_id])
+        self._begin_delete(doc_id)
         # The roots' copy first (the walk stops reaching the tree), then the root, then the rest.
         self._count()
         with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"):
@@ -399,8 +387,7 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
                     filter=m.Filter(must=self._filters.conditions(step), must_not=must_not)), wait=True)
         if self._idf.enabled:
             self._idf.frequencies.remove(gone)
-        if self.pending is not None:
-            self.pending.end([doc_id])
+        self._end_delete(doc_id)
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -310,9 +310,6 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
         for field, schema in _PAYLOAD_INDEXES:
             shard.update(qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, schema)))
 
-    def _idf_scheme(self) -> Optional[str]:
-        return IDF_SCHEME if self._idf.enabled else None
-
     def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
         qe = self._qe
         points = [qe.Point(point_id, {DENSE: meta_vector(dense_size)}, payload) for point_id in META_IDS]

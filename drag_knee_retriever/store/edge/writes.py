@@ -103,15 +103,6 @@ class EdgeWrites:
                 self._flush_owed = False
                 self._flush()  # before the pending list forgets these documents
 
-    @contextlib.contextmanager
-    def _idf_in_step(self: "EdgeStore") -> Iterator[None]:
-        """A write that fails may or may not have landed: count the frequencies again before the next query."""
-        try:
-            yield
-        except BaseException:
-            self._idf.stale = self._idf.enabled
-            raise
-
     def _sparse_terms(self: "EdgeStore", *, ids: Optional[Sequence[str]] = None, must: Optional[List[Any]] = None,
                       must_not: Optional[List[Any]] = None) -> List[List[int]]:
         """The BM25 term ids of stored nodes: by id, or by filter (every node: ``level >= 0``)."""
@@ -171,7 +162,7 @@ class EdgeWrites:
             self._count()
             if not self.shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must=of_doc, must_not=must_not))):
                 return
-            self.pending.begin([doc_id])
+            self._begin_delete(doc_id)
             # The root first (the NodeStore contract): it is the tree's commit point, so a delete
             # cut short leaves only rootless nodes, which no search reaches and the next ingest removes.
             gone = self._sparse_terms(must=of_doc, must_not=must_not) if self._idf.enabled else []
@@ -192,7 +183,7 @@ class EdgeWrites:
             cache.remove(doc_id, except_hash)  # after the engine delete: see NodeCache
         self._forget_node_counts((doc_id,))
         self._deleted = True
-        self.pending.end([doc_id])
+        self._end_delete(doc_id)
 
     def set_root_metadata(self: "EdgeStore", root_id: str, values: Mapping[str, Any]) -> None:
         qe = self._qe
