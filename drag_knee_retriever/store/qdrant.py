@@ -68,6 +68,8 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
     (README, "Scale"). An existing collection keeps the settings it was created with.
     """
 
+    _idf: ClientIdf  # set in __init__ (decided again per collection when opened)
+
     def __init__(
         self,
         collection: str,

@@ -15,14 +15,15 @@ qdrant-client: the request classes come from its ``models``).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..point_schema import DENSE, SPARSE, WALK_FIELDS, full_node, is_node, light_node
 from .base import (TIE_MARGIN, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking, score_limit,
                    side_limit, side_order, side_scores, stable_order)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .qdrant import QdrantClientStore
+#: The class these methods are mixed into (QdrantClientStore), Any to a type checker: mypy
+#: cannot check a mixin against its host class.
+_Host = Any
 
 #: Where each request's answers sit in a batch: (main, dense side, sparse side, request, ranks within).
 Layout = List[Tuple[int, Optional[int], Optional[int], RankRequest, int]]
@@ -31,14 +32,14 @@ Layout = List[Tuple[int, Optional[int], Optional[int], RankRequest, int]]
 class QdrantRanking:
     """``rank`` / ``arank`` of the qdrant-client store (a mixin of ``QdrantClientStore``)."""
 
-    def rank(self: "QdrantClientStore", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int,
+    def rank(self: "_Host", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int,
              explain: bool, light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
         batch, layout, targets = self._plan(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         return read_batch(self._execute(batch, targets), layout, light)
 
-    async def arank(self: "QdrantClientStore", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int,
+    async def arank(self: "_Host", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int,
                     explain: bool, light: bool = False) -> List[List[RankedHit]]:
         if self.async_client is None:
             return await super().arank(requests, query, rrf_k=rrf_k, explain=explain,  # type: ignore[misc]
@@ -50,7 +51,7 @@ class QdrantRanking:
 
     # -- plan --------------------------------------------------------------------------------
 
-    def _plan(self: "QdrantClientStore", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int,
+    def _plan(self: "_Host", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int,
               explain: bool, light: bool) -> Tuple[List[Any], Layout, List[bool]]:
         """The query_batch_points requests of one round trip, where each answer sits in it, and
         per request whether the roots' copy answers it."""
@@ -101,7 +102,7 @@ class QdrantRanking:
 
     # -- execute -----------------------------------------------------------------------------
 
-    def _by_collection(self: "QdrantClientStore", targets: Sequence[bool]) -> List[Tuple[str, List[int]]]:
+    def _by_collection(self: "_Host", targets: Sequence[bool]) -> List[Tuple[str, List[int]]]:
         """The batch's positions per collection: the roots' rankings on the roots' copy (one call
         per collection present)."""
         out = []
@@ -111,7 +112,7 @@ class QdrantRanking:
                 out.append((name, positions))
         return out
 
-    def _execute(self: "QdrantClientStore", batch: List[Any], targets: Sequence[bool]) -> List[Any]:
+    def _execute(self: "_Host", batch: List[Any], targets: Sequence[bool]) -> List[Any]:
         """The batch's answers in its order: one request per collection, in turn."""
         responses: List[Any] = [None] * len(batch)
         for name, positions in self._by_collection(targets):
@@ -122,7 +123,7 @@ class QdrantRanking:
                 responses[i] = answer
         return responses
 
-    async def _aexecute(self: "QdrantClientStore", batch: List[Any], targets: Sequence[bool]) -> List[Any]:
+    async def _aexecute(self: "_Host", batch: List[Any], targets: Sequence[bool]) -> List[Any]:
         """:meth:`_execute` with the async client: the collections' requests at once."""
         parts = self._by_collection(targets)
         self._count(len(parts))

@@ -11,14 +11,15 @@ its versions and copies points. A mixin of :class:`~drag_knee_retriever.store.qd
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import StoreError
 from ..point_schema import STAMP_FIELDS, is_node
 from .base import payload_stamp, root_version, stamp_ids
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .qdrant import QdrantClientStore
+#: The class these methods are mixed into (QdrantClientStore), Any to a type checker: mypy
+#: cannot check a mixin against its host class.
+_Host = Any
 
 log = logging.getLogger("drag_knee_retriever.store.qdrant")
 
@@ -44,7 +45,7 @@ def _live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) -
 class QdrantRoots:
     """The roots' copy of a qdrant-client store (a mixin of ``QdrantClientStore``)."""
 
-    def _root_versions(self: "QdrantClientStore", name: str, flt: Any) -> Dict[str, str]:
+    def _root_versions(self: "_Host", name: str, flt: Any) -> Dict[str, str]:
         """Point id -> :func:`root_version` of the roots a collection holds (call under the engine lock)."""
         found: Dict[str, str] = {}
         offset = None
@@ -56,7 +57,7 @@ class QdrantRoots:
             if offset is None:
                 return found
 
-    def _sync_roots(self: "QdrantClientStore", dense_size: Optional[int], *, created: bool) -> None:
+    def _sync_roots(self: "_Host", dense_size: Optional[int], *, created: bool) -> None:
         """Bring the roots' collection in step with the roots of the nodes' collection (call under
         the engine lock).
 
@@ -78,14 +79,14 @@ class QdrantRoots:
 
     # The three steps NodeStore._sync_copies decides with (call under the engine lock).
 
-    def _stored_root_versions(self: "QdrantClientStore", *, copy: bool) -> Dict[str, str]:
+    def _stored_root_versions(self: "_Host", *, copy: bool) -> Dict[str, str]:
         m = self._m
         if copy:
             return self._root_versions(self.roots_collection, None)
         return self._root_versions(self.collection, m.Filter(must=[m.FieldCondition(key="level",
                                                                                    match=m.MatchValue(value=0))]))
 
-    def _copy_roots(self: "QdrantClientStore", point_ids: List[str]) -> None:
+    def _copy_roots(self: "_Host", point_ids: List[str]) -> None:
         m = self._m
         for start in range(0, len(point_ids), self.upsert_batch_size):
             self._count()
@@ -96,11 +97,11 @@ class QdrantRoots:
                 self._count()
                 self.client.upsert(self.roots_collection, points, wait=True)
 
-    def _drop_root_copies(self: "QdrantClientStore", point_ids: List[str]) -> None:
+    def _drop_root_copies(self: "_Host", point_ids: List[str]) -> None:
         self._count()
         self.client.delete(self.roots_collection, points_selector=self._m.PointIdsList(points=point_ids), wait=True)
 
-    def _copied_stamps(self: "QdrantClientStore", doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
+    def _copied_stamps(self: "_Host", doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
         # The roots' copy answers (only roots come back, with the stamp and version alone), then
         # the nodes' collection confirms those roots' versions (see _live_stamps).
         if not self._roots_synced:  # an index of a newer format, read as it is: the nodes' roots
@@ -117,7 +118,7 @@ class QdrantRoots:
                 copied[pid] = (by_id[pid], stamp, point.payload.get("doc_hash"))
         return _live_stamps(copied, self._doc_hashes)
 
-    def _doc_hashes(self: "QdrantClientStore", point_ids: Sequence[str]) -> Dict[str, Any]:
+    def _doc_hashes(self: "_Host", point_ids: Sequence[str]) -> Dict[str, Any]:
         """Point id -> doc_hash of the nodes' collection's points among ``point_ids`` (one request)."""
         self._count()
         with self._engine_lock:
@@ -125,6 +126,6 @@ class QdrantRoots:
                                           with_vectors=False)
         return {str(p.id): (p.payload or {}).get("doc_hash") for p in points}
 
-    def sync_roots(self: "QdrantClientStore") -> None:
+    def sync_roots(self: "_Host") -> None:
         with self._engine_lock:
             self._sync_roots(None, created=False)

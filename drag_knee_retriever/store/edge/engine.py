@@ -110,6 +110,7 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
     """
 
     engine = "edge"
+    _idf: ClientIdf  # set in __init__ (decided again per collection when opened)
 
     def __init__(self, collection: str, *, location: Optional[str] = ":memory:", upsert_batch_size: int = 256,
                  node_map_capacity: int = 200_000, payload_memory: Optional[str] = None,

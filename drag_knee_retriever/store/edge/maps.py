@@ -10,14 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ...point_schema import is_node
 from .. import filters as F
 from .node_map import NodeCache
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import EdgeStore
+#: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
+#: cannot check a mixin against its host class.
+_Host = Any
 
 log = logging.getLogger("drag_knee_retriever.store.edge.engine")
 
@@ -32,7 +33,9 @@ def _waited(loader: Optional[threading.Thread], cache: NodeCache, timeout: Optio
 class WalkMaps:
     """Loading and waiting for the node map and the roots map (a mixin of ``EdgeStore``)."""
 
-    def _load_node_map(self: "EdgeStore") -> None:
+    _roots_loader: Optional[threading.Thread]  # the roots map's loader thread, once started
+
+    def _load_node_map(self: "_Host") -> None:
         """Read every node's walk fields, a page at a time, and install them as the node map
         (the loader thread of a loaded index). Gives up when the index holds more than the map's
         capacity, when the store closes, or when a write comes in meanwhile (NodeCache.finish_load)."""
@@ -48,14 +51,14 @@ class WalkMaps:
         except Exception:  # the store closed under it, or the engine failed: rankings read payloads
             log.debug("loading the node map stopped", exc_info=True)
 
-    def _start_roots_map(self: "EdgeStore") -> None:
+    def _start_roots_map(self: "_Host") -> None:
         """Fill the roots map of a loaded index in the background, once its roots' shard is in step."""
         if self._roots is None or self._roots_deferred or self._roots_map.capacity == 0 or self._roots_loader:
             return
         self._roots_loader = threading.Thread(target=self._load_roots_map, name="drag-knee-roots-map", daemon=True)
         self._roots_loader.start()
 
-    def _load_roots_map(self: "EdgeStore") -> None:
+    def _load_roots_map(self: "_Host") -> None:
         """Read every root's walk fields from the roots' shard and install them as the roots map.
 
         Why: without a complete node map (an index above its capacity: 1M nodes) the roots ranking
@@ -69,7 +72,7 @@ class WalkMaps:
         except Exception:  # the store closed under it, or the engine failed: rankings read payloads
             log.debug("loading the roots map stopped", exc_info=True)
 
-    def _fill(self: "EdgeStore", cache: NodeCache, token: int, shard: Any, flt: Any, what: str) -> None:
+    def _fill(self: "_Host", cache: NodeCache, token: int, shard: Any, flt: Any, what: str) -> None:
         """Scroll the walk's fields of ``shard``'s points (``flt``), a page at a time, into ``cache``;
         stops when the store closes or the points outgrow the cache's capacity."""
         qe = self._qe
@@ -89,16 +92,16 @@ class WalkMaps:
                           time.perf_counter() - started)
                 return
 
-    def wait_for_roots_map(self: "EdgeStore", timeout: Optional[float] = None) -> bool:
+    def wait_for_roots_map(self: "_Host", timeout: Optional[float] = None) -> bool:
         """Wait until the background roots map load ends; True if the roots map is complete."""
         return _waited(self._roots_loader, self._roots_map, timeout)
 
-    def wait_for_node_map(self: "EdgeStore", timeout: Optional[float] = None) -> bool:
+    def wait_for_node_map(self: "_Host", timeout: Optional[float] = None) -> bool:
         """Wait until the background node map load (of a loaded index) ends; True if the map is
         complete. Rankings are the same either way; only their speed differs."""
         return _waited(self._loader, self._node_map, timeout)
 
     @property
-    def _maps(self: "EdgeStore") -> Tuple[NodeCache, NodeCache]:
+    def _maps(self: "_Host") -> Tuple[NodeCache, NodeCache]:
         """Both maps of the walk's fields (every node's, the roots'): every write keeps both in step."""
         return self._node_map, self._roots_map

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import operator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,8 +33,9 @@ from .calls import engine_errors
 from .fast import fuse_rrf, hits_from_map, point_ids
 from .node_map import NodeCache
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import EdgeStore
+#: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
+#: cannot check a mixin against its host class.
+_Host = Any
 
 log = logging.getLogger("drag_knee_retriever.store.edge.engine")
 
@@ -94,7 +95,10 @@ class _Batch:
 class EdgeRanking:
     """``rank`` and what it needs (a mixin of ``EdgeStore``)."""
 
-    def rank(self: "EdgeStore", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+    #: The last query's engine objects (see _query): (query, dense, sparse, frequencies' version).
+    _last_query: Optional[Tuple[QueryVectors, Any, Any, int]]
+
+    def rank(self: "_Host", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
              light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
@@ -107,7 +111,7 @@ class EdgeRanking:
 
     # -- plan --------------------------------------------------------------------------------
 
-    def _plan(self: "EdgeStore", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
+    def _plan(self: "_Host", requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
               light: bool) -> _Batch:
         """The engine requests of one round trip for ``requests`` (no engine call, but the facet a
         split BM25 side may need once, see :meth:`_sparse_groups`)."""
@@ -192,7 +196,7 @@ class EdgeRanking:
             out.plans.append(_Plan(request, main_index, dense_index, sparse_index, mapped_by))
         return out
 
-    def _query(self: "EdgeStore", query: QueryVectors) -> Tuple[Any, Any]:
+    def _query(self: "_Host", query: QueryVectors) -> Tuple[Any, Any]:
         """The engine's dense and sparse query objects for ``query``, built once per search.
 
         A walk sends the same query in every round trip; converting 384 floats to the engine's
@@ -211,7 +215,7 @@ class EdgeRanking:
         self._last_query = (query, dense_q, sparse_q, version)
         return dense_q, sparse_q
 
-    def _sparse_groups(self: "EdgeStore", request: RankRequest) -> Optional[List[RankRequest]]:
+    def _sparse_groups(self: "_Host", request: RankRequest) -> Optional[List[RankRequest]]:
         """The requests of ``request``'s BM25 side split per group of documents, or None: one request.
 
         Only an open ranking of leaves filtered by a ``doc_id`` match on several documents (the
@@ -242,7 +246,7 @@ class EdgeRanking:
         before, after = tuple(conditions[:at]), tuple(conditions[at + 1 :])
         return [replace(request, filters=before + (F.any_of("doc_id", group),) + after) for group in groups]
 
-    def _doc_node_counts(self: "EdgeStore", doc_ids: Sequence[str]) -> Dict[str, int]:
+    def _doc_node_counts(self: "_Host", doc_ids: Sequence[str]) -> Dict[str, int]:
         """How many nodes each document holds, from a cache: filled for every document by the first
         call (one facet over the ``doc_id`` index, ~8 ms at 1M nodes; ``exact=True`` cost ~350 ms),
         then one exact facet for the documents written since (a write forgets its documents'
@@ -272,20 +276,20 @@ class EdgeRanking:
                 cache[d] = found.get(d, 0)
         return {d: cache.get(d, 0) for d in doc_ids}
 
-    def _forget_node_counts(self: "EdgeStore", doc_ids: Any) -> None:
+    def _forget_node_counts(self: "_Host", doc_ids: Any) -> None:
         for d in doc_ids:
             self._node_counts.pop(d, None)
 
     # -- execute -----------------------------------------------------------------------------
 
-    def _execute(self: "EdgeStore", batch: _Batch) -> List[Any]:
+    def _execute(self: "_Host", batch: _Batch) -> List[Any]:
         """The planned batch's answers, in its order (a split side's groups merged at its first position)."""
         responses = self._query_batches(batch.requests, batch.targets)
         for position, parts in batch.merged.items():  # a split side: its groups' points, ordered in _read
             responses[position] = [p for part in responses[position : position + parts] for p in part]
         return responses
 
-    def _query_batches(self: "EdgeStore", batch: Sequence[Any], targets: Sequence[bool]) -> List[Any]:
+    def _query_batches(self: "_Host", batch: Sequence[Any], targets: Sequence[bool]) -> List[Any]:
         """Run a ranking batch: its roots' requests on the roots' shard, the rest on the nodes'
         shard (one engine call each kind present), answers in the batch's order."""
         qe = self._qe
@@ -304,7 +308,7 @@ class EdgeRanking:
 
     # -- read --------------------------------------------------------------------------------
 
-    def _read(self: "EdgeStore", batch: _Batch, responses: List[Any], *, rrf_k: int,
+    def _read(self: "_Host", batch: _Batch, responses: List[Any], *, rrf_k: int,
               explain: bool) -> List[List[RankedHit]]:
         """Each planned request's hits from the batch's answers (see the module docstring)."""
         side_ids, side_pairs, payloads_of = self._read_sides(batch, responses)
@@ -389,7 +393,7 @@ class EdgeRanking:
             side_ids[position] = list(map(PAIR_ID, pairs))
         return side_ids, side_pairs, payloads_of
 
-    def _fuse_here(self: "EdgeStore", batch: _Batch, side_ids: Dict[int, List[str]], payloads_of: Dict[str, Any],
+    def _fuse_here(self: "_Host", batch: _Batch, side_ids: Dict[int, List[str]], payloads_of: Dict[str, Any],
                    rrf_k: int) -> Dict[int, List[Tuple[str, float]]]:
         """The rankings fused here, each cut at its limit; without the node map, the fields of their
         kept hits that no side brought are read into ``payloads_of`` in one engine call for the batch."""
@@ -407,14 +411,14 @@ class EdgeRanking:
                 payloads_of.update(self._walk_payloads(missing))
         return fused
 
-    def _walk_payloads(self: "EdgeStore", point_ids: Sequence[str]) -> Dict[str, Any]:
+    def _walk_payloads(self: "_Host", point_ids: Sequence[str]) -> Dict[str, Any]:
         """The walk's payload fields of ranked points, by id (one engine call)."""
         self._count()
         with engine_errors("fetch ranked nodes"):
             records = self.shard.retrieve(list(point_ids), with_payload=self._walk_payload, with_vector=False)
         return {str(record.id): record.payload for record in records}
 
-    def _fetch_light(self: "EdgeStore", point_id: str) -> Optional[TreeNode]:
+    def _fetch_light(self: "_Host", point_id: str) -> Optional[TreeNode]:
         """A ranked point the node map does not hold, read from the engine (None: not a node)."""
         log.debug("point %s not in the node map; reading its payload", point_id)
         self._count()

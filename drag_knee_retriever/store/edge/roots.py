@@ -10,7 +10,7 @@ versions and copies points. A mixin of :class:`~.engine.EdgeStore`.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ...disk import BYTES_PER_NODE, MIB, edge_open_needs, free_bytes
 from ...errors import StoreError
@@ -19,8 +19,9 @@ from ..base import EDGE_ROOTS_DIR, payload_stamp, root_version, stamp_ids
 from ..integrity import describe
 from .calls import SCROLL_PAGE, engine_errors
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import EdgeStore
+#: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
+#: cannot check a mixin against its host class.
+_Host = Any
 
 log = logging.getLogger("drag_knee_retriever.store.edge.engine")
 
@@ -31,8 +32,10 @@ COPY_BATCH = 256
 class EdgeRoots:
     """The roots' shard of an Edge store (a mixin of ``EdgeStore``)."""
 
+    read_only: Optional[str]  # NodeStore's (set here when a format-1 index has no room for its roots)
+
     @property
-    def roots_shard(self: "EdgeStore") -> Any:
+    def roots_shard(self: "_Host") -> Any:
         """The roots' own ``EdgeShard`` (made or brought in step by :meth:`open_collection`)."""
         self.shard  # a closed or unopened store says so
         if self._roots is None:
@@ -40,7 +43,7 @@ class EdgeRoots:
                              "(DragKneeIndex does) before reading or writing.")
         return self._roots
 
-    def _room_for_roots(self: "EdgeStore") -> bool:
+    def _room_for_roots(self: "_Host") -> bool:
         """Whether the roots' shard is there, or there is room to make it (bringing a format-1
         index to format 2 on open). Where there is not, the index opens read-only, saying why:
         making the shard maps its log (2 x 32 MiB) and copies every root, and Edge dies by SIGBUS
@@ -63,20 +66,20 @@ class EdgeRoots:
         log.warning("%s", self.read_only)
         return False
 
-    def _roots_to_read(self: "EdgeStore") -> Any:
+    def _roots_to_read(self: "_Host") -> Any:
         """The shard that answers rankings and listings of the roots: the roots' own, or the nodes'
         shard (by its ``level = 0`` filter) for a format-1 index opened read-only (_room_for_roots)."""
         if self._roots_deferred:
             return self.shard
         return self.roots_shard
 
-    def _create_roots_shard(self: "EdgeStore", dense_size: int) -> Any:
+    def _create_roots_shard(self: "_Host", dense_size: int) -> Any:
         """A new, empty roots' shard (call inside engine_errors)."""
         roots = self._qe.EdgeShard.create(str(self.path / EDGE_ROOTS_DIR), self._shard_config(dense_size))
         self._create_indexes(roots)
         return roots
 
-    def _root_versions(self: "EdgeStore", shard: Any, *, level_filter: bool) -> Dict[str, str]:
+    def _root_versions(self: "_Host", shard: Any, *, level_filter: bool) -> Dict[str, str]:
         """Point id -> :func:`root_version` of every root a shard holds (the nodes' shard: ``level = 0``)."""
         qe = self._qe
         flt = qe.Filter(must=[qe.FieldCondition(key="level", match=qe.MatchValue(0))]) if level_filter else None
@@ -93,11 +96,11 @@ class EdgeRoots:
 
     # The three steps NodeStore._sync_copies decides with.
 
-    def _stored_root_versions(self: "EdgeStore", *, copy: bool) -> Dict[str, str]:
+    def _stored_root_versions(self: "_Host", *, copy: bool) -> Dict[str, str]:
         return self._root_versions(self._roots, level_filter=False) if copy else \
             self._root_versions(self.shard, level_filter=True)
 
-    def _copy_roots(self: "EdgeStore", point_ids: List[str]) -> None:
+    def _copy_roots(self: "_Host", point_ids: List[str]) -> None:
         qe = self._qe
         for start in range(0, len(point_ids), COPY_BATCH):
             self._count()
@@ -106,11 +109,11 @@ class EdgeRoots:
             self._count()
             self._roots.update(qe.UpdateOperation.upsert_points(points))
 
-    def _drop_root_copies(self: "EdgeStore", point_ids: List[str]) -> None:
+    def _drop_root_copies(self: "_Host", point_ids: List[str]) -> None:
         self._count()
         self._roots.update(self._qe.UpdateOperation.delete_points(point_ids))
 
-    def _sync_roots(self: "EdgeStore", dense_size: Optional[int]) -> None:
+    def _sync_roots(self: "_Host", dense_size: Optional[int]) -> None:
         """Bring the roots' shard in step with the roots of the nodes' shard.
 
         A folder written before the roots had a shard of their own (or by an older release, which
@@ -130,10 +133,10 @@ class EdgeRoots:
                 log.info("roots' shard of %s brought in step: %d root(s) copied, %d removed", self.path,
                          copied, removed)
 
-    def sync_roots(self: "EdgeStore") -> None:
+    def sync_roots(self: "_Host") -> None:
         self._sync_roots(None)
 
-    def _copied_stamps(self: "EdgeStore", doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
+    def _copied_stamps(self: "_Host", doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
         # The roots' copy answers: only roots come back, with the stamp alone (a retrieve of both
         # possible root ids from the nodes' shard also returned each document's first leaf, and
         # the walk's fields of each: ~75 ms for 1,000 files, RESULTS.md "scale"). The folder lock
@@ -154,7 +157,7 @@ class EdgeRoots:
             return None
         return found
 
-    def _count_roots_of(self: "EdgeStore", doc_ids: Sequence[str]) -> int:
+    def _count_roots_of(self: "_Host", doc_ids: Sequence[str]) -> int:
         """How many roots of ``doc_ids`` the nodes' shard holds (one count on its payload indexes)."""
         qe = self._qe
         self._count()

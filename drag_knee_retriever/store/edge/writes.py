@@ -11,7 +11,7 @@ document frequencies (stale when a write fails) and each document's node count. 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -22,14 +22,15 @@ from ..base import NodeRecord
 from ..checksums import add_checks
 from .calls import SCROLL_PAGE, engine_errors
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import EdgeStore
+#: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
+#: cannot check a mixin against its host class.
+_Host = Any
 
 
 class EdgeWrites:
     """Writes of an Edge store (a mixin of ``EdgeStore``)."""
 
-    def upsert(self: "EdgeStore", records: Sequence[NodeRecord]) -> None:
+    def upsert(self: "_Host", records: Sequence[NodeRecord]) -> None:
         qe = self._qe
         shard = self.shard
         self._begin_records(records)
@@ -76,7 +77,7 @@ class EdgeWrites:
             self._forget_node_counts({r.node.doc_id for r in records})
         self._end_records(records)
 
-    def _flush(self: "EdgeStore") -> None:
+    def _flush(self: "_Host") -> None:
         """Make the writes durable now, or at the end of the :meth:`writing` block around them."""
         if self._flush_deferred:
             self._flush_owed = True
@@ -88,7 +89,7 @@ class EdgeWrites:
             self.shard.flush()
 
     @contextlib.contextmanager
-    def writing(self: "EdgeStore", doc_ids: Sequence[str]) -> Iterator[None]:
+    def writing(self: "_Host", doc_ids: Sequence[str]) -> Iterator[None]:
         """The index's replace-a-batch sequence (delete old trees, body, roots) with one flush at
         its end instead of one per step: on a 2,620-node folder each flush after a delete cost
         ~0.5 s, 3 of them per changed file (benchmarks/reingest.py). Order is still safe without
@@ -103,7 +104,7 @@ class EdgeWrites:
                 self._flush_owed = False
                 self._flush()  # before the pending list forgets these documents
 
-    def _sparse_terms(self: "EdgeStore", *, ids: Optional[Sequence[str]] = None, must: Optional[List[Any]] = None,
+    def _sparse_terms(self: "_Host", *, ids: Optional[Sequence[str]] = None, must: Optional[List[Any]] = None,
                       must_not: Optional[List[Any]] = None) -> List[List[int]]:
         """The BM25 term ids of stored nodes: by id, or by filter (every node: ``level >= 0``)."""
         if ids is None:
@@ -113,7 +114,7 @@ class EdgeWrites:
             records = self.shard.retrieve(list(ids), with_payload=False, with_vector=[SPARSE]) if ids else []
         return [list(r.vector[SPARSE].indices) for r in records if r.vector and SPARSE in r.vector]
 
-    def _iter_sparse_terms(self: "EdgeStore", *, must: Optional[List[Any]] = None,
+    def _iter_sparse_terms(self: "_Host", *, must: Optional[List[Any]] = None,
                            must_not: Optional[List[Any]] = None) -> Iterator[List[int]]:
         """The BM25 term ids of the nodes a filter selects, one page of the engine's scroll at a time.
 
@@ -136,12 +137,12 @@ class EdgeWrites:
             if offset is None:
                 return
 
-    def _fresh_idf(self: "EdgeStore") -> None:
+    def _fresh_idf(self: "_Host") -> None:
         if self._idf.enabled and self._idf.stale and self._shard is not None:
             self._idf.rebuild(self._iter_sparse_terms(must=self._filters.conditions(F.count_conditions())))
 
     @contextlib.contextmanager
-    def _dropping_node_map_on_error(self: "EdgeStore") -> Iterator[None]:
+    def _dropping_node_map_on_error(self: "_Host") -> Iterator[None]:
         """A write that fails leaves the engine in an unknown state: stop trusting the node map."""
         try:
             yield
@@ -150,7 +151,7 @@ class EdgeWrites:
                 cache.drop()
             raise
 
-    def delete_nodes(self: "EdgeStore", doc_id: str, *, except_hash: Optional[str] = None) -> None:
+    def delete_nodes(self: "_Host", doc_id: str, *, except_hash: Optional[str] = None) -> None:
         qe = self._qe
         self._note_write()
         steps, excluded = F.delete_plan(doc_id, except_hash)
@@ -185,7 +186,7 @@ class EdgeWrites:
         self._deleted = True
         self._end_delete(doc_id)
 
-    def set_root_metadata(self: "EdgeStore", root_id: str, values: Mapping[str, Any]) -> None:
+    def set_root_metadata(self: "_Host", root_id: str, values: Mapping[str, Any]) -> None:
         qe = self._qe
         self._count()
         with engine_errors("update a root's metadata", self.location):
