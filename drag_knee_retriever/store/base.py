@@ -286,11 +286,11 @@ def check_collection_compatible(info: Mapping[str, Any], *, collection: str, mod
 
 
 #: What an engine must implement (NodeStore's abstract methods; see NodeStore's docstring).
-ENGINE_PROTOCOL = frozenset({"open_collection", "upsert", "delete_nodes", "rank", "retrieve", "scroll_nodes", "count",
+ENGINE_PROTOCOL = frozenset({"_exists", "_create", "upsert", "delete_nodes", "rank", "retrieve", "scroll_nodes", "count",
                              "collection_info", "close", "_put_meta"})
 #: What no engine writes again: NodeStore's own, for every engine (an engine may extend ``writing``
 #: around it, as Qdrant Edge defers its flushes to the block's end).
-SHARED_BOOKKEEPING = ("_count", "_note_write", "_idf_scheme", "_idf_in_step", "_begin_records", "_end_records",
+SHARED_BOOKKEEPING = ("open_collection", "_count", "_note_write", "_idf_scheme", "_idf_in_step", "_begin_records", "_end_records",
                       "_begin_delete", "_end_delete", "_write_meta", "_check_existing_collection", "_record_format",
                       "_close_record", "_sync_copies", "root_stamps")
 
@@ -299,8 +299,8 @@ class NodeStore(abc.ABC):
     """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory.
 
     Two parts. **The engine protocol** is what an engine implements (abstract here, see
-    :data:`ENGINE_PROTOCOL`): open (:meth:`open_collection`: create the collection, or load it and
-    call :meth:`_check_existing_collection`), :meth:`upsert`, :meth:`delete_nodes`, :meth:`rank`,
+    :data:`ENGINE_PROTOCOL`): open (:meth:`_exists`, :meth:`_create`; :meth:`open_collection` runs
+    them with the check on open), :meth:`upsert`, :meth:`delete_nodes`, :meth:`rank`,
     :meth:`retrieve`, :meth:`scroll_nodes`, :meth:`count`, :meth:`collection_info`, :meth:`close`,
     and the storage of the two bookkeeping points (:meth:`_put_meta`; reading them back,
     :meth:`_meta_payloads`, defaults to none). An engine may also answer faster or more than the
@@ -392,9 +392,48 @@ class NodeStore(abc.ABC):
         with self._count_lock:
             self.requests += n
 
-    @abc.abstractmethod
     def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        """Create the collection, or check that an existing one was built with the same model."""
+        """Create the collection, or check that an existing one was built with the same model.
+
+        The same steps for every engine: one request counted; an existing collection is loaded
+        (:meth:`_load_existing`) and passes the check on open (:meth:`_check_existing_collection`);
+        a new one is made (:meth:`_create`), needs no check, and records its model
+        (:meth:`_write_meta`); then the engine's own steps (:meth:`_opened`: its roots' copy), all
+        while the engine is held (:meth:`_engine_held`); a new collection's pending list covers
+        every write from then on."""
+        self._count()
+        exists = self._exists()
+        with self._engine_held():
+            if exists:
+                self._load_existing()
+                self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+            else:
+                self._create(dense_size)
+                self._checked = True  # made here: nothing to check
+                self._write_meta(dense_size, model_id, sparse_model)
+            self._opened(dense_size, created=not exists)
+        if not exists and self.pending is not None:
+            self.pending.reset()  # a new collection: the list covers every write from here on
+
+    @abc.abstractmethod
+    def _exists(self) -> bool:
+        """Whether the collection exists already (made by an earlier session or this one)."""
+
+    @abc.abstractmethod
+    def _create(self, dense_size: int) -> None:
+        """Make the new, empty collection (and its roots' copy, if the engine keeps one)."""
+
+    def _load_existing(self) -> None:
+        """Before an existing collection's check on open: what the engine reads first (its schema,
+        how its BM25 IDF is applied). None by default."""
+
+    def _opened(self, dense_size: int, *, created: bool) -> None:
+        """After the collection was made or passed its check: the engine's own steps (bringing its
+        roots' copy in step, :meth:`_record_format`). None by default."""
+
+    def _engine_held(self) -> ContextManager[Any]:
+        """Held around the steps of :meth:`open_collection` (an engine that serialises its calls)."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def upsert(self, records: Sequence[NodeRecord]) -> None:

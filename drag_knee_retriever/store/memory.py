@@ -87,16 +87,14 @@ class MemoryStore(NodeStore):
 
     # -- schema --------------------------------------------------------------------------------
 
-    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        self._count()
-        if self._open:
-            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            return
+    def _exists(self) -> bool:
+        return self._open
+
+    def _create(self, dense_size: int) -> None:
         if isinstance(dense_size, bool) or not isinstance(dense_size, int) or dense_size < 1:
             raise ConfigError(f"dense_size must be an integer >= 1, got {dense_size!r}.")
         self.dense_size = dense_size
         self._open = True
-        self._write_meta(dense_size, model_id, sparse_model)
 
     def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
         with self._lock:

@@ -180,24 +180,25 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
 
     # -- schema --------------------------------------------------------------------------------
 
-    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        self._count()
+    def _exists(self) -> bool:
         try:
             with self._engine_lock:
-                exists = self.client.collection_exists(self.collection)
+                return bool(self.client.collection_exists(self.collection))
         except Exception as exc:
             if self.engine != "server":
                 raise
             raise self._unreachable(exc) from None
-        with self._engine_lock:
-            self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            if not self.read_only:  # an index of a newer format is searched as it is
-                self._sync_roots(dense_size, created=not exists)
-                self._roots_synced = True  # the roots' copy holds the roots: it answers root_stamps
-        if exists and not self.read_only:
+
+    def _engine_held(self) -> Any:
+        return self._engine_lock
+
+    def _opened(self, dense_size: int, *, created: bool) -> None:
+        if self.read_only:  # an index of a newer format is searched as it is
+            return
+        self._sync_roots(dense_size, created=created)
+        self._roots_synced = True  # the roots' copy holds the roots: it answers root_stamps
+        if not created:
             self._record_format()
-        if not exists and self.pending is not None:
-            self.pending.reset()  # a new collection: the list covers every write from here on
 
     def _unreachable(self, exc: BaseException) -> StoreError:
         """The server did not answer as a Qdrant server: why, in words (never the request itself,
@@ -222,18 +223,14 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
                 "langchain-qdrant or another tool). Nothing was written to it; open another collection name."
             )
 
-    def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        m = self._m
-        if exists:
-            self._check_own_schema()
-            self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
-            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            return
+    def _load_existing(self) -> None:
+        self._check_own_schema()
+        self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
+
+    def _create(self, dense_size: int) -> None:
         self._create_collection(self.collection, dense_size)
         if self._idf.enabled:
             self._idf.rebuild([])
-        self._checked = True  # made here: nothing to check
-        self._write_meta(dense_size, model_id, sparse_model)
 
     def _create_collection(self, name: str, dense_size: int) -> None:
         """A collection of nodes (the nodes' or the roots' copy), with a server's payload indexes."""

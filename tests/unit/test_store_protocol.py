@@ -14,7 +14,7 @@ ENGINES = [EdgeStore, QdrantClientStore, MemoryStore]
 
 def test_the_engine_protocol_is_nodestores_abstract_methods():
     assert set(NodeStore.__abstractmethods__) == set(ENGINE_PROTOCOL)
-    assert len(ENGINE_PROTOCOL) <= 10
+    assert len(ENGINE_PROTOCOL) <= 11
 
 
 @pytest.mark.parametrize("engine", ENGINES, ids=lambda cls: cls.__name__)

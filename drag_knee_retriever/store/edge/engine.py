@@ -254,19 +254,14 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
 
     # -- schema --------------------------------------------------------------------------------
 
-    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
+    def _exists(self) -> bool:
+        return self._shard is not None
+
+    def _load_existing(self) -> None:
+        self._idf = ClientIdf(enabled=self.collection_info().get("bm25_idf") == IDF_SCHEME)
+
+    def _create(self, dense_size: int) -> None:
         qe = self._qe
-        self._count()
-        if self._shard is not None:
-            self._idf = ClientIdf(enabled=self.collection_info().get("bm25_idf") == IDF_SCHEME)
-            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            # An index of a newer format is searched as it is; one of format 1 whose roots' shard
-            # cannot be made for want of space is searched as format 1 did (see _room_for_roots).
-            if not self.read_only and self._room_for_roots():
-                self._sync_roots(dense_size)
-                self._record_format()
-            self._start_roots_map()
-            return
         config = self._shard_config(dense_size)
         check_free_space(self.path, edge_open_needs(self.path, wal=not self.in_memory), "create the index")
         with engine_errors(f"create the index in {str(self.path)!r}", self.location):
@@ -278,9 +273,16 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
             self._idf.rebuild([])
             self._create_indexes(self._shard)
             self._roots = self._create_roots_shard(dense_size)
-        self._checked = True  # made here: nothing to check
-        self._write_meta(dense_size, model_id, sparse_model)
-        self.pending.reset()  # a new shard: the list covers every write from here on
+
+    def _opened(self, dense_size: int, *, created: bool) -> None:
+        if created:
+            return
+        # An index of a newer format is searched as it is; one of format 1 whose roots' shard
+        # cannot be made for want of space is searched as format 1 did (see _room_for_roots).
+        if not self.read_only and self._room_for_roots():
+            self._sync_roots(dense_size)
+            self._record_format()
+        self._start_roots_map()
 
     def _shard_config(self, dense_size: int) -> Any:
         """The engine settings of a new shard (the nodes' and the roots' alike)."""
