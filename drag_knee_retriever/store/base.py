@@ -2,8 +2,9 @@
 
 Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module and ``filters`` of the
 store package (and the stored point's schema, :mod:`drag_knee_retriever.point_schema`), never each
-other: what two engines would otherwise repeat (request planning, side limits, hit order, folder
-layouts) lives here or there.
+other: what two engines would otherwise repeat (request planning, side limits, hit order, the
+bookkeeping of :class:`NodeStore`) lives here, or in the modules this one re-exports: the folder
+layouts (:mod:`.layout`) and the roots' copy's rules (:mod:`.copies`).
 
 Every method that talks to the engine counts one request in ``self.requests``: a search makes one
 round trip per tree level, so the count is what tests and benchmarks check.
@@ -15,16 +16,13 @@ import abc
 import asyncio
 import contextlib
 import operator
-import os
 import re
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import (TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
-                    Union)
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-# The two engine constants that shape a search are declared and documented with the settings.
 from ..bm25_idf import SCHEME as IDF_SCHEME
+# The two engine constants that shape a search are declared and documented with the settings.
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 # Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
 from ..config import check_collection_name  # noqa: F401
@@ -33,6 +31,11 @@ from ..ids import root_ids
 from ..nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
 from ..point_schema import SCHEMA_VERSION, meta_payload
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
+# The roots' copy: which requests it answers, how its versions compare.
+from .copies import payload_stamp, root_version, roots_ranking, stamp_ids  # noqa: F401
+# Folder layouts (and which engine a folder holds): the engines and callers read them from here.
+from .layout import (EDGE_MARKER, EDGE_ROOTS_DIR, LOCAL_DIR, LOCAL_MARKER, ROOTS_SUFFIX,  # noqa: F401
+                     detect_engine, lock_file_error)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..bm25_idf import ClientIdf
@@ -102,40 +105,6 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
     if request.candidate_ids is not None:
         more = min(more, len(request.candidate_ids))
     return max(request.limit, more)
-
-
-def stamp_ids(doc_ids: Sequence[str]) -> Dict[str, str]:
-    """Point id -> doc_id for the two ids each document's root can have (:func:`~drag_knee_retriever.ids.root_ids`)."""
-    return {pid: d for d in doc_ids for pid in root_ids(d)}
-
-
-def payload_stamp(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """The file stamp in a payload read with :data:`~drag_knee_retriever.point_schema.STAMP_FIELDS` (None: none)."""
-    metadata = payload.get("metadata") if payload else None
-    stamp = metadata.get(FILE_STAMP_KEY) if isinstance(metadata, Mapping) else None
-    return stamp if isinstance(stamp, str) else None
-
-
-def root_version(payload: Optional[Mapping[str, Any]]) -> str:
-    """A root's version as the roots' copy is kept in step by: ``"<doc_hash>|<file stamp>"`` (so a
-    copy whose stamp lags its root's, a stamp update cut between the two, is copied again too)."""
-    return f"{(payload or {}).get('doc_hash', '')}|{payload_stamp(payload) or ''}"
-
-
-def roots_ranking(request: RankRequest) -> bool:
-    """Whether a request ranks roots (``level = 0``): the walk's first step, over the whole
-    (filtered) index, and the roots of the documents the query names, ranked in the same round trip.
-
-    Such a request goes to the roots' own collection (qdrant-client: ``<collection>__roots``; Edge:
-    ``<folder>/<collection>/roots/``), a copy of every root with the same id, vectors and payload,
-    kept in step by every write. Why: a filter ``level = 0`` over every point scans the whole
-    collection; measured on Qdrant Edge at 1M nodes, the roots' ranking cost ~74 ms that way and
-    ~10 ms in a shard of their own (benchmarks/RESULTS.md, "scale"). Scores are the same: the
-    copy's points are the roots' points, and BM25's IDF is the nodes' collection's. The named roots
-    go there too, so the first step is one engine call (one request to a server), not one per
-    collection; their ids come from the identity table, which is read from the same copy.
-    """
-    return request.level == 0
 
 
 def stable_order(hits: List[Any], id_of: Optional[Callable[[Any], Any]] = None,
@@ -210,51 +179,6 @@ def side_scores(hits: List[RankedHit], request: RankRequest, dense: Optional[Dic
         out.append(RankedHit(h.node, h.score, h.dense_rank, h.sparse_rank, dense.get(nid),
                              sparse.get(nid, missing)))
     return out
-
-
-# -- folder layouts ------------------------------------------------------------------------------
-
-#: Qdrant Edge keeps a collection in ``<folder>/<collection>/``; ``EdgeShard.create`` writes this file.
-EDGE_MARKER = "edge_config.json"
-#: ... and its roots' copy in ``<folder>/<collection>/roots/`` (a shard of its own).
-EDGE_ROOTS_DIR = "roots"
-#: qdrant-client keeps the roots' copy of collection ``name`` in collection ``name + ROOTS_SUFFIX``.
-ROOTS_SUFFIX = "__roots"
-#: qdrant-client local mode keeps a collection in ``<folder>/collection/<collection>/storage.sqlite``.
-LOCAL_DIR = "collection"
-LOCAL_MARKER = "storage.sqlite"
-
-
-def lock_file_error(lock: Union[str, os.PathLike], exc: OSError) -> Optional[Exception]:
-    """A clear error for an index's lock file that cannot be opened because it is not a file
-    (replaced by a folder, a FIFO ...), or None for other failures."""
-    from ..errors import StoreError
-
-    path = Path(os.fspath(lock))
-    if not (isinstance(exc, IsADirectoryError) or (path.exists() and not path.is_file() and not path.is_symlink())):
-        return None
-    what = "a folder" if path.is_dir() else "not a regular file"
-    return StoreError(
-        f"The index's lock file {str(path)!r} is {what}, so the index cannot be locked for this process. Nothing "
-        f"was changed; if no other program uses the index, remove it (rm -r {str(path)!r}) and run the command "
-        "again."
-    )
-
-
-def detect_engine(folder: Union[str, os.PathLike], collection: str) -> Optional[str]:
-    """Which engine holds ``collection`` in ``folder``: ``"edge"``, ``"local"`` or None (none yet).
-
-    An Edge shard (its config file) wins; a local-mode collection (its SQLite file) comes next; a
-    bare ``<folder>/<collection>/`` (an Edge store opened but never given a collection) is Edge.
-    """
-    base = Path(os.fspath(folder)).expanduser()
-    if (base / collection / EDGE_MARKER).exists():
-        return "edge"
-    if (base / LOCAL_DIR / collection / LOCAL_MARKER).exists():
-        return "local"
-    if (base / collection).is_dir():
-        return "edge"
-    return None
 
 
 def check_collection_compatible(info: Mapping[str, Any], *, collection: str, model_id: str, dense_size: int,
