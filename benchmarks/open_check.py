@@ -135,6 +135,11 @@ def write_cost(base: Path, nodes: int, reps: int) -> None:
     import drag_knee_retriever.store.edge.engine as edge_engine
     from drag_knee_retriever.store import EdgeStore
 
+    try:  # where the Edge store's upsert calls it (edge/writes.py since issue 39; engine.py before)
+        import drag_knee_retriever.store.edge.writes as edge_engine  # noqa: F811
+    except ImportError:
+        pass
+
     batches = list(synthetic_corpus(nodes, seed=38))
     has_checks = hasattr(edge_engine, "add_checks")
     original = getattr(edge_engine, "add_checks", None)

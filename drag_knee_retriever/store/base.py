@@ -2,8 +2,9 @@
 
 Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module and ``filters`` of the
 store package (and the stored point's schema, :mod:`drag_knee_retriever.point_schema`), never each
-other: what two engines would otherwise repeat (request planning, side limits, hit order, folder
-layouts) lives here or there.
+other: what two engines would otherwise repeat (request planning, side limits, hit order, the
+bookkeeping of :class:`NodeStore`) lives here, or in the modules this one re-exports: the folder
+layouts (:mod:`.layout`) and the roots' copy's rules (:mod:`.copies`).
 
 Every method that talks to the engine counts one request in ``self.requests``: a search makes one
 round trip per tree level, so the count is what tests and benchmarks check.
@@ -15,13 +16,12 @@ import abc
 import asyncio
 import contextlib
 import operator
-import os
 import re
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ..bm25_idf import SCHEME as IDF_SCHEME
 # The two engine constants that shape a search are declared and documented with the settings.
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 # Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
@@ -29,10 +29,16 @@ from ..config import check_collection_name  # noqa: F401
 from ..errors import ModelMismatchError
 from ..ids import root_ids
 from ..nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
-from ..point_schema import SCHEMA_VERSION
+from ..point_schema import SCHEMA_VERSION, meta_payload
 from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
+# The roots' copy: which requests it answers, how its versions compare.
+from .copies import payload_stamp, root_version, roots_ranking, stamp_ids  # noqa: F401
+# Folder layouts (and which engine a folder holds): the engines and callers read them from here.
+from .layout import (EDGE_MARKER, EDGE_ROOTS_DIR, LOCAL_DIR, LOCAL_MARKER, ROOTS_SUFFIX,  # noqa: F401
+                     detect_engine, lock_file_error)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..bm25_idf import ClientIdf
     from .integrity import RecordFile
     from .journal import WriteJournal
 
@@ -99,40 +105,6 @@ def fetch_limit(request: RankRequest, light: bool) -> int:
     if request.candidate_ids is not None:
         more = min(more, len(request.candidate_ids))
     return max(request.limit, more)
-
-
-def stamp_ids(doc_ids: Sequence[str]) -> Dict[str, str]:
-    """Point id -> doc_id for the two ids each document's root can have (:func:`~drag_knee_retriever.ids.root_ids`)."""
-    return {pid: d for d in doc_ids for pid in root_ids(d)}
-
-
-def payload_stamp(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """The file stamp in a payload read with :data:`~drag_knee_retriever.point_schema.STAMP_FIELDS` (None: none)."""
-    metadata = payload.get("metadata") if payload else None
-    stamp = metadata.get(FILE_STAMP_KEY) if isinstance(metadata, Mapping) else None
-    return stamp if isinstance(stamp, str) else None
-
-
-def root_version(payload: Optional[Mapping[str, Any]]) -> str:
-    """A root's version as the roots' copy is kept in step by: ``"<doc_hash>|<file stamp>"`` (so a
-    copy whose stamp lags its root's, a stamp update cut between the two, is copied again too)."""
-    return f"{(payload or {}).get('doc_hash', '')}|{payload_stamp(payload) or ''}"
-
-
-def roots_ranking(request: RankRequest) -> bool:
-    """Whether a request ranks roots (``level = 0``): the walk's first step, over the whole
-    (filtered) index, and the roots of the documents the query names, ranked in the same round trip.
-
-    Such a request goes to the roots' own collection (qdrant-client: ``<collection>__roots``; Edge:
-    ``<folder>/<collection>/roots/``), a copy of every root with the same id, vectors and payload,
-    kept in step by every write. Why: a filter ``level = 0`` over every point scans the whole
-    collection; measured on Qdrant Edge at 1M nodes, the roots' ranking cost ~74 ms that way and
-    ~10 ms in a shard of their own (benchmarks/RESULTS.md, "scale"). Scores are the same: the
-    copy's points are the roots' points, and BM25's IDF is the nodes' collection's. The named roots
-    go there too, so the first step is one engine call (one request to a server), not one per
-    collection; their ids come from the identity table, which is read from the same copy.
-    """
-    return request.level == 0
 
 
 def stable_order(hits: List[Any], id_of: Optional[Callable[[Any], Any]] = None,
@@ -209,51 +181,6 @@ def side_scores(hits: List[RankedHit], request: RankRequest, dense: Optional[Dic
     return out
 
 
-# -- folder layouts ------------------------------------------------------------------------------
-
-#: Qdrant Edge keeps a collection in ``<folder>/<collection>/``; ``EdgeShard.create`` writes this file.
-EDGE_MARKER = "edge_config.json"
-#: ... and its roots' copy in ``<folder>/<collection>/roots/`` (a shard of its own).
-EDGE_ROOTS_DIR = "roots"
-#: qdrant-client keeps the roots' copy of collection ``name`` in collection ``name + ROOTS_SUFFIX``.
-ROOTS_SUFFIX = "__roots"
-#: qdrant-client local mode keeps a collection in ``<folder>/collection/<collection>/storage.sqlite``.
-LOCAL_DIR = "collection"
-LOCAL_MARKER = "storage.sqlite"
-
-
-def lock_file_error(lock: Union[str, os.PathLike], exc: OSError) -> Optional[Exception]:
-    """A clear error for an index's lock file that cannot be opened because it is not a file
-    (replaced by a folder, a FIFO ...), or None for other failures."""
-    from ..errors import StoreError
-
-    path = Path(os.fspath(lock))
-    if not (isinstance(exc, IsADirectoryError) or (path.exists() and not path.is_file() and not path.is_symlink())):
-        return None
-    what = "a folder" if path.is_dir() else "not a regular file"
-    return StoreError(
-        f"The index's lock file {str(path)!r} is {what}, so the index cannot be locked for this process. Nothing "
-        f"was changed; if no other program uses the index, remove it (rm -r {str(path)!r}) and run the command "
-        "again."
-    )
-
-
-def detect_engine(folder: Union[str, os.PathLike], collection: str) -> Optional[str]:
-    """Which engine holds ``collection`` in ``folder``: ``"edge"``, ``"local"`` or None (none yet).
-
-    An Edge shard (its config file) wins; a local-mode collection (its SQLite file) comes next; a
-    bare ``<folder>/<collection>/`` (an Edge store opened but never given a collection) is Edge.
-    """
-    base = Path(os.fspath(folder)).expanduser()
-    if (base / collection / EDGE_MARKER).exists():
-        return "edge"
-    if (base / LOCAL_DIR / collection / LOCAL_MARKER).exists():
-        return "local"
-    if (base / collection).is_dir():
-        return "edge"
-    return None
-
-
 def check_collection_compatible(info: Mapping[str, Any], *, collection: str, model_id: str, dense_size: int,
                                 sparse_model: str) -> None:
     """Raise :class:`ModelMismatchError` (saying how to open it) unless a collection recorded as
@@ -282,8 +209,41 @@ def check_collection_compatible(info: Mapping[str, Any], *, collection: str, mod
         )
 
 
+#: What an engine must implement (NodeStore's abstract methods; see NodeStore's docstring).
+ENGINE_PROTOCOL = frozenset({"_exists", "_create", "upsert", "delete_nodes", "rank", "retrieve", "scroll_nodes", "count",
+                             "collection_info", "close", "_put_meta"})
+#: What no engine writes again: NodeStore's own, for every engine (an engine may extend ``writing``
+#: around it, as Qdrant Edge defers its flushes to the block's end).
+SHARED_BOOKKEEPING = ("open_collection", "_count", "_note_write", "_idf_scheme", "_idf_in_step", "_begin_records", "_end_records",
+                      "_begin_delete", "_end_delete", "_write_meta", "_check_existing_collection", "_record_format",
+                      "_close_record", "_sync_copies", "root_stamps")
+
+
 class NodeStore(abc.ABC):
-    """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory."""
+    """What the index needs from a vector store. Implementations: qdrant-client, Qdrant Edge, memory.
+
+    Two parts. **The engine protocol** is what an engine implements (abstract here, see
+    :data:`ENGINE_PROTOCOL`): open (:meth:`_exists`, :meth:`_create`; :meth:`open_collection` runs
+    them with the check on open), :meth:`upsert`, :meth:`delete_nodes`, :meth:`rank`,
+    :meth:`retrieve`, :meth:`scroll_nodes`, :meth:`count`, :meth:`collection_info`, :meth:`close`,
+    and the storage of the two bookkeeping points (:meth:`_put_meta`; reading them back,
+    :meth:`_meta_payloads`, defaults to none). An engine may also answer faster or more than the
+    defaults here do (:meth:`retrieve_roots`, :meth:`scroll_dense`, :meth:`set_root_metadata`,
+    :meth:`count_roots`, :meth:`count_points`, :meth:`_sample_nodes`, :meth:`arank`, :meth:`aretrieve`)
+    and, if it keeps a roots' copy (:func:`roots_ranking`), read and copy its points
+    (:meth:`_stored_root_versions`, :meth:`_copy_roots`, :meth:`_drop_root_copies`, :meth:`_copied_stamps`).
+
+    **The bookkeeping every engine shares** lives here once (see :data:`SHARED_BOOKKEEPING`):
+    request counting (:meth:`_count`), the refusal of writes on a read-only index and the record's
+    "writing" mark (:meth:`_note_write`), the pending documents around writes and deletes
+    (:meth:`writing`, :meth:`_begin_records` / :meth:`_end_records`, :meth:`_begin_delete` /
+    :meth:`_end_delete`; the list itself is :mod:`.pending`), the write journal's place
+    (``journal``, :mod:`.journal`), the BM25 frequencies kept in step when a write fails
+    (:meth:`_idf_in_step`), the bookkeeping points' payload (:meth:`_write_meta`), the integrity
+    check on open and the counts recorded at close (:meth:`_check_existing_collection`,
+    :meth:`_record_format`, :meth:`_close_record`, rules in :mod:`.integrity`), which roots the
+    copy gains or loses (:meth:`_sync_copies`) and the file stamps an ingest reads (:meth:`root_stamps`).
+    """
 
     engine: str = "abstract"
     #: Documents with a write in flight (embedded engines; None: the store does not keep one, and
@@ -293,6 +253,10 @@ class NodeStore(abc.ABC):
     #: The new versions of documents a write is giving them, replayed if it was cut short (embedded
     #: engines; None: a store shared with other processes). See :mod:`~drag_knee_retriever.store.journal`.
     journal: Optional["WriteJournal"] = None
+
+    #: The BM25 IDF this store applies itself, in exact arithmetic (embedded Qdrant engines; None:
+    #: the engine's own, or none). See :mod:`~drag_knee_retriever.bm25_idf`.
+    _idf: Optional["ClientIdf"] = None
 
     #: The record file of an embedded folder (None: the collection's bookkeeping points only).
     #: See :mod:`~drag_knee_retriever.store.integrity`.
@@ -337,13 +301,63 @@ class NodeStore(abc.ABC):
         if self.pending is not None:
             self.pending.end({r.node.doc_id for r in records if r.node.parent_id is None})
 
+    def _begin_delete(self, doc_id: str) -> None:
+        """Before a delete's first engine write: the document is pending until :meth:`_end_delete`
+        (a delete cut short leaves rootless nodes of it; see ``pending``)."""
+        if self.pending is not None:
+            self.pending.begin([doc_id])
+
+    def _end_delete(self, doc_id: str) -> None:
+        """After a delete finished: the document is no longer pending."""
+        if self.pending is not None:
+            self.pending.end([doc_id])
+
     def _count(self, n: int = 1) -> None:
         with self._count_lock:
             self.requests += n
 
-    @abc.abstractmethod
     def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        """Create the collection, or check that an existing one was built with the same model."""
+        """Create the collection, or check that an existing one was built with the same model.
+
+        The same steps for every engine: one request counted; an existing collection is loaded
+        (:meth:`_load_existing`) and passes the check on open (:meth:`_check_existing_collection`);
+        a new one is made (:meth:`_create`), needs no check, and records its model
+        (:meth:`_write_meta`); then the engine's own steps (:meth:`_opened`: its roots' copy), all
+        while the engine is held (:meth:`_engine_held`); a new collection's pending list covers
+        every write from then on."""
+        self._count()
+        exists = self._exists()
+        with self._engine_held():
+            if exists:
+                self._load_existing()
+                self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
+            else:
+                self._create(dense_size)
+                self._checked = True  # made here: nothing to check
+                self._write_meta(dense_size, model_id, sparse_model)
+            self._opened(dense_size, created=not exists)
+        if not exists and self.pending is not None:
+            self.pending.reset()  # a new collection: the list covers every write from here on
+
+    @abc.abstractmethod
+    def _exists(self) -> bool:
+        """Whether the collection exists already (made by an earlier session or this one)."""
+
+    @abc.abstractmethod
+    def _create(self, dense_size: int) -> None:
+        """Make the new, empty collection (and its roots' copy, if the engine keeps one)."""
+
+    def _load_existing(self) -> None:
+        """Before an existing collection's check on open: what the engine reads first (its schema,
+        how its BM25 IDF is applied). None by default."""
+
+    def _opened(self, dense_size: int, *, created: bool) -> None:
+        """After the collection was made or passed its check: the engine's own steps (bringing its
+        roots' copy in step, :meth:`_record_format`). None by default."""
+
+    def _engine_held(self) -> ContextManager[Any]:
+        """Held around the steps of :meth:`open_collection` (an engine that serialises its calls)."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def upsert(self, records: Sequence[NodeRecord]) -> None:
@@ -459,11 +473,66 @@ class NodeStore(abc.ABC):
         if info.get("model_id") and int(info.get("schema_version") or 1) < SCHEMA_VERSION:
             self._write_meta(int(info["dense_size"]), str(info["model_id"]), str(info.get("sparse_model") or ""))
 
-    @abc.abstractmethod
     def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
                     meta: Optional[Mapping[str, Any]] = None) -> None:
         """Record which model built the collection in both bookkeeping points (no search sees
-        them); ``meta``: the payload to write as it is (restoring a lost point from another record)."""
+        them); ``meta``: the payload to write as it is (restoring a lost point from another record).
+        A write like any other: refused on a read-only index, noted in the record (see :meth:`_note_write`)."""
+        self._note_write()
+        # The same bookkeeping points in every engine (see point_schema.meta_payload).
+        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model, self._idf_scheme())
+        self._put_meta(payload, dense_size)
+
+    def _idf_scheme(self) -> Optional[str]:
+        """How this store applies BM25's IDF, as the bookkeeping point records it (None: the engine's own)."""
+        return IDF_SCHEME if self._idf is not None and self._idf.enabled else None
+
+    @contextlib.contextmanager
+    def _idf_in_step(self) -> Iterator[None]:
+        """Around a write: one that fails may or may not have landed, so the BM25 frequencies this
+        store keeps are counted again before the next query."""
+        try:
+            yield
+        except BaseException:
+            if self._idf is not None:
+                self._idf.stale = self._idf.enabled
+            raise
+
+    @abc.abstractmethod
+    def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
+        """Write ``payload`` as both bookkeeping points (ids :data:`~drag_knee_retriever.ids.META_IDS`,
+        dense vector :func:`~drag_knee_retriever.point_schema.meta_vector`), durably."""
+
+    # -- the roots' copy (stores that keep one, see roots_ranking) ------------------------------------
+
+    def _sync_copies(self, *, prune: bool = True) -> Tuple[int, int]:
+        """Bring the roots' copy in step with the stored roots: every root the copy lacks, or holds
+        in another version (:func:`root_version`), is copied again, and (``prune``) every copy whose
+        root is gone is removed. Returns (roots copied, copies removed). The engine reads the
+        versions and copies the points (:meth:`_stored_root_versions`, :meth:`_copy_roots`,
+        :meth:`_drop_root_copies`); the caller makes the copy's collection first and flushes after."""
+        wanted = self._stored_root_versions(copy=False)
+        held = self._stored_root_versions(copy=True)
+        stale = [pid for pid, version in wanted.items() if held.get(pid) != version]
+        extra = [pid for pid in held if pid not in wanted] if prune else []
+        if stale:
+            self._copy_roots(stale)
+        if extra:
+            self._drop_root_copies(extra)
+        return len(stale), len(extra)
+
+    def _stored_root_versions(self, *, copy: bool) -> Dict[str, str]:
+        """Point id -> :func:`root_version` of every root the nodes' collection (``copy``: the roots'
+        copy) holds. Stores that keep a copy implement this and the two below."""
+        raise NotImplementedError
+
+    def _copy_roots(self, point_ids: List[str]) -> None:
+        """Copy these roots, vectors and payload, from the nodes' collection to the roots' copy."""
+        raise NotImplementedError
+
+    def _drop_root_copies(self, point_ids: List[str]) -> None:
+        """Remove these points from the roots' copy."""
+        raise NotImplementedError
 
     def _meta_payloads(self) -> List[Optional[Dict[str, Any]]]:
         """The payloads of the two bookkeeping points (None where one is missing), in one request."""

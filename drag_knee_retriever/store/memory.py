@@ -35,7 +35,7 @@ from ..bm25_idf import IDF_SCALE, quantize_document
 from ..errors import ConfigError, InvalidQueryError, StoreError
 from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
-from ..point_schema import TEXT_FIELDS, collection_info, full_node, is_node, light_node, meta_payload, meta_vector, node_payload
+from ..point_schema import TEXT_FIELDS, collection_info, full_node, is_node, light_node, meta_vector, node_payload
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
 from .base import score_limit, side_scores, stable_order
@@ -87,20 +87,16 @@ class MemoryStore(NodeStore):
 
     # -- schema --------------------------------------------------------------------------------
 
-    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        self._count()
-        if self._open:
-            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            return
+    def _exists(self) -> bool:
+        return self._open
+
+    def _create(self, dense_size: int) -> None:
         if isinstance(dense_size, bool) or not isinstance(dense_size, int) or dense_size < 1:
             raise ConfigError(f"dense_size must be an integer >= 1, got {dense_size!r}.")
         self.dense_size = dense_size
         self._open = True
-        self._write_meta(dense_size, model_id, sparse_model)
 
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
-                    meta: Optional[Dict[str, Any]] = None) -> None:
-        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model)
+    def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
         with self._lock:
             for point_id in META_IDS:
                 self._put(point_id, dict(payload), meta_vector(dense_size), (), ())

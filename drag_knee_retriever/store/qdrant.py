@@ -1,4 +1,10 @@
-"""The qdrant-client engine: local mode (``":memory:"`` or a folder) and servers / clusters (``url=``)."""
+"""The qdrant-client engine: local mode (``":memory:"`` or a folder) and servers / clusters (``url=``).
+
+One module per job, this one the only one that imports qdrant-client (``test_store_layering.py``):
+here opening (clients, the collection's check), the bookkeeping points, writes, reads by id,
+listings and closing; :mod:`.qdrant_rank` the rankings (plan, execute, read); :mod:`.qdrant_roots`
+the roots' copy. What every engine shares is :class:`~drag_knee_retriever.store.base.NodeStore`'s.
+"""
 
 from __future__ import annotations
 
@@ -13,20 +19,20 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
 from ..disk import io_error
-from ..redact import protect, redact_text, redact_url
 from ..errors import ConfigError, DragKneeError, StoreError, StoreLockedError
-from ..ids import META_ID, META_IDS
+from ..ids import META_IDS
 from ..nodes import TreeNode
-from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, STAMP_FIELDS, WALK_FIELDS, collection_info, full_node, is_node, light_node,
-                            meta_payload, meta_vector, node_payload, root_node)
+from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, collection_info, full_node, is_node, meta_vector, node_payload,
+                            root_node)
+from ..redact import protect, redact_text, redact_url
 from . import filters as F
-from .base import EDGE_MARKER, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, fetch_limit, side_limit
-from .journal import JOURNAL_DIR, WriteJournal
-from .base import PENDING_FILE, FilterSpec, PendingDocs, check_collection_name, lock_file_error, score_limit, side_scores
-from .base import (ROOTS_SUFFIX, TIE_MARGIN, payload_stamp, root_version, roots_ranking, side_order, stable_order,
-                   stamp_ids)
+from .base import (EDGE_MARKER, PENDING_FILE, ROOTS_SUFFIX, FilterSpec, NodeRecord, NodeStore, PendingDocs,
+                   check_collection_name, lock_file_error)
 from .checksums import SAMPLE_FIELDS, Sample, add_checks, sparse_pair
 from .integrity import RECORD_FILE, RecordFile, recorded_meta
+from .journal import JOURNAL_DIR, WriteJournal
+from .qdrant_rank import QdrantRanking
+from .qdrant_roots import QdrantRoots
 
 log = logging.getLogger(__name__)
 
@@ -53,25 +59,7 @@ def _client_engine(client: Any) -> Tuple[str, Optional[str], Optional[str], Opti
     return "server", (str(url) if url else None), options.get("api_key"), None
 
 
-def _live_stamps(copied: Mapping[str, Tuple[str, str, str]], live_hashes: Any) -> Optional[Dict[str, str]]:
-    """doc_id -> stamp read from the roots' copy (``copied``: point id -> (doc_id, stamp, doc_hash)),
-    or None when the nodes' collection does not hold each of those roots in the copy's version
-    (``live_hashes(point_ids)``: point id -> doc_hash of the ones it holds).
-
-    The copy is written after its root and deleted before it, and an embedded store opens with
-    the copy brought in step, so there every copy is its root. A server may hold a copy whose root
-    another client (an older release, which writes the nodes only) deleted or replaced: its stamp
-    must not make a re-ingest skip a file whose document is gone or another version. The caller
-    then reads the nodes' roots instead (the answer is the same as before the copy existed)."""
-    if not copied:
-        return {}
-    held = live_hashes(list(copied))
-    if any(pid not in held or held[pid] != doc_hash for pid, (_, _, doc_hash) in copied.items()):
-        return None
-    return {doc_id: stamp for doc_id, stamp, _ in copied.values()}
-
-
-class QdrantClientStore(NodeStore):
+class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
     """A store over qdrant-client: the same code for local mode and for a server or cluster.
 
     ``collection_options``: extra ``create_collection`` settings for the collections this store
@@ -79,6 +67,8 @@ class QdrantClientStore(NodeStore):
     ``{"shard_number": 6, "replication_factor": 2, "write_consistency_factor": 1, "on_disk_payload": True}``
     (README, "Scale"). An existing collection keeps the settings it was created with.
     """
+
+    _idf: ClientIdf  # set in __init__ (decided again per collection when opened)
 
     def __init__(
         self,
@@ -190,24 +180,25 @@ class QdrantClientStore(NodeStore):
 
     # -- schema --------------------------------------------------------------------------------
 
-    def open_collection(self, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        self._count()
+    def _exists(self) -> bool:
         try:
             with self._engine_lock:
-                exists = self.client.collection_exists(self.collection)
+                return bool(self.client.collection_exists(self.collection))
         except Exception as exc:
             if self.engine != "server":
                 raise
             raise self._unreachable(exc) from None
-        with self._engine_lock:
-            self._open_existing_or_create(exists, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            if not self.read_only:  # an index of a newer format is searched as it is
-                self._sync_roots(dense_size, created=not exists)
-                self._roots_synced = True  # the roots' copy holds the roots: it answers root_stamps
-        if exists and not self.read_only:
+
+    def _engine_held(self) -> Any:
+        return self._engine_lock
+
+    def _opened(self, dense_size: int, *, created: bool) -> None:
+        if self.read_only:  # an index of a newer format is searched as it is
+            return
+        self._sync_roots(dense_size, created=created)
+        self._roots_synced = True  # the roots' copy holds the roots: it answers root_stamps
+        if not created:
             self._record_format()
-        if not exists and self.pending is not None:
-            self.pending.reset()  # a new collection: the list covers every write from here on
 
     def _unreachable(self, exc: BaseException) -> StoreError:
         """The server did not answer as a Qdrant server: why, in words (never the request itself,
@@ -232,18 +223,14 @@ class QdrantClientStore(NodeStore):
                 "langchain-qdrant or another tool). Nothing was written to it; open another collection name."
             )
 
-    def _open_existing_or_create(self, exists: bool, *, dense_size: int, model_id: str, sparse_model: str) -> None:
-        m = self._m
-        if exists:
-            self._check_own_schema()
-            self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
-            self._check_existing_collection(dense_size=dense_size, model_id=model_id, sparse_model=sparse_model)
-            return
+    def _load_existing(self) -> None:
+        self._check_own_schema()
+        self._idf = ClientIdf(enabled=self.engine == "local" and self.collection_info().get("bm25_idf") == IDF_SCHEME)
+
+    def _create(self, dense_size: int) -> None:
         self._create_collection(self.collection, dense_size)
         if self._idf.enabled:
             self._idf.rebuild([])
-        self._checked = True  # made here: nothing to check
-        self._write_meta(dense_size, model_id, sparse_model)
 
     def _create_collection(self, name: str, dense_size: int) -> None:
         """A collection of nodes (the nodes' or the roots' copy), with a server's payload indexes."""
@@ -261,60 +248,8 @@ class QdrantClientStore(NodeStore):
                                   ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(name, field, field_schema=schema)
 
-    def _root_versions(self, name: str, flt: Any) -> Dict[str, str]:
-        """Point id -> :func:`root_version` of the roots a collection holds (call under the engine lock)."""
-        found: Dict[str, str] = {}
-        offset = None
-        while True:
-            self._count()
-            page, offset = self.client.scroll(name, scroll_filter=flt, limit=1024, offset=offset,
-                                              with_payload=list(STAMP_FIELDS), with_vectors=False)
-            found.update((str(p.id), root_version(p.payload)) for p in page)
-            if offset is None:
-                return found
-
-    def _sync_roots(self, dense_size: Optional[int], *, created: bool) -> None:
-        """Bring the roots' collection in step with the roots of the nodes' collection (call under
-        the engine lock).
-
-        A collection written before the roots had one of their own (or by an older release) gets it
-        here: every root missing from the copy, or held there in another version, is copied, and
-        (embedded stores only) a copy whose root is gone is removed. On a server other writers may
-        be mid-write (their copy lands before their root), so there the copy only gains roots.
-        """
+    def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
         m = self._m
-        if not self.client.collection_exists(self.roots_collection):
-            if dense_size is None:
-                raise StoreError("open_collection() makes the roots' collection; call it first.")
-            self._create_collection(self.roots_collection, dense_size)
-        if created:
-            return
-        wanted = self._root_versions(self.collection, m.Filter(must=[m.FieldCondition(key="level", match=m.MatchValue(value=0))]))
-        held = self._root_versions(self.roots_collection, None)
-        stale = [pid for pid, version in wanted.items() if held.get(pid) != version]
-        extra = [pid for pid in held if pid not in wanted] if self.engine != "server" else []
-        for start in range(0, len(stale), self.upsert_batch_size):
-            self._count()
-            found = self.client.retrieve(self.collection, stale[start:start + self.upsert_batch_size],
-                                         with_payload=True, with_vectors=True)
-            points = [m.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in found if is_node(p.payload)]
-            if points:
-                self._count()
-                self.client.upsert(self.roots_collection, points, wait=True)
-        if extra:
-            self._count()
-            self.client.delete(self.roots_collection, points_selector=m.PointIdsList(points=extra), wait=True)
-        if stale or extra:
-            log.info("roots' collection %s brought in step: %d root(s) copied, %d removed", self.roots_collection,
-                     len(stale), len(extra))
-
-    def _write_meta(self, dense_size: int, model_id: str, sparse_model: str,
-                    meta: Optional[Dict[str, Any]] = None) -> None:
-        m = self._m
-        self._note_write()
-        # The collection records which model built it in two bookkeeping points (see point_schema.meta_payload).
-        payload = dict(meta) if meta else meta_payload(dense_size, model_id, sparse_model,
-                                                       IDF_SCHEME if self._idf.enabled else None)
         points = [m.PointStruct(id=point_id, vector={DENSE: meta_vector(dense_size)}, payload=payload)
                   for point_id in META_IDS]
         with self._engine_lock:
@@ -391,15 +326,6 @@ class QdrantClientStore(NodeStore):
                     self._idf.frequencies.add([r.sparse_indices for r in chunk])
         self._end_records(records)
 
-    @contextlib.contextmanager
-    def _idf_in_step(self) -> Iterator[None]:
-        """A write that fails may or may not have landed: count the frequencies again before the next query."""
-        try:
-            yield
-        except BaseException:
-            self._idf.stale = self._idf.enabled
-            raise
-
     def _sparse_terms(self, *, ids: Optional[Sequence[str]] = None, flt: Any = None) -> List[List[int]]:
         """The BM25 term ids of stored nodes, by id or by filter (call under the engine lock)."""
         if ids is not None:
@@ -446,8 +372,7 @@ class QdrantClientStore(NodeStore):
         with self._engine_lock:
             gone = self._sparse_terms(flt=m.Filter(must=self._filters.conditions(steps[-1]), must_not=must_not)) \
                 if self._idf.enabled else []
-        if self.pending is not None:
-            self.pending.begin([doc_id])
+        self._begin_delete(doc_id)
         # The roots' copy first (the walk stops reaching the tree), then the root, then the rest.
         self._count()
         with self._engine_lock, self._disk_errors(f"delete the nodes of document {doc_id!r}"):
@@ -461,8 +386,7 @@ class QdrantClientStore(NodeStore):
                     filter=m.Filter(must=self._filters.conditions(step), must_not=must_not)), wait=True)
         if self._idf.enabled:
             self._idf.frequencies.remove(gone)
-        if self.pending is not None:
-            self.pending.end([doc_id])
+        self._end_delete(doc_id)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -482,35 +406,6 @@ class QdrantClientStore(NodeStore):
             points = self.client.retrieve(self.collection, list(ids), with_payload=list(ROOT_FIELDS),
                                           with_vectors=False)
         return [root_node(str(p.id), p.payload) for p in points if is_node(p.payload) and p.payload.get("level") == 0]
-
-    def _copied_stamps(self, doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
-        # The roots' copy answers (only roots come back, with the stamp and version alone), then
-        # the nodes' collection confirms those roots' versions (see _live_stamps).
-        if not self._roots_synced:  # an index of a newer format, read as it is: the nodes' roots
-            return None
-        by_id = stamp_ids(doc_ids)
-        self._count()
-        with self._engine_lock:
-            points = self.client.retrieve(self.roots_collection, list(by_id), with_payload=list(STAMP_FIELDS),
-                                          with_vectors=False)
-        copied = {}
-        for point in points:
-            pid, stamp = str(point.id), payload_stamp(point.payload)
-            if stamp is not None and pid in by_id:
-                copied[pid] = (by_id[pid], stamp, point.payload.get("doc_hash"))
-        return _live_stamps(copied, self._doc_hashes)
-
-    def _doc_hashes(self, point_ids: Sequence[str]) -> Dict[str, Any]:
-        """Point id -> doc_hash of the nodes' collection's points among ``point_ids`` (one request)."""
-        self._count()
-        with self._engine_lock:
-            points = self.client.retrieve(self.collection, list(point_ids), with_payload=["doc_hash"],
-                                          with_vectors=False)
-        return {str(p.id): (p.payload or {}).get("doc_hash") for p in points}
-
-    def sync_roots(self) -> None:
-        with self._engine_lock:
-            self._sync_roots(None, created=False)
 
     def set_root_metadata(self, root_id: str, values: Mapping[str, Any]) -> None:
         self._count()
@@ -538,94 +433,6 @@ class QdrantClientStore(NodeStore):
             except Exception as exc:  # e.g. an index of another type exists: the range still runs
                 log.warning("could not create a float payload index on %s of %s (%s); the range filter runs "
                             "without it", field, name, type(exc).__name__)
-
-    def rank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
-             light: bool = False) -> List[List[RankedHit]]:
-        if not requests:
-            return []
-        batch, layout, targets = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
-        responses: List[Any] = [None] * len(batch)
-        for name, positions in self._by_collection(targets):
-            self._count()
-            with self._engine_lock:
-                answers = self.client.query_batch_points(name, [batch[i] for i in positions])
-            for i, answer in zip(positions, answers):
-                responses[i] = answer
-        return _parse_batch(responses, layout, light)
-
-    def _by_collection(self, targets: Sequence[bool]) -> List[Tuple[str, List[int]]]:
-        """The batch's positions per collection: the roots' rankings on the roots' copy (one call
-        per collection present)."""
-        out = []
-        for on_roots, name in ((True, self.roots_collection), (False, self.collection)):
-            positions = [i for i, t in enumerate(targets) if t is on_roots]
-            if positions:
-                out.append((name, positions))
-        return out
-
-    async def arank(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool,
-                    light: bool = False) -> List[List[RankedHit]]:
-        if self.async_client is None:
-            return await super().arank(requests, query, rrf_k=rrf_k, explain=explain, light=light)
-        if not requests:
-            return []
-        batch, layout, targets = self._batch(requests, query, rrf_k=rrf_k, explain=explain, light=light)
-        parts = self._by_collection(targets)
-        self._count(len(parts))
-        answers = await asyncio.gather(*(self.async_client.query_batch_points(name, [batch[i] for i in positions])
-                                         for name, positions in parts))
-        responses: List[Any] = [None] * len(batch)
-        for (_, positions), part in zip(parts, answers):
-            for i, answer in zip(positions, part):
-                responses[i] = answer
-        return _parse_batch(responses, layout, light)
-
-    def _batch(self, requests: Sequence[RankRequest], query: QueryVectors, *, rrf_k: int, explain: bool, light: bool):
-        """The query_batch_points requests of one round trip, and where each answer sits in it."""
-        m = self._m
-        with_payload: Any = list(WALK_FIELDS) if light else True
-        dense_q = list(query.dense)
-        self._fresh_idf()
-        terms, weights = self._idf.query(query.sparse_indices, query.sparse_values)
-        sparse_q = m.SparseVector(indices=terms, values=weights)
-        batch: List[Any] = []
-        layout: List[Tuple[int, Optional[int], Optional[int], int]] = []
-        targets: List[bool] = []  # per query: True when the roots' copy answers it
-        for request in requests:
-            flt = self._filters.request_filter(request)
-            side = side_limit(request)
-            limit = fetch_limit(request, light)
-            main_index = len(batch)
-            if request.only == "dense":
-                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=limit,
-                                            with_payload=with_payload))
-            elif request.only == "sparse":
-                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=limit,
-                                            with_payload=with_payload))
-            else:
-                batch.append(m.QueryRequest(
-                    prefetch=[
-                        m.Prefetch(query=dense_q, using=DENSE, filter=flt, limit=side),
-                        m.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=side),
-                    ],
-                    query=m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(request.weights))),
-                    filter=flt, limit=limit, with_payload=with_payload,
-                ))
-            dense_index = sparse_index = None
-            if (explain or request.with_scores) and request.only is None:
-                # The side rankings (same round trip): ranks within `side`, scores of every hit;
-                # over-fetched by the tie margin and ordered by score, then id (_parse_batch).
-                read = _side_read(request)
-                dense_index = len(batch)
-                batch.append(m.QueryRequest(query=dense_q, using=DENSE, filter=flt, limit=read + TIE_MARGIN,
-                                            with_payload=False))
-                sparse_index = len(batch)
-                batch.append(m.QueryRequest(query=sparse_q, using=SPARSE, filter=flt, limit=read + TIE_MARGIN,
-                                            with_payload=False))
-            # Ranks only with explain (a with_scores request reads the sides for their scores).
-            layout.append((main_index, dense_index, sparse_index, request, side if explain else 0))
-            targets.extend([roots_ranking(request)] * (len(batch) - len(targets)))
-        return batch, layout, targets
 
     def scroll_nodes(self, *, filters: FilterSpec = (), level: Optional[int] = None, with_text: bool = True) -> List[TreeNode]:
         m = self._m
@@ -706,47 +513,3 @@ def _server_failure(exc: BaseException, timeout: float, secrets: Sequence[str]) 
 
 def _nodes(points: Iterable[Any]) -> List[TreeNode]:
     return [full_node(p.id, p.payload) for p in points if is_node(p.payload)]
-
-
-def _parse_batch(responses: Sequence[Any], layout: Sequence[Tuple[int, Optional[int], Optional[int], RankRequest, int]],
-                 light: bool = False) -> List[List[RankedHit]]:
-    make_node = light_node if light else full_node
-    results: List[List[RankedHit]] = []
-    for main_index, dense_index, sparse_index, request, side in layout:
-        limit = request.limit
-        # Each side ordered by score, then id (the engine's order of ties is arbitrary), cut at what
-        # it was read for; ranks count within the side limit only (a with_scores side may read further).
-        dense = _side(responses[dense_index].points, request) if dense_index is not None else []
-        sparse = _side(responses[sparse_index].points, request) if sparse_index is not None else []
-        dense_ranks = _ranks(dense[:side])
-        sparse_ranks = _ranks(sparse[:side])
-        hits = []
-        for point in responses[main_index].points:
-            if not is_node(point.payload):
-                continue  # the bookkeeping point is never a node
-            pid = str(point.id)
-            hits.append(RankedHit(
-                node=make_node(pid, point.payload),
-                score=float(point.score),
-                dense_rank=dense_ranks.get(pid),
-                sparse_rank=sparse_ranks.get(pid),
-            ))
-        hits = stable_order(hits)[:limit]  # over-fetched by fetch_limit: cut here, ties by id
-        if request.with_scores and dense_index is not None and sparse_index is not None:
-            hits = side_scores(hits, request, dict(dense), dict(sparse))
-        results.append(hits)
-    return results
-
-
-def _side_read(request: RankRequest) -> int:
-    """How many hits a side ranking keeps once ordered (its engine request asks for TIE_MARGIN more)."""
-    return score_limit(request) if request.with_scores else side_limit(request)
-
-
-def _side(points: Iterable[Any], request: RankRequest) -> List[Tuple[str, float]]:
-    """A side ranking's ``(id, score)`` pairs, ordered by score, then id (base.side_order)."""
-    return side_order([(str(p.id), float(p.score)) for p in points], _side_read(request))
-
-
-def _ranks(pairs: Iterable[Tuple[str, float]]) -> Dict[str, int]:
-    return {pid: rank for rank, (pid, _) in enumerate(pairs)}

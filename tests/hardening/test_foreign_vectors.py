@@ -217,11 +217,11 @@ def test_no_false_alarm_with_float16_vectors(tmp_path, caching_encoder):
 def test_an_index_written_before_the_check_still_opens(built, tmp_path, caching_encoder, engine, monkeypatch, caplog):
     """Nodes without a check (an index of an earlier release: written here with the check switched
     off) are skipped and the log says so; a document written again carries the check."""
-    import drag_knee_retriever.store.edge.engine as edge_engine
+    import drag_knee_retriever.store.edge.writes as edge_writes
     import drag_knee_retriever.store.qdrant as qdrant_store
 
     folder = tmp_path / "index"
-    for module in (edge_engine, qdrant_store):
+    for module in (edge_writes, qdrant_store):
         monkeypatch.setattr(module, "add_checks", lambda *args, **kwargs: None)
     with DragKneeIndex(folder, embedding=caching_encoder, store=StoreConfig(engine=engine)) as index:
         index.add_documents(_documents("volcano"))

@@ -12,7 +12,6 @@ from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.nodes import Span, TreeNode
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest
 from drag_knee_retriever.store.edge import EdgeStore
-from drag_knee_retriever.store.edge import engine as edge_engine
 
 DIM = 16
 MODEL = "test/deterministic-16d"
@@ -53,7 +52,11 @@ def _rankings(store):
 
 def test_reopened_bm25_frequencies_rebuilt_page_by_page_equal_the_written_ones(tmp_path, monkeypatch):
     records = make_records(seed=3, docs=9, leaves=4)
-    monkeypatch.setattr(edge_engine, "_SCROLL_PAGE", 7)  # many pages, one of them short
+    # many pages, one of them short (the BM25 terms' scroll in writes.py, the roots' versions' in roots.py)
+    from drag_knee_retriever.store.edge import roots as edge_roots, writes as edge_writes
+
+    for module in (edge_writes, edge_roots):
+        monkeypatch.setattr(module, "SCROLL_PAGE", 7)
     store = _open(tmp_path)
     try:
         store.upsert(records)

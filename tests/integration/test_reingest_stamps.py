@@ -222,7 +222,7 @@ def test_a_format_1_edge_index_opened_read_only_reads_the_stamps_of_its_roots(ma
 
     from drag_knee_retriever.ids import META_IDS
     from drag_knee_retriever.store.base import EDGE_ROOTS_DIR
-    from drag_knee_retriever.store.edge import engine as edge_engine
+    from drag_knee_retriever.store.edge import roots as edge_roots  # where the free-space check is (_room_for_roots)
 
     location = str(tmp_path / "idx")
     index = make_index(collection="stamps_v1", engine="edge", store=location)
@@ -235,7 +235,7 @@ def test_a_format_1_edge_index_opened_read_only_reads_the_stamps_of_its_roots(ma
     store.shard.flush()
     index.close()
     shutil.rmtree(store.path / EDGE_ROOTS_DIR)
-    monkeypatch.setattr(edge_engine, "free_bytes", lambda path: 0)
+    monkeypatch.setattr(edge_roots, "free_bytes", lambda path: 0)
     reopened = make_index(collection="stamps_v1", engine="edge", store=location)
     assert reopened.store.read_only and reopened.store._roots is None
     assert reopened.file_stamps(list(TEXTS)) == _found_stamps(folder)

@@ -202,8 +202,10 @@ RULES = [
     # journal, the ids and the point schema
     # (and the data types) and never import each other; which engine library each may import is test_store_layering.py's job.
     Rule("store engines import only store.base/filters, ids and point_schema",
-         applies=_p("store.qdrant", "store.edge", "store.memory"),
-         only=_p("store.base", "store.filters", "store.pending", "store.journal", "store.checksums", "store.integrity", "store.edge", "ids", "point_schema", "errors", "nodes",
+         # (qdrant_rank / qdrant_roots: the qdrant-client engine's rankings and roots' copy, mixins of store.qdrant)
+         applies=_p("store.qdrant", "store.qdrant_rank", "store.qdrant_roots", "store.edge", "store.memory"),
+         only=_p("store.base", "store.filters", "store.pending", "store.journal", "store.checksums", "store.integrity", "store.edge",
+                 "store.qdrant_rank", "store.qdrant_roots", "ids", "point_schema", "errors", "nodes",
                  "config",
                  # engine-neutral helpers of issue 16: exact BM25 IDF, disk refusals, URL redaction
                  "bm25_idf", "disk", "redact")),

@@ -14,7 +14,7 @@ import drag_knee_retriever
 
 PACKAGE = Path(drag_knee_retriever.__file__).resolve().parent
 STORE = PACKAGE / "store"
-SHARED = {"base", "filters", "pending"}
+SHARED = {"base", "filters", "pending", "layout", "copies"}
 
 
 def imports(path: Path) -> Iterator[Tuple[str, int]]:

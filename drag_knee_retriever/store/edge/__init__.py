@@ -1,7 +1,10 @@
 """The embedded default store: Qdrant Edge (``qdrant-edge-py``), the Qdrant engine in process.
 
-Every ``qdrant_edge`` call of the library lives in this package (``engine.py`` calls the engine,
-``node_map.py`` / ``fast.py`` hold the fast path of the walk's rankings, ``lock.py`` the folder
+Every ``qdrant_edge`` call of the library lives in this package, one module per job (``engine.py``
+opens, reads and closes; ``rank.py`` ranks, as plan, execute and read; ``writes.py`` writes;
+``roots.py`` keeps the roots' shard; ``maps.py`` / ``node_map.py`` / ``fast.py`` hold the fast path
+of the walk's rankings; ``split.py`` the split BM25 side; ``calls.py`` the engine's import and
+errors; ``lock.py`` the folder
 lock and in-memory folders), so an API change of the (beta) package touches one place. The
 semantics are those of :class:`~drag_knee_retriever.store.qdrant.QdrantClientStore`
 (same vector names, payload, bookkeeping point, fusion and tie-breaking), which the congruence tests
@@ -34,7 +37,7 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
   keeps payloads is ``EdgeStore(payload_memory=...)`` (``"cold"``: read from disk when needed).
 - **Booleans in filters.** qdrant-edge-py 0.9.0 converts ``MatchValue(True)`` to the integer 1 (a
   Python bool is an int), so it matches no boolean payload; ``numpy.bool_`` reaches the engine as a
-  boolean. :func:`_match_value` does that conversion for every bool (``is_leaf`` and metadata).
+  boolean. :func:`.calls.match_value` does that conversion for every bool (``is_leaf`` and metadata).
 - **RRF.** Edge's ``Fusion.Rrf(k, weights)`` gives the scores of qdrant-client local mode exactly,
   ``sum_i 1 / ((rank_i + 1) / w_i + k - 1)`` with 0-based ranks (= ``w / (k + rank)`` only when
   ``w = 1``), including a weight of 0 (that side contributes 0 and its points still appear with
