@@ -367,7 +367,8 @@ class Ingestor:
         """
         self._check_writable()
         docs = validate_documents(documents)
-        gone = [d for d in dict.fromkeys(deletes) if d not in {doc.id for doc in docs}]
+        kept = {doc.id for doc in docs}
+        gone = [d for d in dict.fromkeys(deletes) if d not in kept]
         for doc_id in gone:
             if not isinstance(doc_id, str) or not doc_id:
                 raise InvalidDocumentError(f"doc_id must be a non-empty string, got {doc_id!r}.")

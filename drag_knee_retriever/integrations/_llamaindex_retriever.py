@@ -326,8 +326,8 @@ class DragKneeRetriever(BaseRetriever):
         :func:`~._llamaindex_store.members_from_llamaindex` gives them (stable for documents
         without ids)."""
         store = MemberStore(self._index)
-        members = store.check(members_from_llamaindex(list(documents), keep_ids=False, group_pages=group_pages))
-        return store.add(members, progress=progress)
+        return store.add(members_from_llamaindex(list(documents), keep_ids=False, group_pages=group_pages),
+                         progress=progress)  # add checks them against what is stored, under the write lock
 
     async def ainsert(self, document: Any, **kwargs: Any) -> Any:
         """:meth:`insert` in a worker thread (encoding is CPU-bound): the event loop runs on."""

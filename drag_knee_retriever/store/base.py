@@ -26,7 +26,7 @@ from ..bm25_idf import SCHEME as IDF_SCHEME
 from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 # Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
 from ..config import check_collection_name  # noqa: F401
-from ..errors import ModelMismatchError
+from ..errors import InvalidQueryError, ModelMismatchError
 from ..ids import root_ids
 from ..nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
 from ..point_schema import SCHEMA_VERSION, meta_payload
@@ -217,6 +217,14 @@ ENGINE_PROTOCOL = frozenset({"_exists", "_create", "upsert", "delete_nodes", "ra
 SHARED_BOOKKEEPING = ("open_collection", "_count", "_note_write", "_idf_scheme", "_idf_in_step", "_begin_records", "_end_records",
                       "_begin_delete", "_end_delete", "_write_meta", "_check_existing_collection", "_record_format",
                       "_close_record", "_sync_copies", "root_stamps")
+
+
+def check_rrf_k(rrf_k: object) -> None:
+    """What every engine's ``rank`` refuses before ranking: an RRF constant that is not an int >= 1."""
+    if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
+        raise InvalidQueryError(
+            f"rrf_k must be an integer >= 1 (k = 0 makes the top rank's score infinite), got {rrf_k!r}."
+        )
 
 
 class NodeStore(abc.ABC):

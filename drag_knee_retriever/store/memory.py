@@ -32,13 +32,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..bm25_idf import IDF_SCALE, quantize_document
-from ..errors import ConfigError, InvalidQueryError, StoreError
+from ..errors import ConfigError, StoreError
 from ..ids import META_ID, META_IDS
 from ..nodes import TreeNode
 from ..point_schema import TEXT_FIELDS, collection_info, full_node, is_node, light_node, meta_vector, node_payload
 from . import filters as F
 from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
-from .base import score_limit, side_scores, stable_order
+from .base import check_rrf_k, score_limit, side_scores, stable_order
 from .integrity import recorded_meta
 from .journal import WriteJournal
 
@@ -214,10 +214,7 @@ class MemoryStore(NodeStore):
              light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
-            raise InvalidQueryError(
-                f"rrf_k must be an integer >= 1 (k = 0 makes the top rank's score infinite), got {rrf_k!r}."
-            )
+        check_rrf_k(rrf_k)
         self._check_open()
         self._count()
         dense_q = np.asarray(query.dense, dtype=np.float32)

@@ -18,7 +18,7 @@ import asyncio
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..point_schema import DENSE, SPARSE, WALK_FIELDS, full_node, is_node, light_node
-from .base import (TIE_MARGIN, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking, score_limit,
+from .base import (TIE_MARGIN, check_rrf_k, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking, score_limit,
                    side_limit, side_order, side_scores, stable_order)
 
 #: The class these methods are mixed into (QdrantClientStore), Any to a type checker: mypy
@@ -36,6 +36,7 @@ class QdrantRanking:
              explain: bool, light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
+        check_rrf_k(rrf_k)
         batch, layout, targets = self._plan(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         return read_batch(self._execute(batch, targets), layout, light)
 
@@ -46,6 +47,7 @@ class QdrantRanking:
                                        light=light)
         if not requests:
             return []
+        check_rrf_k(rrf_k)
         batch, layout, targets = self._plan(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         return read_batch(await self._aexecute(batch, targets), layout, light)
 

@@ -23,11 +23,10 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from ...errors import InvalidQueryError
 from ...nodes import TreeNode
 from ...point_schema import DENSE, SPARSE, full_node, is_node, light_node
 from .. import filters as F
-from ..base import (PAIR_ID, TIE_MARGIN, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking,
+from ..base import (PAIR_ID, TIE_MARGIN, check_rrf_k, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking,
                     score_limit, side_limit, side_order, side_scores, stable_order)
 from .calls import engine_errors
 from .fast import fuse_rrf, hits_from_map, point_ids
@@ -102,10 +101,7 @@ class EdgeRanking:
              light: bool = False) -> List[List[RankedHit]]:
         if not requests:
             return []
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
-            raise InvalidQueryError(
-                f"rrf_k must be an integer >= 1 (k = 0 makes the top rank's score infinite), got {rrf_k!r}."
-            )
+        check_rrf_k(rrf_k)
         batch = self._plan(requests, query, rrf_k=rrf_k, explain=explain, light=light)
         return self._read(batch, self._execute(batch), rrf_k=rrf_k, explain=explain)
 
