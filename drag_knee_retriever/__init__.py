@@ -43,7 +43,9 @@ from .ocr import OcrConfig
 from .nodes import Document, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 
-__version__ = "0.1.0"
+#: The one place the version is written (pyproject.toml reads it; PEP 440). An alpha of 0.1.0: no release
+#: has been tagged, and the API and the index format may still change between alphas (CHANGELOG.md).
+__version__ = "0.1.0a1"
 
 if TYPE_CHECKING:  # what type checkers see; at run time the two are imported lazily (below)
     from .index import DragKneeIndex

@@ -200,7 +200,7 @@ def meta_payload(dense_size: int, model_id: str, sparse_model: str, bm25_idf: Op
 
 
 def library() -> str:
-    """This release, as records and messages name it (``drag-knee-retriever 0.1.0``)."""
+    """This release, as records and messages name it (``drag-knee-retriever 0.1.0a1``)."""
     # The package is imported whenever this module is (no import statement: the package's own
     # __init__ imports this module's users, and importlib.metadata costs 0.5 s to import).
     package = sys.modules.get(__name__.split(".", 1)[0])
