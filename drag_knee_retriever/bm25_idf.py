@@ -1,13 +1,11 @@
 """Collection-wide BM25 IDF kept by the library, in exact arithmetic: same documents, same scores, bit for bit.
 
-Why (issue 16, item 9): with ``Modifier.IDF`` the engine multiplies each query term by its IDF and
-sums the products in float32, in an order that changes from one process to the next (Qdrant Edge
-0.9: a minimal shard of 6,000 random sparse points, ingested the same way in two processes, scores
-its top hit 14.562593 in one and 14.562592 in the other; the order is stable within a process).
+Why: with ``Modifier.IDF`` the engine multiplies each query term by its IDF and sums the products
+in float32, in an order that changes from one process to the next (it is stable within a process).
 One ulp is enough to swap two near-tied BM25 ranks, and RRF turns a swapped rank into a different
-fused score: HotpotQA ingested twice gave different ``flat_search(k=20)`` lists for 25 of 100
-questions and different scores for 48. Float addition is not associative, so the only cure that
-does not depend on the engine's order is arithmetic with no rounding at all:
+fused score, so the same documents ingested twice would answer differently. Float addition is not
+associative, so the only cure that does not depend on the engine's order is arithmetic with no
+rounding at all:
 
 - document weights (BM25's term-frequency part, below ``k + 1 = 2.2``) are stored on a grid of
   ``1 / TF_SCALE`` (1/1024), with ``Modifier.NONE``: the engine applies no IDF of its own;

@@ -189,8 +189,8 @@ def _markdown_sections(text: str) -> Optional[List[Tuple[int, Optional[str], str
     ATX headings (``# Title``) and setext headings (a line underlined with ``===`` for level 1 or
     ``---`` for level 2, CommonMark's rule: the underline follows a non-blank paragraph line);
     nothing inside a code fence. A line scanner, not markdown-it-py (installed with rich): that
-    parser measured 35x slower for the same 124 headings (414 ms vs 12 ms on 335 k characters;
-    ``benchmarks/splitters.py``).
+    parser is over an order of magnitude slower at finding the same headings
+    (``benchmarks/splitters.py``).
     """
     sections: List[Tuple[int, Optional[str], List[str]]] = [(0, None, [])]
     in_fence = False

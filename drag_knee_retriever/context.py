@@ -102,7 +102,7 @@ def root_ids_to_read(doc_id: str, versions: Set[str], parented: Set[Tuple[str, s
     an inner root, and the hash names the whole tree (content, settings and summariser), so its
     first leaf is no root of it: then only the inner root's id is read. Why: a search's trace
     holds leaves of ~10 documents, and reading each one's first leaf whole (its text) doubled the
-    final fetch (measured at 10k nodes: 21 ids -> 11, 0.51 -> 0.28 ms; benchmarks/RESULTS.md, "scale6").
+    final fetch.
     The liveness check sees the same roots either way."""
     ids = root_ids(doc_id)
     if all((doc_id, h) in parented for h in versions):

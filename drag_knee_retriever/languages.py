@@ -2,9 +2,8 @@
 
 Four settings name a language: the BM25 stemmer (``EmbeddingConfig.language``), the OCR engine
 (``OcrConfig.languages``), the LLM summariser's prompt (``SummarizerSettings.language``) and the
-evaluation datasets. Before issue 23 they spoke three vocabularies (``"english"``, Tesseract's
-``"eng+rus"``, ``"Russian"``); now every one takes the names below, and each consumer translates
-to what its engine reads (Tesseract codes here, the capitalised name in a prompt).
+evaluation datasets. Every one takes the names below, and each consumer translates to what its
+engine reads (Tesseract codes here, the capitalised name in a prompt).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """Focus scores with magnitude: a leaf's z-scored dense cosine and BM25 score, plus its siblings'.
 
 RRF scores depend on ranks only, so a knee over them sees the same 1/rank curve whether the best
-leaf stands far above the rest or barely; the cut then cannot track how much evidence there is
-(issue 14: cut size vs gold count, Spearman 0.08). Here each side's raw score (from the store's
-``RankRequest.with_scores``) is z-scored over the focus candidates, the two are summed, and the
-mean of that sum over the candidates that share the leaf's parent is added with a weight: the
-parent's evidence read from its own leaves (a page whose passages all match lifts each of them),
-with no extra round trip. Chosen by replaying rules over per-question dumps
-(benchmarks/cut_sim.py); the figures are in benchmarks/RESULTS.md ("## cut: ...").
+leaf stands far above the rest or barely; the cut then cannot track how much evidence there is.
+Here each side's raw score (from the store's ``RankRequest.with_scores``) is z-scored over the
+focus candidates, the two are summed, and the mean of that sum over the candidates that share the
+leaf's parent is added with a weight: the parent's evidence read from its own leaves (a page whose
+passages all match lifts each of them), with no extra round trip. Chosen by replaying rules over
+per-question dumps (``benchmarks/cut_sim.py``).
 
 The other way the focus pool is scored, ``focus.scores="rrf"``, fuses its rankings by their ranks
 alone: :func:`combine_rankings`.

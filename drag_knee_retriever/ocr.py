@@ -54,13 +54,11 @@ OCR_MODES: Tuple[str, ...] = ("auto", "always", "never")
 # builder turns that into each leaf's point_schema.TEXT_SOURCE_KEY.
 ENV_TESSERACT = "DRAG_KNEE_TESSERACT"
 
-# Measured on MMLongBench-Doc (benchmarks/RESULTS.md, "OCR"): 733 of the 737 pages of the 20
-# image-only decks have fewer than 20 non-blank characters in their text layer, and only 22 of
-# the 2,263 pages of the 63 text documents do (covers, full-page figures), so 20 OCRs what needs
-# it and almost nothing else.
+# A page whose text layer has fewer non-blank characters is OCR'd: an image-only page's text layer
+# holds almost nothing, and few text pages fall below it (covers, full-page figures).
 DEFAULT_MIN_CHARS = 20
-# Scale 4/3 (96 dpi) renders the decks at the resolution of their embedded slide images (1024 px
-# wide); scale 2 only upsamples them and costs 2.25x the pixels (benchmarks/RESULTS.md).
+# Scale 4/3 (96 dpi) renders slide decks at the resolution of their embedded images (~1024 px
+# wide); a larger scale only upsamples them, at the square of the pixels.
 DEFAULT_SCALE = 4 / 3
 # 40 Mpx is an A0 poster at 96 dpi, 8x an A4 page at 200 dpi: plenty for real pages, and a
 # bounded allocation (40 MB greyscale) for hostile ones.
@@ -90,7 +88,7 @@ def install_hint(languages: str = "eng") -> str:
 def _ocr_languages(name: str, value: Any) -> Tuple[str, ...]:
     """Language names (the package's one vocabulary: ``("english", "russian")``, or ``"english+russian"``).
 
-    Tesseract's own codes (``"eng+rus"``, the spelling before issue 23) are read for one release with a
+    Tesseract's own codes (``"eng+rus"``, the older spelling) are read for one release with a
     DeprecationWarning naming the names.
     """
     parts = [p for p in re.split(r"[+,]", value) if p] if isinstance(value, str) else value

@@ -1,7 +1,8 @@
-"""The README's "Settings reference": every settings class's table, generated from the declarations.
+"""The settings reference (docs/reference/settings.md): every settings class's table, generated from the
+declarations.
 
 Apart from :mod:`drag_knee_retriever.settings` (which every settings class imports) so that it may
-import all of them; tests/unit/test_settings.py checks that the README holds exactly this text.
+import all of them; tests/unit/test_settings.py checks that docs/reference/settings.md holds exactly this text.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from .settings import settings_table
 
 __all__ = ["REFERENCE_BEGIN", "REFERENCE_END", "reference"]
 
-#: README markers around the generated settings reference (tests/unit/test_settings.py checks it).
+#: Markers around the generated settings reference in docs/reference/settings.md (tests/unit/test_settings.py
+#: checks it).
 REFERENCE_BEGIN = ("<!-- settings reference: generated from the declarations by "
                    "drag_knee_retriever.settings_reference.reference(); do not edit by hand -->")
 REFERENCE_END = "<!-- end of settings reference -->"
@@ -32,7 +34,7 @@ def _constant_doc(module: Any, name: str) -> str:
 
 
 def reference() -> str:
-    """Every settings class's table, as the README's "Settings reference" shows it."""
+    """Every settings class's table, as docs/reference/settings.md shows it."""
     from .config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig
     from .llm.settings import SummarizerSettings
     from .ocr import OcrConfig

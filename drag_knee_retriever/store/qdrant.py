@@ -65,7 +65,8 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
     ``collection_options``: extra ``create_collection`` settings for the collections this store
     creates (the nodes' and the roots' copy), e.g. on a cluster
     ``{"shard_number": 6, "replication_factor": 2, "write_consistency_factor": 1, "on_disk_payload": True}``
-    (README, "Scale"). An existing collection keeps the settings it was created with.
+    (docs/guides/qdrant-server.md, "Sharding and replication"). An existing collection keeps the
+    settings it was created with.
     """
 
     _idf: ClientIdf  # set in __init__ (decided again per collection when opened)

@@ -77,7 +77,7 @@ __all__ = ["EDGE_PACKAGE", "EDGE_VERSION", "SPARSE_FULL_SCAN", "EdgeStore"]
 
 # Payload indexes: they let the query planner resolve level / leaf / document conditions without
 # scanning payloads (and are what a future HNSW would need for filtered search). No index on
-# parent_id: no request filters by it, and at 1M nodes it held 114 MB resident (issue 26).
+# parent_id: no request filters by it, and at 1M nodes it held ~100 MB resident.
 _PAYLOAD_INDEXES = (
     ("doc_id", "Keyword"),
     ("level", "Integer"),
@@ -141,7 +141,7 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
         self.payload_memory = payload_memory
         # New shards only (an existing folder keeps how it was made): dense vectors in a file the
         # engine memory-maps once (True), instead of in RAM, where the engine mapped every chunk
-        # twice (resident ~2.2x the vectors' size after a full scan; measured in RESULTS "scale");
+        # twice (resident ~2.2x the vectors' size after a full scan);
         # float16 halves them again, at ~1e-3 of cosine precision (not exact: opt-in).
         self.dense_on_disk = dense_on_disk
         self.dense_datatype = dense_datatype

@@ -61,10 +61,9 @@ class WalkMaps:
     def _load_roots_map(self: "_Host") -> None:
         """Read every root's walk fields from the roots' shard and install them as the roots map.
 
-        Why: without a complete node map (an index above its capacity: 1M nodes) the roots ranking
-        read the walk's payload of its ~66 hits, ~0.9 ms of a ~1.8 ms request on Qdrant Edge at 1M
-        nodes (7,024 roots, pages in memory; benchmarks/RESULTS.md, "scale10"). Reading them once
-        costs about what ~100 searches saved. The same rules as the node map: a write during the
+        Why: without a complete node map (an index above its capacity) the roots ranking reads the
+        walk's payload of each hit, about half of its request's time; reading them once costs about
+        what ~100 searches save. The same rules as the node map: a write during the
         read discards it (NodeCache.finish_load), and more roots than ``roots_map_capacity`` keep none."""
         cache = self._roots_map
         try:

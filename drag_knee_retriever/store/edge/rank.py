@@ -10,7 +10,7 @@
   here where planned, the walk's payload of kept hits no side brought read in one more call, and
   each request's hits built, cut at its limit (ties by id) and scored.
 
-The package docstring says why each choice was made and what it measured. A mixin of
+The package docstring says why each choice was made. A mixin of
 :class:`~.engine.EdgeStore`.
 """
 
@@ -168,8 +168,7 @@ class EdgeRanking:
                     # the nodes brings none: each side reads ``read`` hits (100 for the focus step's
                     # global list) of which the fusion keeps ``limit`` (50), and a payload read on
                     # cold pages costs ~40 us a point; the kept hits' fields come from a candidate
-                    # set of the batch if it holds them, else from one engine call after the batch
-                    # (measured at 100k nodes without the map: benchmarks/RESULTS.md, "scale6").
+                    # set of the batch if it holds them, else from one engine call after the batch.
                     carry = fuse_here and mapped_by is None and (request.candidate_ids is not None or on_roots)
                     # Each side over-fetched by the tie margin, then ordered by score and id and
                     # cut at `read` (base.side_order): the engine's order of ties is arbitrary.
@@ -221,7 +220,7 @@ class EdgeRanking:
         counted once (one facet call for the documents not counted yet) and forgotten when written.
         Nodes, not leaves: the engine picks its path by the upper bound of its estimate of the
         filter's points, which is the ``doc_id`` match alone (groups of < 1,000 leaves but more
-        nodes walked the inverted index: 7 groups cost ~100 ms against ~13 ms for one request at 1M).
+        nodes walked the inverted index, slower than one request).
         """
         rule = self.sparse_split
         if not request.leaves_only or request.candidate_ids is not None or request.level is not None:

@@ -139,7 +139,7 @@ class EdgeRoots:
     def _copied_stamps(self: "_Host", doc_ids: Sequence[str]) -> Optional[Dict[str, str]]:
         # The roots' copy answers: only roots come back, with the stamp alone (a retrieve of both
         # possible root ids from the nodes' shard also returned each document's first leaf, and
-        # the walk's fields of each: ~75 ms for 1,000 files, RESULTS.md "scale"). The folder lock
+        # the walk's fields of each: slow for a folder of many files). The folder lock
         # and the sync on open make the copy the roots (written after its root, deleted before
         # it); a count of those documents' roots in the nodes' shard (~2 ms) confirms it anyway.
         if self._roots is None or self._roots_deferred:  # format 1 read as it is: the nodes' roots

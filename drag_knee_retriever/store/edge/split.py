@@ -4,12 +4,11 @@ The focus step's global list ranks the leaves of the ~50 best-ranked documents
 (``traversal._global_filters``: a ``doc_id`` match on many values). Its BM25 side is a sparse
 search filtered by that match. Above the shard's ``full_scan_threshold`` (1,000 admitted points,
 ``engine.SPARSE_FULL_SCAN``) Edge walks the inverted index of the *whole* collection and checks the
-filter per posting; below it, it scores the admitted points one by one. So at 1M nodes the one
-request costs ~12 ms (it walks 1M points' postings to keep ~4,600), while the same ranking sent as
-one request per group of documents admitting fewer than 1,000 points each (8 groups), merged here,
-cost 3.35 ms (``benchmarks/scale_split.py --scale-dir DIR --size 1000000 --queries 100 --replay 20
---bm25-groups 1000``, RESULTS.md "scale7"). At 100k nodes the split was slower (1.66 ms against
-1.02 ms): the walk over a small collection is cheap, and every group is a request of its own.
+filter per posting; below it, it scores the admitted points one by one. So in a large collection
+the one request walks every point's postings to keep a few thousand, and the same ranking sent as
+one request per group of documents admitting fewer than 1,000 points each, merged here, costs a
+fraction of it (``benchmarks/scale_split.py``); in a small one the walk is cheap, and every group
+is a request of its own, so the split is slower.
 
 Hence the rule (:meth:`SplitRule.groups`): split only when the filter admits few points relative
 to the collection (fewer than ``share`` of it; 1/100 by default) and at least ``min_points``
@@ -19,9 +18,8 @@ any count is read), and no test index is.
 
 "Admitted" counts every node of the filtered documents, not only their leaves: the engine picks
 its path by the upper bound of its estimate of the filter's points, which for ``doc_id`` in a
-group and ``is_leaf`` is the ``doc_id`` match alone. Grouped by leaves (< 1,000 leaves, more
-nodes), the 7 groups of a 1M search each walked the inverted index: ~100 ms against ~13 ms for
-the one request; grouped by nodes, 2.5 ms (benchmarks/RESULTS.md "scale9": 20 searches of the 1M folder, each request min of 3).
+group and ``is_leaf`` is the ``doc_id`` match alone: groups of fewer than 1,000 leaves but more
+nodes each walked the inverted index, slower than the one request.
 
 The split returns the same ranking as the one request because the engine's side lists are ordered
 by score, then point id, after over-fetching by the tie margin (``base.stable_order``), for one
