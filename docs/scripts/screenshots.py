@@ -1,4 +1,5 @@
-"""Screenshots of the built docs site in a real browser (headless Chromium): the home page and a guide.
+"""Screenshots of the built docs site in a real browser (headless Chromium): the home page and a guide;
+and a walk of the README's links into the site.
 
 Builds the site strictly into a temporary folder, serves it on 127.0.0.1 (a free port), and has Chromium
 take a 1280x900 screenshot of each page; then checks that each PNG is a page and not a blank or an error
@@ -6,6 +7,11 @@ screen (its size, and the number of colours in it). Run from the repository root
 
     python docs/scripts/screenshots.py                    # writes docs/assets/screenshots/*.png
     python docs/scripts/screenshots.py --out DIR          # elsewhere
+    python docs/scripts/screenshots.py --walk             # follow each README link to a docs section
+
+``--walk`` opens, for every ``docs/PAGE.md#ANCHOR`` link of README.md, that page of the built site in
+Chromium and checks that the rendered page has the heading the anchor names; it prints the README line
+each link is on, the URL and the heading reached.
 
 Needs the `docs` extra (mkdocs) and Chromium (Debian: apt-get install chromium). Exit code 0 when every
 screenshot was taken and looks like a page, 1 otherwise, 2 when Chromium or mkdocs is missing.
@@ -17,6 +23,7 @@ import argparse
 import functools
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (file name, path under the site): the home page and one guide.
 PAGES = (("home.png", ""), ("guide-langchain.png", "guides/langchain/"))
 WINDOW = (1280, 900)
+#: A README link to a docs section: (page under the repository, anchor).
+DOCS_LINK = re.compile(r"\]\((docs/[^)#\s]+\.md)#([^)\s]+)\)")
 
 
 def find_chromium() -> str | None:
@@ -62,6 +71,42 @@ def screenshot(chromium: str, url: str, png: Path, profile: Path) -> None:
     subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
+def readme_docs_links() -> list[tuple[int, str, str]]:
+    """(README line, page, anchor) of every ``docs/PAGE.md#ANCHOR`` link in README.md, in order."""
+    found = []
+    for number, line in enumerate((ROOT / "README.md").read_text(encoding="utf-8").splitlines(), 1):
+        found += [(number, page, anchor) for page, anchor in DOCS_LINK.findall(line)]
+    return found
+
+
+def site_path(page: str) -> str:
+    """Where MkDocs puts a docs page (``docs/guides/cli.md`` -> ``guides/cli/``; ``docs/index.md`` -> ``""``)."""
+    path = page.removeprefix("docs/").removesuffix(".md")
+    return "" if path == "index" else path.removesuffix("/index") + "/"
+
+
+def rendered_dom(chromium: str, url: str, profile: Path) -> str:
+    """The page's DOM after Chromium has run its scripts (``--dump-dom``)."""
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+               "--virtual-time-budget=5000", "--dump-dom", url]
+    return subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
+
+
+def walk(chromium: str, base: str, profile: Path) -> list[str]:
+    """Follow each README link into the site; the problems (a page or heading that is not there)."""
+    problems = []
+    for line, page, anchor in readme_docs_links():
+        url = f"{base}{site_path(page)}#{anchor}"
+        dom = rendered_dom(chromium, url, profile)
+        heading = re.search(rf'<h([1-6])[^>]*\bid="{re.escape(anchor)}"[^>]*>(.*?)</h\1>', dom, re.S)
+        text = re.sub(r"<[^>]+>|¶", "", heading.group(2)).strip() if heading else ""
+        print(f"README.md:{line} -> {url}: {text or 'NO SUCH HEADING'}")
+        if not heading:
+            problems.append(f"README.md:{line}: {page}#{anchor} has no heading with that id in the rendered page")
+    return problems
+
+
 def looks_like_a_page(png: Path) -> str:
     """'' when ``png`` is a full-size picture with text on it; else what is wrong."""
     if not png.is_file() or png.stat().st_size < 10_000:
@@ -94,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "assets" / "screenshots",
                         help="folder for the PNGs (default: docs/assets/screenshots)")
+    parser.add_argument("--walk", action="store_true",
+                        help="instead of screenshots, follow each README link to a docs section")
     args = parser.parse_args(argv)
     chromium = find_chromium()
     if chromium is None:
@@ -104,14 +151,17 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print('mkdocs is not installed: pip install -e ".[docs]"', file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
     problems = []
     with tempfile.TemporaryDirectory(prefix="drag-knee-docs-") as tmp:
         site, profile = Path(tmp) / "site", Path(tmp) / "chromium-profile"
         build_site(site)
         server, base = serve(site)
         try:
-            for name, path in PAGES:
+            if args.walk:
+                problems = walk(chromium, base, profile)
+            else:
+                args.out.mkdir(parents=True, exist_ok=True)
+            for name, path in () if args.walk else PAGES:
                 png = args.out / name
                 screenshot(chromium, base + path, png, profile)
                 problem = looks_like_a_page(png)

@@ -1,7 +1,8 @@
 """The docs site builds strictly: every page in the nav, every link and anchor resolved, the API
 reference generated from the public API's docstrings, the CHANGELOG included; and it covers what it
 must (every name of ``drag_knee_retriever.__all__`` on the API page, the picture of how-it-works
-current with the script that draws it).
+current with the script that draws it); the README's links into it land on pages and headings that exist,
+in the built HTML and in headless Chromium.
 
 Skips, saying why, only where mkdocs (the ``docs`` extra, also in ``dev``) is not installed.
 """
@@ -95,3 +96,43 @@ def test_the_screenshot_script_renders_pages_in_chromium(tmp_path):
         pytest.skip(missing)
     assert module.main(["--out", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(name for name, _ in module.PAGES)
+
+
+def _screenshots_module():
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "docs" / "scripts" / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_links_into_the_site_resolve(site):
+    """Every ``docs/PAGE.md`` link of the README is a page of the built site, and its ``#ANCHOR`` an id there
+    (mkdocs --strict checks the links between docs pages, not the README's)."""
+    module = _screenshots_module()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[^)#\s]+\.md)(?:#([^)\s]+))?\)", readme)
+    assert len([a for _, a in links if a]) >= 5, "the README links to fewer docs sections than the five topics"
+    for page, anchor in links:
+        html = site / module.site_path(page) / "index.html"
+        assert html.is_file(), f"README.md links to {page}, which the site does not build"
+        if anchor:
+            assert f'id="{anchor}"' in html.read_text(encoding="utf-8"), \
+                f"README.md links to {page}#{anchor}, an id the built page does not have"
+
+
+def test_a_browser_follows_each_readme_link_to_its_docs_section(site):
+    """docs/scripts/screenshots.py --walk in headless Chromium, on the site built above: each README link
+    to a docs section reaches a rendered heading with that id, and a link to a missing one is reported."""
+    module = _screenshots_module()
+    chromium = module.find_chromium()
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    real = module.readme_docs_links()
+    module.readme_docs_links = lambda: real + [(0, "docs/guides/langchain.md", "no-such-section")]
+    server, base = module.serve(site)
+    try:
+        problems = module.walk(chromium, base, site.parent / "chromium-profile")
+    finally:
+        server.shutdown()
+    assert problems == ["README.md:0: docs/guides/langchain.md#no-such-section has no heading with that id in "
+                        "the rendered page"]

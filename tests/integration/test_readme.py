@@ -2,7 +2,8 @@
 
 - the README is short and finds its way: at most 250 lines, the two commands of the first screen as CI runs
   them, each of the five things a newcomer looks for (an LCEL chain, a query engine, an agent tool, the
-  langchain-qdrant swap, a server URL) linked from its first 100 lines to a heading that exists;
+  langchain-qdrant swap, a server URL) linked from its first 100 lines to a README section whose code does
+  it, which links on to a docs section (an anchor GitHub and the docs site both make) that does it too;
 - no absolute machine path (a folder of this machine) in the README or the docs;
 - the demo output shown (docs/getting-started.md) is a real run: every line of the block appears, in order, in what
   ``drag-knee demo`` prints (timings aside; a line holding only "…" stands for lines left out);
@@ -21,6 +22,7 @@ import io
 import os
 import re
 import subprocess
+import unicodedata
 import sys
 import warnings
 from contextlib import redirect_stdout
@@ -180,18 +182,75 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
         assert command in first_screen, f"the first screen lost {command!r}"
 
 
-@pytest.mark.parametrize("what, words", [
-    ("an LCEL chain", ("lcel",)), ("a query engine", ("query engine",)), ("an agent tool", ("agent",)),
-    ("the langchain-qdrant swap", ("langchain-qdrant",)), ("a server URL", ("server",)),
-])
-def test_the_readme_reaches_each_topic_from_its_first_100_lines(what, words):
+def _docs_slug(heading: str) -> str:
+    """The docs site's anchor for a heading (Python-Markdown's toc ``slugify``, which MkDocs uses)."""
+    value = unicodedata.normalize("NFKD", heading.strip()).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", value).strip().lower())
+
+
+def _sections(text: str) -> dict:
+    """Each heading's anchor -> (line number, 1-based, of the heading; the text up to the next heading of
+    the same or a higher level), for GitHub's and the docs site's anchors alike."""
+    lines = text.splitlines()
+    fenced = set()
+    for match in _FENCED.finditer(text):
+        first = text[: match.start()].count("\n")
+        fenced.update(range(first, first + match.group(0).count("\n") + 1))
+    heads = [(i, len(m.group(1)), m.group(2)) for i, line in enumerate(lines)
+             if i not in fenced and (m := re.match(r"^(#+) (.*)$", line))]
+    out = {}
+    for n, (i, level, heading) in enumerate(heads):
+        end = next((j for j, lv, _ in heads[n + 1:] if lv <= level), len(lines))
+        body = "\n".join(lines[i:end])
+        out.setdefault(_slug(heading), (i + 1, body))
+        out.setdefault(_docs_slug(heading), (i + 1, body))
+    return out
+
+
+#: What a newcomer looks for: (what, words of the README link's label, what its code holds).
+TOPICS = [
+    ("an LCEL chain", ("lcel",), r"\| prompt \| llm \|"),
+    ("a query engine", ("query engine",), r"RetrieverQueryEngine\.from_args\(|\.as_query_engine\("),
+    ("an agent tool", ("agent",), r"create_retriever_tool\(|\.as_tool\("),
+    ("the langchain-qdrant swap", ("langchain-qdrant",), r"# was: QdrantVectorStore"),
+    ("a server URL", ("server",), r"http://localhost:6333"),
+]
+
+
+def _topic_walk(words: tuple, code: str) -> dict:
+    """How a newcomer reaches a topic from the README's top: the contents link (its line, within the first
+    100), the README section it opens (its line; click 1), the code there, and the docs section that
+    section links to (page and anchor; click 2), each found as a reader would follow it."""
     top = "\n".join(TEXT.splitlines()[:100])
-    anchors = {_slug(h) for h in re.findall(r"^#+ (.*)$", _FENCED.sub("", TEXT), flags=re.M)}
-    links = [(label, target) for label, target in re.findall(r"\[([^\]]+)\]\(#([^)]+)\)", top)
-             if any(word in label.lower() for word in words)]
-    assert links, f"no link to {what} in README.md's first 100 lines"
-    for label, target in links:
-        assert target in anchors, f"README.md links {label!r} to #{target}, which no heading makes"
+    readme = _sections(TEXT)
+    links = [(label, target, top[: m.start()].count("\n") + 1)
+             for m in re.finditer(r"\[([^\]]+)\]\(#([^)]+)\)", top)
+             for label, target in [m.groups()] if any(word in label.lower() for word in words)]
+    assert links, f"no link to it in README.md's first 100 lines (words {words})"
+    label, target, link_line = links[0]
+    assert target in readme, f"README.md links {label!r} to #{target}, which no heading makes"
+    line, body = readme[target]
+    assert re.search(code, body), f"README.md's section #{target} holds no {code!r}"
+    docs = re.findall(r"\]\((docs/[^)#]+\.md)#([^)]+)\)", body)
+    assert docs, f"README.md's section #{target} links to no docs section (docs/PAGE.md#ANCHOR)"
+    page, anchor = docs[0]
+    sections = _sections((ROOT / page).read_text(encoding="utf-8"))
+    assert anchor in sections, f"README.md's #{target} links to {page}#{anchor}, which no heading there makes"
+    assert _slug(next(h for h in re.findall(r"^#+ (.*)$", sections[anchor][1], flags=re.M))) == anchor, \
+        f"{page}#{anchor}: GitHub and the docs site name this heading differently; link one both make"
+    docs_line, docs_body = sections[anchor]
+    assert re.search(code, docs_body), f"{page}#{anchor} holds no {code!r}"
+    return {"link_line": link_line, "section_line": line, "code_line": line + body[: re.search(code, body).start()]
+            .count("\n"), "docs": f"{page}#{anchor}", "docs_line": docs_line}
+
+
+@pytest.mark.parametrize("what, words, code", TOPICS, ids=[t[0] for t in TOPICS])
+def test_the_readme_reaches_each_topic_from_its_first_100_lines(what, words, code):
+    """Each of the five from a contents link in the README's first 100 lines: one click to a README
+    section whose code does it, a second to the docs section (an anchor both GitHub and the site make)
+    that does it too."""
+    walk = _topic_walk(words, code)
+    assert walk["link_line"] <= 100
 
 
 def test_relative_links_of_the_readme_exist():
