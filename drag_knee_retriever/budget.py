@@ -1,6 +1,6 @@
-"""A word budget for a search's results (``SearchConfig.max_tokens``): the best evidence that fits.
+"""A budget for a search's results (``SearchConfig.max_tokens`` / ``max_words``): the best evidence that fits.
 
-A reader with a context window thinks in tokens, not in results: "give me the best 1,500 words".
+A reader with a context window thinks in tokens, not in results: "give me the best 1,500 tokens".
 With a budget the knee methods do not stop at their focus cut: they take the leaves the cut keeps,
 then go down the global hybrid ranking of the leaves (:func:`~drag_knee_retriever.traversal.budget_order`),
 and fill the budget:
@@ -15,10 +15,13 @@ and fill the budget:
 - nothing is returned twice: a leaf inside a group already taken costs nothing and is not listed
   again, and a group replaces the leaves it holds;
 - when even the best leaf is longer than the whole budget, it comes back cut to its first
-  ``budget`` words (the only case a returned text is not a whole node's).
+  ``budget`` units (the only case a returned text is not a whole node's).
 
-"Tokens" are words (whitespace-separated), the unit of every figure in benchmarks/RESULTS.md and
-what ``drag_knee_retriever.eval`` counts; an LLM reads about 1.3 tokens per English word.
+The unit (:class:`BudgetUnit`) is the budget's: ``max_tokens`` counts model tokens with a tokenizer
+(:func:`token_unit`: the index encoder's own, or one the user gives in
+``EmbeddingConfig(token_counter=...)``), ``max_words`` counts whitespace-separated words
+(:data:`WORDS`, the unit of every figure in benchmarks/RESULTS.md and of ``drag_knee_retriever.eval``).
+An LLM reads about 1.3 tokens per English word and up to 2 per word of biomedical text.
 
 The leaves' lengths are in their text, which a light walk does not read: :func:`fill_steps` is a
 sans-IO generator (as the walk is) that yields the ids it needs and receives the nodes, a step of
@@ -32,13 +35,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
 
+from .errors import ConfigError
 from .ids import leaf_id, node_id, span_leaf_ids
 from .nodes import TraceStep, TreeNode
 from .store import RankedHit
 
-__all__ = ["BudgetFill", "Group", "count_words", "fill", "fill_steps", "first_words", "mark_trace", "pack"]
+__all__ = ["BudgetFill", "BudgetUnit", "Group", "WORDS", "count_words", "fill", "fill_steps", "first_words",
+           "mark_trace", "pack", "token_unit"]
 
 _WORD = re.compile(r"\S+")
 # The fill reads the ranked leaves' texts in growing prefixes: the first read guesses this many
@@ -60,6 +65,90 @@ def first_words(text: str, limit: int) -> str:
         if count >= limit:
             break
     return text[:end]
+
+
+class BudgetUnit:
+    """How a budget counts a text (:meth:`count`) and cuts one to a limit (:meth:`cut`): words here."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return count_words(text)
+
+    def cut(self, text: str, limit: int) -> str:
+        return first_words(text, limit)
+
+
+#: The word unit of ``SearchConfig.max_words`` (and of every budget figure in benchmarks/RESULTS.md).
+WORDS = BudgetUnit()
+
+
+class TokenUnit(BudgetUnit):
+    """Model tokens of a tokenizer: ``encode(text)`` gives the token ids (or an object with ``.ids``,
+    as a ``tokenizers.Tokenizer`` does), or ``count(text)`` is a plain function text -> int."""
+
+    name = "tokens"
+
+    def __init__(self, encode: Optional[Callable[[str], Any]] = None,
+                 counter: Optional[Callable[[str], int]] = None, source: str = "") -> None:
+        self._encode = encode
+        self._counter = counter
+        self.source = source
+
+    def count(self, text: str) -> int:
+        if self._counter is not None:
+            n = self._counter(text)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ConfigError(f"the token counter {self.source} returned {n!r} for a text; it must return the "
+                                  "number of tokens, an integer >= 0.")
+            return n
+        assert self._encode is not None
+        encoded = self._encode(text)
+        return len(getattr(encoded, "ids", encoded))
+
+    def cut(self, text: str, limit: int) -> str:
+        if self._encode is not None:
+            encoded = self._encode(text)
+            offsets = getattr(encoded, "offsets", None)
+            if offsets is not None:  # a tokenizers.Tokenizer: cut at the limit-th token's end
+                ids = encoded.ids
+                return text if len(ids) <= limit else text[: offsets[limit - 1][1]] if limit > 0 else ""
+        # Otherwise the longest prefix of whole words within the limit (at least one word).
+        low, high = 1, max(1, count_words(text))
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.count(first_words(text, mid)) <= limit:
+                low = mid
+            else:
+                high = mid - 1
+        return first_words(text, low)
+
+
+def token_unit(tokenizer: Any, source: str = "") -> TokenUnit:
+    """A :class:`TokenUnit` from what a user may hold: a ``tokenizers.Tokenizer`` (copied, with its
+    truncation and padding off: a budget counts the whole text), a Hugging Face tokenizer or a
+    tiktoken encoding (anything with ``encode(text)``; special tokens are not counted where
+    ``encode`` takes ``add_special_tokens``), or a function text -> number of tokens."""
+    source = source or type(tokenizer).__name__
+    if hasattr(tokenizer, "encode") and hasattr(tokenizer, "to_str") and hasattr(tokenizer, "no_truncation"):
+        from tokenizers import Tokenizer
+
+        copy = Tokenizer.from_str(tokenizer.to_str())
+        copy.no_truncation()
+        copy.no_padding()
+        return TokenUnit(encode=lambda text: copy.encode(text, add_special_tokens=False), source=source)
+    if hasattr(tokenizer, "encode") and callable(tokenizer.encode):
+        try:
+            tokenizer.encode("probe", add_special_tokens=False)
+            return TokenUnit(encode=lambda text: tokenizer.encode(text, add_special_tokens=False), source=source)
+        except TypeError:  # tiktoken's encode takes no such keyword
+            return TokenUnit(encode=tokenizer.encode, source=source)
+    if callable(tokenizer):
+        return TokenUnit(counter=tokenizer, source=source)
+    raise ConfigError(
+        f"token_counter must be a tokenizer (tokenizers.Tokenizer, a Hugging Face tokenizer, a tiktoken "
+        f"encoding: anything with encode(text)) or a function text -> number of tokens, got {type(tokenizer).__name__}."
+    )
 
 
 @dataclass(frozen=True)
@@ -254,19 +343,19 @@ def _groups_of(leaf: TreeNode, nodes: Mapping[str, TreeNode], region_groups: Seq
 
 
 def pack(hits: Sequence[RankedHit], texts: Mapping[str, str], budget: int,
-         count: Callable[[str], int] = count_words) -> Tuple[List[RankedHit], Dict[str, str]]:
-    """A method's own results within ``budget`` words: each in order if it fits (first fit), the best
-    one cut to the budget when none does. Returns the kept hits and their texts."""
+         unit: BudgetUnit = WORDS) -> Tuple[List[RankedHit], Dict[str, str]]:
+    """A method's own results within ``budget`` (in ``unit``): each in order if it fits (first fit),
+    the best one cut to the budget when none does. Returns the kept hits and their texts."""
     kept: List[RankedHit] = []
     used = 0
     for hit in hits:
-        size = count(texts[hit.node.id])
+        size = unit.count(texts[hit.node.id])
         if used + size <= budget:
             kept.append(hit)
             used += size
     if not kept and hits:
         best = hits[0]
-        return [best], {best.node.id: first_words(texts[best.node.id], budget)}
+        return [best], {best.node.id: unit.cut(texts[best.node.id], budget)}
     return kept, {h.node.id: texts[h.node.id] for h in kept}
 
 

@@ -160,7 +160,7 @@ class DragKneeIndex:
                 if embedding is None and limit is not NO_LIMIT:
                     # ... and, opened without embedding settings, the dense window it was built with (an
                     # index built before a default changed keeps opening with the same vectors).
-                    emb = replace(emb, max_tokens=limit)
+                    emb = replace(emb, max_input_tokens=limit)
                 encoder = Encoder(replace(emb, dense=None), dense=emb.dense)
             self.encoder = encoder
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
@@ -364,8 +364,9 @@ class DragKneeIndex:
         Each setting given here (:class:`~drag_knee_retriever.config.SearchOptions`: ``method`` and its
         own knobs ``beam_width`` / ``max_roots`` / ``sensitivity``, ``fusion=FusionConfig(...)``,
         ``focus=FocusConfig(...)`` (``focus=False`` skips the focus step), ``order``, ``max_results``,
-        ``min_score``, ``max_tokens`` (a word budget for the results, filled with the best evidence in
-        order: :mod:`drag_knee_retriever.budget`), ``explain``) replaces the index's (or ``config``'s) for
+        ``min_score``, ``max_tokens`` (a budget in model tokens for the results, counted by the encoder's
+        tokenizer and filled with the best evidence in order: :mod:`drag_knee_retriever.budget`) or
+        ``max_words`` (the same in words), ``explain``) replaces the index's (or ``config``'s) for
         this search. ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
         (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
         :mod:`drag_knee_retriever.store.filters`.
@@ -375,7 +376,7 @@ class DragKneeIndex:
         filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
         it leaves no result.
         """
-        plan = build_plan(query, config or self.search_config, filters, options)
+        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit)
         return run(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
 
     @_in_flight
@@ -394,8 +395,11 @@ class DragKneeIndex:
         The query is encoded in a worker thread (CPU-bound); the walk's round trips go through the
         store's async methods (qdrant-client's async client for a server).
         """
-        plan = build_plan(query, config or self.search_config, filters, options)
+        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit)
         return await arun(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
+
+    def _token_unit(self) -> Any:
+        return self.encoder.token_unit
 
     def _search_steps(self, plan: SearchPlan, query_vectors: Optional[QueryVectors], self_query: Any) -> Any:
         model = self.self_query if self_query is None else (self_query or None)

@@ -132,9 +132,11 @@ class DragKneeRetriever(BaseRetriever):
     OR / NOT), a LangChain-style dict or a qdrant ``models.Filter``, applied at every level of the
     walk. ``score_threshold`` drops results scoring below it. ``fusion`` / ``focus`` take a
     :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig` (``focus=False``
-    skips the focus step), as ``index.search`` does. ``max_tokens`` is a word budget for the returned
-    nodes (the best evidence in order until it is full, whole pages where their passages cluster, no
-    text twice; words, not model tokens): what a query engine's context gets.
+    skips the focus step), as ``index.search`` does. ``max_tokens`` is a budget in model tokens (the
+    index encoder's tokenizer, or ``EmbeddingConfig(token_counter=...)``) for the returned nodes (the
+    best evidence in order until it is full, whole pages where their passages cluster, no text twice):
+    what a query engine's context gets; ``max_words`` the same in words. ``explain=True`` also
+    records each candidate's dense and BM25 rank in the trace.
 
     Every setting can also be passed per call, as in the LangChain retriever:
     ``retriever.retrieve(query, similarity_top_k=2)`` or ``retriever.retrieve(query, filters=...)``.

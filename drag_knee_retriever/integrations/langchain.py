@@ -58,6 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
+from ..search_config import option_help
 from ..errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidScoresError
 from ..nodes import Document, ScoredNode
 from ..settings import unexpected_keywords
@@ -173,9 +174,11 @@ class DragKneeRetriever(DocumentIndex):
       ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
       ``models.Filter``; applied at every level of the walk.
     - ``score_threshold``: drop results whose fused score is below it.
-    - ``max_tokens``: a word budget for the returned documents: the best evidence in order until the
-      budget is full (whole pages where their passages cluster, no text twice); see
-      :class:`~drag_knee_retriever.SearchConfig`. Words, not model tokens (~1.3 tokens a word).
+    - ``max_tokens``: a budget in model tokens (the index encoder's tokenizer, or
+      ``EmbeddingConfig(token_counter=...)``) for the returned documents: the best evidence in order
+      until the budget is full (whole pages where their passages cluster, no text twice); see
+      :class:`~drag_knee_retriever.SearchConfig`. ``max_words``: the same budget in words.
+    - ``explain``: also record each candidate's dense and BM25 rank in the trace.
     - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
       ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
     - ``beam_width``, ``sensitivity``, ``max_roots``, ``order``, ``fusion`` (a
@@ -203,19 +206,22 @@ class DragKneeRetriever(DocumentIndex):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: Any = Field(description="The DragKneeIndex to search.")
-    method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = None
+    # The walk's settings (WalkOptions), described by their SearchConfig declaration.
+    method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = Field(default=None, description=option_help("method"))
     k: Optional[int] = Field(default=None, description="Cap on the number of results; the method decides up to it.")
-    beam_width: Optional[int] = None
-    sensitivity: Optional[float] = None
-    max_roots: Optional[int] = None
+    beam_width: Optional[int] = Field(default=None, description=option_help("beam_width"))
+    sensitivity: Optional[float] = Field(default=None, description=option_help("sensitivity"))
+    max_roots: Optional[int] = Field(default=None, description=option_help("max_roots"))
     filter: Any = Field(default=None, description="LangChain filter dict or qdrant models.Filter.")
     filters: Any = None
-    score_threshold: Optional[float] = None
+    score_threshold: Optional[float] = Field(default=None, description=option_help("min_score"))
     fusion: Any = Field(default=None, description="FusionConfig: how dense and BM25 rankings are fused.")
     focus: Any = Field(default=None, description="FocusConfig of the knee methods' focus step (False: skip it).")
     fusion_weights: Optional[List[Tuple[float, float]]] = Field(default=None, description="Deprecated: fusion=FusionConfig(weights=...).")
-    order: Optional[Literal["score", "document"]] = None
-    max_tokens: Optional[int] = Field(default=None, description="Word budget for the returned documents.")
+    order: Optional[Literal["score", "document"]] = Field(default=None, description=option_help("order"))
+    max_tokens: Optional[int] = Field(default=None, description=option_help("max_tokens"))
+    max_words: Optional[int] = Field(default=None, description=option_help("max_words"))
+    explain: Optional[bool] = Field(default=None, description=option_help("explain"))
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
