@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields
-from typing import Any, Literal, Optional, Tuple
+from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union
 
 from .errors import ConfigError
 from .languages import BM25_LANGUAGES, check_bm25_language
@@ -56,17 +56,17 @@ DEFAULT_BM25_LANGUAGE = "english"
 class LeafConfig(Settings):
     """How text is cut into leaves (pages are never merged: a page is what a user cites)."""
 
-    max_chars: int = setting(2000, kind=int, low=50, doc="Paragraphs longer than this are split.")
-    min_chars: int = setting(200, kind=int, low=0,
+    max_chars: int = setting(default=2000, kind=int, low=50, doc="Paragraphs longer than this are split.")
+    min_chars: int = setting(default=200, kind=int, low=0,
                              doc="Paragraphs shorter than this are merged with the next (must be < max_chars).")
     passage_words: Optional[int] = setting(
-        120, kind=int, low=20, optional=True,
+        default=120, kind=int, low=20, optional=True,
         doc="A long page becomes a page node whose leaves are passages of about this many words (consecutive "
             "sentences or lines): the dense side reads the whole page, not only the model's first window, and a "
             "search can return the passage that answers; citations keep the page (p.37 ¶2). None: a page is "
             "always one leaf.")
     split_pages_over: Optional[int] = setting(
-        200, kind=int, low=1, optional=True,
+        default=200, kind=int, low=1, optional=True,
         doc="Split only pages longer than this many words (about the 256 word pieces all-MiniLM-L6-v2 was tuned "
             "to read). None: every page longer than passage_words. Both chosen by measurement "
             "(benchmarks/RESULTS.md, 'Passages by default').")
@@ -80,18 +80,18 @@ class LeafConfig(Settings):
 class SectionConfig(Settings):
     """Where a document's sections (the tree's inner nodes above the leaves) come from."""
 
-    markdown: bool = setting(True, kind=bool, doc="Markdown headings of a text document become sections.")
+    markdown: bool = setting(default=True, kind=bool, doc="Markdown headings of a text document become sections.")
     outline: bool = setting(
-        False, kind=bool,
+        default=False, kind=bool,
         doc="A document's outline (PDF bookmarks) becomes its sections, pages grouped by branching inside each, "
             "and every page is indexed with its section title. Off: not yet measured better.")
     headings: bool = setting(
-        False, kind=bool,
+        default=False, kind=bool,
         doc="A document without an outline gets sections from headings found in its text (numbered '3.2 Results', "
             "'PART II' / 'Item 7.', Markdown, short title-like lines); tables of contents and running headers open "
             "none (drag_knee_retriever.headings).")
     statements: bool = setting(
-        True, kind=bool,
+        default=True, kind=bool,
         doc="A page of a financial report's primary statement (balance sheet, income statement, cash flows, equity, "
             "comprehensive income: its heading atop a page of figures) is indexed with the statement's heading and "
             "its common names in front, so a question's 'income statement' reaches 'Consolidated Statements of "
@@ -102,9 +102,9 @@ class SectionConfig(Settings):
 class SummaryConfig(Settings):
     """The extractive (LLM-free) summariser's output size; an LLM summariser's fallback uses it too."""
 
-    sentences: int = setting(3, kind=int, low=1, doc="Central sentences in an inner node's summary.")
-    max_chars: int = setting(600, kind=int, low=50, doc="Longest summary of an inner node.")
-    keywords: int = setting(8, kind=int, low=0, doc="Distinctive keywords kept per node (0: none).")
+    sentences: int = setting(default=3, kind=int, low=1, doc="Central sentences in an inner node's summary.")
+    max_chars: int = setting(default=600, kind=int, low=50, doc="Longest summary of an inner node.")
+    keywords: int = setting(default=8, kind=int, low=0, doc="Distinctive keywords kept per node (0: none).")
 
 
 def _context_parts(name: str, value: Any) -> Tuple[str, ...]:
@@ -120,28 +120,28 @@ class VectorConfig(Settings):
     """What each node's two vectors (dense and BM25) encode. The text returned stays the leaf's own."""
 
     leaf_dense: LeafTextSource = setting(
-        "own", kind="choice", choices=("own", "description", "own+description"),
+        default="own", kind="choice", choices=("own", "description", "own+description"),
         doc="A leaf's dense text: its own text, the summariser's description of it (an LLM summariser's page "
             "description), or both joined.")
     inner_dense: InnerVectorSource = setting(
-        "both", kind="choice", choices=("summary", "centroid", "both"),
+        default="both", kind="choice", choices=("summary", "centroid", "both"),
         doc="An inner node's dense vector: its embedded summary, the normalised centroid of its children's vectors "
             "(no encoding cost), or the mean of both.")
     sparse: SparseTextSource = setting(
-        "auto", kind="choice", choices=("auto", "text+keywords", "keywords", "text"),
+        default="auto", kind="choice", choices=("auto", "text+keywords", "keywords", "text"),
         doc="Every node's BM25 text: its text plus its keywords (LLM keywords add synonyms), the keywords alone, or "
             "the text alone. 'auto': text + keywords with an LLM summariser, the text alone with the extractive one "
             "(whose keywords are words of the text already).")
     inner_sparse: InnerSparseSource = setting(
-        "span", kind="choice", choices=("span", "description"),
+        default="span", kind="choice", choices=("span", "description"),
         doc="An inner node's BM25 text: 'span', the text of every leaf beneath it (plus keywords: a parent wins "
             "where the query's terms spread over its children), or 'description', its summary as sparse says.")
-    context: Tuple[str, ...] = setting(
-        ("section",), kind="any", check=_context_parts,
+    context: Sequence[str] = setting(
+        default=("section",), kind="any", check=_context_parts,
         doc="What a leaf's indexed text carries in front of it, in this order: 'title' (metadata['title'], else the "
             "file name), 'section' (the innermost heading) or 'path' (every heading above it), 'page'.")
-    context_metadata: Tuple[str, ...] = setting(
-        (), kind="any", check=_context_parts,
+    context_metadata: Sequence[str] = setting(
+        default=(), kind="any", check=_context_parts,
         doc="Document metadata keys whose values join the context, e.g. ('company', 'year') -> "
             "'company: ACME | year: 2023'.")
 
@@ -179,13 +179,13 @@ _FLAT_BUILD = (
 class BuildConfig(Settings):
     """How documents become trees: leaves, sections, summaries, and what the vectors encode."""
 
-    branching: int = setting(3, kind=int, low=2, doc="Children per parent when grouping consecutive siblings.")
-    leaves: LeafConfig = setting(LeafConfig(), kind=LeafConfig, doc="How text is cut into leaves (see LeafConfig).")
-    sections: SectionConfig = setting(SectionConfig(), kind=SectionConfig,
+    branching: int = setting(default=3, kind=int, low=2, doc="Children per parent when grouping consecutive siblings.")
+    leaves: LeafConfig = setting(default=LeafConfig(), kind=LeafConfig, doc="How text is cut into leaves (see LeafConfig).")
+    sections: SectionConfig = setting(default=SectionConfig(), kind=SectionConfig,
                                       doc="Where sections come from (see SectionConfig).")
-    summary: SummaryConfig = setting(SummaryConfig(), kind=SummaryConfig,
+    summary: SummaryConfig = setting(default=SummaryConfig(), kind=SummaryConfig,
                                      doc="The extractive summary's size (see SummaryConfig).")
-    vectors: VectorConfig = setting(VectorConfig(), kind=VectorConfig,
+    vectors: VectorConfig = setting(default=VectorConfig(), kind=VectorConfig,
                                     doc="What each node's dense and BM25 vectors encode (see VectorConfig).")
 
     def fingerprint(self) -> str:
@@ -227,22 +227,22 @@ def _optional_text(name: str, value: Any) -> Optional[str]:
 class EncoderRuntime(Settings):
     """How fast, on what and in how much memory passages are encoded."""
 
-    batch_size: int = setting(4, kind=int, low=1, doc="Texts per encoder call at most.")
-    max_batch_chars: int = setting(8_000, kind=int, low=100, doc="Characters per encoder call at most (bounds memory).")
-    threads: Optional[int] = setting(None, kind=int, low=1, optional=True,
+    batch_size: int = setting(default=4, kind=int, low=1, doc="Texts per encoder call at most.")
+    max_batch_chars: int = setting(default=8_000, kind=int, low=100, doc="Characters per encoder call at most (bounds memory).")
+    threads: Optional[int] = setting(default=None, kind=int, low=1, optional=True,
                                      doc="onnxruntime intra-op threads per session (None: onnxruntime's choice).")
-    providers: Optional[Tuple[str, ...]] = setting(
-        None, kind="any", optional=True, check=_providers,
+    providers: Union[str, Sequence[str], None] = setting(
+        default=None, kind="any", optional=True, check=_providers,
         doc="onnxruntime execution providers, e.g. ('CUDAExecutionProvider', 'CPUExecutionProvider').")
     parallel: Optional[int] = setting(
-        None, kind=int, low=1, high=64, optional=True,
+        default=None, kind=int, low=1, high=64, optional=True,
         hint="encoder sessions working side by side, e.g. one per core",
         doc="This many onnxruntime sessions in this process (threads each, 1 if unset) share length-sorted batches "
             "out to as many threads; unlike fastembed's parallel= worker processes, a custom model's registration "
             "and max_input_tokens reach every session. None: one session (README, 'Encoder budget').")
 
 
-_EMBEDDING_MOVED = {name: ("runtime", name, None)
+_EMBEDDING_MOVED: Dict[str, Tuple[str, Optional[str], None]] = {name: ("runtime", name, None)
                     for name in ("batch_size", "max_batch_chars", "threads", "providers", "parallel")}
 # The encoder's input limit was EmbeddingConfig.max_tokens, the name SearchConfig's budget now has.
 _EMBEDDING_MOVED["max_tokens"] = ("max_input_tokens", None, None)
@@ -257,43 +257,43 @@ class EmbeddingConfig(Settings):
     ``dense`` (or straight into ``DragKneeIndex(embedding=...)``); the fastembed settings then stay unset.
     """
 
-    model_name: str = setting(DEFAULT_DENSE_MODEL, kind=str, doc="A fastembed dense model name.")
+    model_name: str = setting(default=DEFAULT_DENSE_MODEL, kind=str, doc="A fastembed dense model name.")
     model_path: Optional[str] = setting(
-        None, kind="any", optional=True, check=lambda name, v: None if v is None else str(v),
+        default=None, kind="any", optional=True, check=lambda name, v: None if v is None else str(v),
         doc="A local fastembed-ready folder (model.onnx + tokenizer files) for model_name.")
     dense: Any = setting(
-        None, kind="any", optional=True,
+        default=None, kind="any", optional=True,
         doc="Your own dense model instead of fastembed's: LangChain Embeddings, a LlamaIndex embedding, a "
             "function texts -> vectors, or a DenseEmbedder.")
-    language: Optional[BM25Language] = setting(
-        None, kind="any", optional=True, check=check_bm25_language,
+    language: Optional[str] = setting(
+        default=None, kind="any", optional=True, check=check_bm25_language,
         doc=f"The BM25 stemmer and stop words: {' or '.join(repr(n) for n in BM25_LANGUAGES)} (the package's one "
             "language vocabulary: lower-case English names). None: an existing collection's own language, else "
             "'english'; a language given that differs from the collection's is refused (ModelMismatchError).")
     query_prefix: Optional[str] = setting(
-        None, kind="any", optional=True, check=_optional_text,
+        default=None, kind="any", optional=True, check=_optional_text,
         doc="Text put in front of queries (e5: 'query: '); None: the model's own convention.")
     passage_prefix: Optional[str] = setting(
-        None, kind="any", optional=True, check=_optional_text,
+        default=None, kind="any", optional=True, check=_optional_text,
         doc="Text put in front of passages (e5: 'passage: '); None: the model's own convention.")
     pooling: Literal["mean", "cls"] = setting(
-        "mean", kind="choice", choices=("mean", "cls"),
+        default="mean", kind="choice", choices=("mean", "cls"),
         doc="For a custom ONNX folder fastembed does not list: how token vectors are pooled.")
     max_input_tokens: Optional[int] = setting(
-        None, kind=int, low=16, optional=True,
+        default=None, kind=int, low=16, optional=True,
         doc="Word pieces the dense model reads per text (the rest is cut off); None keeps the model's own limit "
             "(512 for MiniLM in fastembed). 256 ingests ~18% faster on long paragraphs but lost 1 of 133 COVID-QA "
             "questions (README, Speed). Was max_tokens.")
     token_counter: Any = setting(
-        None, kind="any", optional=True, repr=False,
+        default=None, kind="any", optional=True, repr=False,
         doc="What counts SearchConfig.max_tokens: a tokenizers.Tokenizer, a Hugging Face tokenizer or a tiktoken "
             "encoding (anything with encode(text)), or a function text -> number of tokens. None: the fastembed "
             "model's own tokenizer; with your own dense model, the bundled all-MiniLM-L6-v2 word-piece tokenizer "
             "(an approximation of your model's: give yours).")
     cache_dir: Optional[str] = setting(
-        None, kind="any", optional=True, check=_optional_text,
+        default=None, kind="any", optional=True, check=_optional_text,
         doc="Where fastembed keeps downloaded models (fastembed's default: a temp folder).")
-    runtime: EncoderRuntime = setting(EncoderRuntime(), kind=EncoderRuntime,
+    runtime: EncoderRuntime = setting(default=EncoderRuntime(), kind=EncoderRuntime,
                                       doc="Speed and memory of encoding (see EncoderRuntime).")
 
     def _check(self) -> None:
@@ -356,23 +356,23 @@ class StoreConfig(Settings):
     shown in reprs or logs.
     """
 
-    collection: str = setting("drag_knee", kind=str, check=_collection_name,
+    collection: str = setting(default="drag_knee", kind=str, check=_collection_name,
                               doc="The Qdrant collection (one index per collection); a name every engine can "
                                   "hold (no '/', '\\', ':', '*', '?', '\"', '<', '>', '|', controls; at most 200 bytes).")
     engine: Literal["edge", "local", "server", "auto"] = setting(
-        "auto", kind="choice", choices=("edge", "local", "server", "auto"),
+        default="auto", kind="choice", choices=("edge", "local", "server", "auto"),
         doc="'auto': Qdrant Edge (in process) for a folder or ':memory:', a server for a URL; 'local': "
             "qdrant-client local mode for a folder or ':memory:'; 'edge' / 'server' to insist.")
     api_key: Optional[str] = setting(
-        None, kind="any", optional=True, check=_optional_text, repr=False,
+        default=None, kind="any", optional=True, check=_optional_text, repr=False,
         doc="A Qdrant server's API key (None: the environment variable QDRANT_API_KEY, for a URL).")
     timeout: float = setting(
-        10.0, kind=float, low=0.0, low_open=True, high=3600.0,
+        default=10.0, kind=float, low=0.0, low_open=True, high=3600.0,
         doc="Seconds a server has to answer a request (connecting included) before the call fails with a "
             "StoreError naming the cause.")
-    upsert_batch_size: int = setting(256, kind=int, low=1, doc="Points written per upsert request.")
+    upsert_batch_size: int = setting(default=256, kind=int, low=1, doc="Points written per upsert request.")
     async_client: Any = setting(
-        None, kind="any", optional=True, repr=False,
+        default=None, kind="any", optional=True, repr=False,
         doc="Your own qdrant_client.AsyncQdrantClient for asearch(), beside a QdrantClient given as the location "
             "(never closed by the index).")
 

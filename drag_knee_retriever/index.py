@@ -19,14 +19,14 @@ import inspect
 import logging
 import threading
 from dataclasses import replace
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar, Union,
                     cast, overload)
 
 from .compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
 from .config import BuildConfig, SearchConfig, SearchOptions, StoreConfig
 from .embeddings import Encoder
 from .errors import ConfigError, StoreError
-from .ingest import IngestReport, Ingestor, OrphanSweep, Progress
+from .ingest import IngestReport, Ingestor, OrphanSweep, Progress, progress_reporter
 from .opening import INDEX_KEYWORDS, embedding_of, open_store, translate_deprecated
 from .listing import DocumentInfo, StoredDocument, get_documents, get_nodes, list_documents, stats
 from .nodes import Document, NodeText, ScoredNode, SearchResult, TreeNode
@@ -240,19 +240,23 @@ class DragKneeIndex:
 
     # -- ingestion -------------------------------------------------------------------------------
 
-    def add_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+    def add_documents(self, documents: Iterable[Document], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """Index documents. Unchanged documents are skipped; changed ones replace their old tree.
+
+        ``progress``: a function ``progress(phase, done, total)``, or ``True`` for rich's progress bars
+        on stderr (as ``show_progress=True`` in LlamaIndex).
 
         Every document is checked before anything is written, so bad input loses nothing stored.
         A document becomes visible to search only when its root (written last) is stored.
         """
         try:
-            return self._ingestor.add_documents(documents, progress)
+            with progress_reporter(progress) as report:
+                return self._ingestor.add_documents(documents, report)
         finally:
             self._forget_identities()
 
     def apply_documents(self, documents: Sequence[Document] = (), *, delete: Sequence[str] = (),
-                        progress: Optional[Progress] = None) -> IngestReport:
+                        progress: Union[Progress, bool, None] = None) -> IngestReport:
         """Replace ``documents`` and remove the documents whose ids ``delete`` lists, crash-safe.
 
         Unlike :meth:`add_documents` (whose files can be ingested again), the new versions are
@@ -261,7 +265,8 @@ class DragKneeIndex:
         the write. For documents that live only in the index (what the vector stores add).
         """
         try:
-            return self._ingestor.apply(list(documents), list(delete), progress)
+            with progress_reporter(progress) as report:
+                return self._ingestor.apply(list(documents), list(delete), report)
         finally:
             self._forget_identities()
 
@@ -280,10 +285,11 @@ class DragKneeIndex:
             log.warning("could not finish the document writes left unfinished in %s (%s); the next write "
                         "to this index tries again", self.store.describe(), exc)
 
-    def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+    def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""
         try:
-            return self._ingestor.add_nodes(nodes, progress)
+            with progress_reporter(progress) as report:
+                return self._ingestor.add_nodes(nodes, report)
         finally:
             self._forget_identities()
 
@@ -300,13 +306,13 @@ class DragKneeIndex:
         finally:
             self._forget_identities()
 
-    async def aadd_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+    async def aadd_documents(self, documents: Iterable[Document], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """:meth:`add_documents` without blocking the event loop (building and encoding are
         CPU-bound: they run in a worker thread), with the same guarantees: checked before anything
         is written, one writer at a time, a document visible only once its root is stored."""
         return await asyncio.to_thread(self.add_documents, list(documents), progress=progress)
 
-    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """:meth:`add_nodes` in a worker thread."""
         return await asyncio.to_thread(self.add_nodes, nodes, progress=progress)
 

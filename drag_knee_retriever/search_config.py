@@ -67,12 +67,12 @@ class FusionConfig(Settings):
     """How every ranked list of a search fuses its dense and BM25 rankings (Reciprocal Rank Fusion)."""
 
     rrf_k: int = setting(
-        2, kind=int, low=1, high=MAX_SETTING,
+        default=2, kind=int, low=1, high=MAX_SETTING,
         doc="RRF constant. Qdrant fuses in the engine: a side with weight w adds 1 / ((rank + 1) / w + rrf_k - 1), "
             "rank from 0, which is 1 / (rrf_k + rank) at w = 1 (Qdrant's convention; LangChain's EnsembleRetriever "
             "uses 1 / (60 + rank) with rank from 1). A side with weight 0 adds nothing.")
-    weights: Optional[Tuple[Tuple[float, float], ...]] = setting(
-        None, kind="any", optional=True, check=_weight_schedule,
+    weights: Optional[Sequence[Tuple[float, float]]] = setting(
+        default=None, kind="any", optional=True, check=_weight_schedule,
         doc="Per-level (dense, sparse) weights, level 0 = the roots; the last pair serves deeper levels and the "
             "focus step's leaves. None weighs both sides equally everywhere.")
 
@@ -89,67 +89,67 @@ class FocusConfig(Settings):
     """
 
     pool: int = setting(
-        10, kind=int, low=1, high=MAX_SETTING,
+        default=10, kind=int, low=1, high=MAX_SETTING,
         doc="Leaves ranked in the focus step and cut at their knee (SearchConfig(focus=None) skips the step: the "
             "walk's nodes are returned as they are, an inner node with its whole span).")
     region_sensitivity: float = setting(
-        0.85, kind=float, low=0.0, low_open=True, high=1.0,
+        default=0.85, kind=float, low=0.0, low_open=True, high=1.0,
         doc="Knee sensitivity of the walk's own cuts (roots and beam steps) when a focus step follows (or "
             "SearchConfig.sensitivity if smaller): the focus cuts again at the leaves, so the walk keeps more "
             "regions than a walk that has the last word.")
     global_leaves: Optional[int] = setting(
-        50, kind=int, low=1, high=MAX_SETTING, optional=True,
+        default=50, kind=int, low=1, high=MAX_SETTING, optional=True,
         doc="Also rank this many leaves of the whole (filtered) collection in the same round trip and fuse them "
             "with the regions' leaves: a strong leaf whose region the walk cut stays a candidate. None: the "
             "walk's regions alone.")
     merge_ratio: Optional[float] = setting(
-        0.5, kind=float, low=0.0, low_open=True, high=1.0, optional=True,
+        default=0.5, kind=float, low=0.0, low_open=True, high=1.0, optional=True,
         doc="A region is returned whole (its whole span) when more than this share of its leaves survive the "
             "cut: the evidence is spread over it. None: always return leaves.")
     scores: FocusScores = setting(
-        "magnitude", kind="choice", choices=("rrf", "magnitude"),
+        default="magnitude", kind="choice", choices=("rrf", "magnitude"),
         doc="How the focus step scores its leaves before the knee: 'magnitude' (each leaf's z-scored dense cosine "
             "plus z-scored BM25 score, plus sibling_weight x its siblings' mean; the knee cuts where the evidence "
             "falls, and a result's score is that sum) or 'rrf' (reciprocal ranks only).")
     sibling_weight: Optional[float] = setting(
-        None, kind=float, low=0.0, only=("scores", ("magnitude",), 0.25,
+        default=None, kind=float, low=0.0, only=("scores", ("magnitude",), 0.25,
                                          "scores='rrf' ranks by reciprocal rank alone."),
         doc="With scores='magnitude': the weight of the mean score of the leaves under the same parent (the "
             "parent's evidence, read from its leaves; 0 = the leaf's own evidence only).")
     # Scale (issue 26): the global list from the ranked roots' documents.
     global_scope: GlobalScope = setting(
-        "roots", kind="choice", choices=("roots", "collection"),
+        default="roots", kind="choice", choices=("roots", "collection"),
         doc="Where global_leaves come from: 'roots' (the leaves of the global_docs best-ranked documents, ranked "
             "in the roots' round trip: a few thousand leaves at any index size) or 'collection' (every leaf of the "
             "filtered collection, a flat search of its own: ~0.5 s at 1M nodes). The same list when a filter leaves "
             "at most global_docs documents (benchmarks/RESULTS.md, \"scale\").")
     global_docs: int = setting(
-        50, kind=int, low=1, high=MAX_SETTING,
+        default=50, kind=int, low=1, high=MAX_SETTING,
         doc="With global_scope='roots': how many best-ranked documents' leaves the global list ranks.")
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
     # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(
-        4.0, kind=float, low=0.0,
+        default=4.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
             "match (the title or file name and the metadata that names it, against the query's words: "
             "drag_knee_retriever.identity): a leaf inherits its document's match. Counts only where the query "
             "names a document (SearchConfig.identity_coverage) and among leaves of several documents. 0: off "
             "(the default before 'filings5').")
     root_weight: float = setting(
-        0.0, kind=float, low=0.0,
+        default=0.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score of its document root's score in the walk's "
             "roots ranking (text and identity: the document's evidence as a whole). Experimental; 0: off.")
     near_best: Optional[float] = setting(
-        1.0, kind=float, low=0.0, low_open=True, optional=True,
+        default=1.0, kind=float, low=0.0, low_open=True, optional=True,
         doc="The cut also keeps every leaf whose focus score is within this much of the best leaf's (sums of "
             "z-scores: 1.0 is about half a standard deviation of the pool), up to near_best_limit: where nothing "
             "stands out the knee's place among near-equal scores is arbitrary and a reader needs them all. None: "
             "the knee alone. Chosen by replaying cuts over every dataset's focus pools (benchmarks/RESULTS.md, "
             "'budget').")
     near_best_limit: int = setting(
-        20, kind=int, low=1, high=MAX_SETTING, doc="Leaves the near_best widening may keep at most.")
+        default=20, kind=int, low=1, high=MAX_SETTING, doc="Leaves the near_best widening may keep at most.")
     standout: Optional[float] = setting(
-        4.0, kind=float, low=0.0, low_open=True, optional=True,
+        default=4.0, kind=float, low=0.0, low_open=True, optional=True,
         doc="A best leaf whose focus score is ahead of the second's by more than this comes back alone (it is "
             "the answer; the knee would add its runner-up). None: never.")
 
@@ -177,22 +177,22 @@ class SearchConfig(Settings):
     """
 
     method: SearchMethod = setting(
-        "knee", kind="choice", choices=SEARCH_METHODS,
+        default="knee", kind="choice", choices=SEARCH_METHODS,
         doc="'knee' (every ranked list cut at its knee, then the focus step), 'sensitive_knee' (the same with "
             "sensitivity), 'fixed' (a beam of beam_width, no focus), 'branch' (each parent against its own "
             "children, no focus).")
     max_roots: Optional[int] = setting(
-        None, kind=int, low=1, high=MAX_SETTING,
+        default=None, kind=int, low=1, high=MAX_SETTING,
         only=("method", ("knee", "sensitive_knee", "branch"), 20,
               "method='fixed' ranks beam_width roots; set beam_width."),
         doc="Roots (documents) ranked before the first knee cut.")
     beam_width: Optional[int] = setting(
-        None, kind=int, low=1, high=MAX_SETTING,
+        default=None, kind=int, low=1, high=MAX_SETTING,
         only=("method", ("fixed",), 3,
               "the knee methods choose the width at each list's knee (max_roots bounds the roots ranked)."),
         doc="Nodes kept per step by method='fixed' (roots included).")
     sensitivity: Optional[float] = setting(
-        None, kind=float, low=0.0, low_open=True, high=1.0,
+        default=None, kind=float, low=0.0, low_open=True, high=1.0,
         only=("method", ("sensitive_knee", "branch"), 0.85,
               "method='knee' cuts at the plain knee (s = 1) and its walk at focus.region_sensitivity: set that, or "
               "use method='sensitive_knee'."),
@@ -200,32 +200,32 @@ class SearchConfig(Settings):
         doc="Knee sensitivity s of method='sensitive_knee' and 'branch': a cut keeps up to the last point at least "
             "s times as far from the chord as the knee (1.0 is the plain knee; smaller keeps more).")
     max_depth: int = setting(
-        64, kind=int, low=1, high=MAX_SETTING,
+        default=64, kind=int, low=1, high=MAX_SETTING,
         doc="Levels the walk descends at most (a guard against malformed trees).")
     fusion: FusionConfig = setting(
-        _DEFAULT_FUSION, kind=FusionConfig, doc="How each ranked list fuses dense and BM25 (see FusionConfig).")
+        default=_DEFAULT_FUSION, kind=FusionConfig, doc="How each ranked list fuses dense and BM25 (see FusionConfig).")
     focus: Optional[FocusConfig] = setting(
-        _DEFAULT_FOCUS, kind=FocusConfig, optional=True,
+        default=_DEFAULT_FOCUS, kind=FocusConfig, optional=True,
         doc="The focus step of 'knee' and 'sensitive_knee' (see FocusConfig); None returns the walk's nodes as "
             "they are. 'fixed' and 'branch' never focus.")
     order: ResultOrder = setting(
-        "score", kind="choice", choices=("score", "document"),
+        default="score", kind="choice", choices=("score", "document"),
         doc="Results by 'score' or by 'document' position.")
     max_results: Optional[int] = setting(
-        None, kind=int, low=1, high=MAX_SETTING, optional=True,
+        default=None, kind=int, low=1, high=MAX_SETTING, optional=True,
         doc="A cap on the number of results (the frameworks' k): the method still decides how many up to the cap; "
             "the best by score are kept. None: no cap.")
     min_score: Optional[float] = setting(
-        None, kind=float, optional=True,
+        default=None, kind=float, optional=True,
         doc="Drop results whose score is below it (LangChain's score_threshold). It reads the public score, "
             "the query's dense cosine with the node clipped to [0, 1], the same for every method.")
     explain: bool = setting(
-        False, kind=bool,
+        default=False, kind=bool,
         doc="Also record each candidate's dense and BM25 rank in the trace (same round trips, about 10% of a "
             "search). The trace always has the fused scores, the knee and every decision.")
     # The document's identity as evidence and a word budget (issue 24).
     identity_weight: float = setting(
-        2.0, kind=float, low=0.0,
+        default=2.0, kind=float, low=0.0,
         doc="How much a document's identity (its title or file name and the metadata that names it, matched "
             "against the query's words: drag_knee_retriever.identity) adds to its root's fused score; a "
             "document the query names fully (a name only it holds, or its company and year) adds the full "
@@ -233,7 +233,7 @@ class SearchConfig(Settings):
             "match on to the leaves. 0 (with focus.identity_weight=0): off, the default before 'filings5' "
             "(benchmarks/RESULTS.md).")
     identity_coverage: str = setting(
-        "two_fields", kind="choice", choices=("terms", "fields", "two_fields"),
+        default="two_fields", kind="choice", choices=("terms", "fields", "two_fields"),
         doc="How a document's identity match is weighed: 'terms', by the query's identity terms alone (their "
             "rarity among the documents' identities); 'fields', also by how many distinct fields of the identity "
             "the query names (a metadata value, a part of a file name such as PEPSICO_2022_10K's PEPSICO / 2022 / "
@@ -246,12 +246,12 @@ class SearchConfig(Settings):
             "and which name one, except that a query naming no period and a family by a name (a capitalised word "
             "or a short form) names the family's latest document at half (identity.IdentityIndex.coverage; "
             "benchmarks/RESULTS.md, 'filings', 'filings5', 'filings7').")
-    identity_keys: Optional[Tuple[str, ...]] = setting(
-        None, kind="names", optional=True,
+    identity_keys: Union[str, Sequence[str], None] = setting(
+        default=None, kind="names", optional=True,
         doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "
             "and every metadata value that is a short text or a year (identity.document_identity).")
     max_tokens: Optional[int] = setting(
-        None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' token budget, e.g. 2000",
+        default=None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' token budget, e.g. 2000",
         doc="A budget in model tokens for the results (per call: search(q, max_tokens=2000)), counted by the "
             "encoder's tokenizer (or EmbeddingConfig.token_counter). The knee methods rank their focus pool past "
             "the knee and fill the budget with the best evidence in order (a leaf that no longer fits is skipped "
@@ -259,7 +259,7 @@ class SearchConfig(Settings):
             "fits, without repeating a passage); the other methods keep the results that fit. None: the method's "
             "cut decides (or max_words).")
     max_words: Optional[int] = setting(
-        None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' word budget, e.g. 1500",
+        default=None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' word budget, e.g. 1500",
         doc="The same budget in whitespace-separated words (what max_tokens counted before 0.2; the unit of "
             "benchmarks/RESULTS.md). Give max_tokens or max_words, not both.")
 

@@ -439,8 +439,10 @@ def demo(
     quiet_native_logs(state["verbose"])
     from ..config import EmbeddingConfig, StoreConfig
 
-    embedding = EmbeddingConfig(**({"model_name": model} if model else {}),
-                                **({"model_path": str(model_path.expanduser())} if model_path is not None else {}))
+    chosen: Dict[str, Any] = {"model_name": model} if model else {}
+    if model_path is not None:
+        chosen["model_path"] = str(model_path.expanduser())
+    embedding = EmbeddingConfig(**chosen)
     store = StoreConfig(engine=engine.value) if engine is not Engine.auto else None
     started = time.perf_counter()
     status = err.status("loading the embedding model…") if err.is_terminal else nullcontext()

@@ -308,7 +308,7 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_sensitive_0.5", {"method": "sensitive_knee", "sensitivity": 0.5}),
         ("drag_sensitive_0.85", {"method": "sensitive_knee", "sensitivity": 0.85}),
         ("drag_branch", {"method": "branch"}),
-        ("drag_knee_fusion", {"method": "knee", "fusion": FusionConfig(weights=[tuple(p) for p in fusion_schedule])}),
+        ("drag_knee_fusion", {"method": "knee", "fusion": FusionConfig(weights=[(p[0], p[1]) for p in fusion_schedule])}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
         # The default before the magnitude focus (benchmarks/RESULTS.md "## cut"): the focus on RRF.

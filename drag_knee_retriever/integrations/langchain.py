@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 from ._common import (
     INSTALL_HINT,
@@ -366,40 +366,58 @@ class DragKneeRetriever(DocumentIndex):
     async def aget(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
         return await asyncio.to_thread(self.get, ids, **kwargs)
 
-    @classmethod
-    def from_documents(
-        cls,
-        documents: Sequence[LCDocument],
-        *,
-        index: Any = None,
-        progress: Optional[Callable[..., Any]] = None,
-        ocr: Any = "auto",
-        ocr_languages: Optional[str] = None,
-        ocr_cache_dir: Optional[Any] = None,
-        search_kwargs: Optional[Dict[str, Any]] = None,
-        **kwargs: Any,
-    ) -> "DragKneeRetriever":
-        """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
+    if TYPE_CHECKING:
+        # What type checkers read: the new index's keywords (DragKneeIndex's, and the Qdrant vector
+        # stores' collection_name= / url= / path= / client= / api_key=) and the search settings,
+        # typed, so a misspelled one is an error; the implementation below takes **kwargs.
+        @classmethod
+        def from_documents(cls, documents: Sequence[LCDocument], *, index: Any = None,
+                           progress: Union[Callable[..., Any], bool, None] = None, ocr: Any = "auto",
+                           ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None,
+                           search_kwargs: Optional[Dict[str, Any]] = None, location: Any = None,
+                           embedding: Any = None, build: Any = None, search: Any = None, summarizer: Any = None,
+                           store: Any = None, collection_name: Optional[str] = None, collection: Optional[str] = None,
+                           url: Optional[str] = None, path: Any = None, client: Any = None,
+                           api_key: Optional[str] = None,
+                           **settings: Unpack[LangChainRetrieverOptions]) -> "DragKneeRetriever": ...
 
-        ``kwargs`` are the retriever's search settings (``method``, ``k``, ``filter``, ...: see the
-        class; :class:`LangChainRetrieverOptions`) and, when no ``index`` is given, :class:`DragKneeIndex`'s
-        keywords: ``location`` (a folder, ``":memory:"`` (the default), a URL or a QdrantClient),
-        ``embedding``, ``build``, ``search``, ``summarizer``, ``store``. The search settings are validated
-        and every document is converted before anything is built or written, so a bad document ingests
-        nothing. ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
-        """
-        settings, index_kwargs = split_settings(kwargs, LangChainRetrieverOptions.__annotations__)
-        settings = {key: value for key, value in settings.items() if value is not None}
-        RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
-                          **{**settings, **_search_kwargs(search_kwargs)})
-        if search_kwargs is not None:
-            settings["search_kwargs"] = search_kwargs
-        members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
-        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
-        index = make_index(index, index_kwargs)
-        store = MemberStore(index, ocr=config)
-        store.add(members, progress=progress)
-        return cls(index=index, **settings)
+    else:
+        @classmethod
+        def from_documents(
+            cls,
+            documents: Sequence[LCDocument],
+            *,
+            index: Any = None,
+            progress: Union[Callable[..., Any], bool, None] = None,
+            ocr: Any = "auto",
+            ocr_languages: Optional[str] = None,
+            ocr_cache_dir: Optional[Any] = None,
+            search_kwargs: Optional[Dict[str, Any]] = None,
+            **kwargs: Any,
+        ) -> "DragKneeRetriever":
+            """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
+
+            ``kwargs`` are the retriever's search settings (``method``, ``k``, ``filter``, ...: see the
+            class; :class:`LangChainRetrieverOptions`) and, when no ``index`` is given, :class:`DragKneeIndex`'s
+            keywords: ``location`` (a folder, ``":memory:"`` (the default), a URL or a QdrantClient),
+            ``embedding``, ``build``, ``search``, ``summarizer``, ``store``, and the Qdrant vector stores'
+            spellings ``collection_name``, ``url``, ``path``, ``client``, ``api_key``. ``progress``: a
+            function ``progress(phase, done, total)`` or ``True`` for progress bars. The search settings are validated
+            and every document is converted before anything is built or written, so a bad document ingests
+            nothing. ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
+            """
+            settings, index_kwargs = split_settings(kwargs, LangChainRetrieverOptions.__annotations__)
+            settings = {key: value for key, value in settings.items() if value is not None}
+            RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
+                              **{**settings, **_search_kwargs(search_kwargs)})
+            if search_kwargs is not None:
+                settings["search_kwargs"] = search_kwargs
+            members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
+            config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+            index = make_index(index, index_kwargs)
+            store = MemberStore(index, ocr=config)
+            store.add(members, progress=progress)
+            return cls(index=index, **settings)
 
 
 DragKneeVectorStore.retriever_class = DragKneeRetriever
