@@ -175,7 +175,12 @@ _FLAT_BUILD = (
 )
 
 
-@settings_class(moved={old: (path[0], path[1], None) for old, path in _FLAT_BUILD if path})
+#: BuildConfig's flat spellings no README or docs page taught (only the fingerprint keeps their names):
+#: dropped before the first tagged release; the taught ones stay until settings.REMOVED_IN.
+_UNTAUGHT_BUILD = ("summary_sentences", "summary_max_chars", "keywords", "use_markdown_sections", "inner_sparse")
+
+
+@settings_class(moved={old: (path[0], path[1], None) for old, path in _FLAT_BUILD if path and old not in _UNTAUGHT_BUILD})
 class BuildConfig(Settings):
     """How documents become trees: leaves, sections, summaries, and what the vectors encode."""
 
@@ -242,8 +247,10 @@ class EncoderRuntime(Settings):
             "and max_input_tokens reach every session. None: one session (README, 'Encoder budget').")
 
 
+# The flat spellings the README taught (threads=, providers=, parallel=); batch_size= and
+# max_batch_chars= it never taught were dropped before the first tagged release.
 _EMBEDDING_MOVED: Dict[str, Tuple[str, Optional[str], None]] = {name: ("runtime", name, None)
-                    for name in ("batch_size", "max_batch_chars", "threads", "providers", "parallel")}
+                                                                for name in ("threads", "providers", "parallel")}
 # The encoder's input limit was EmbeddingConfig.max_tokens, the name SearchConfig's budget now has.
 _EMBEDDING_MOVED["max_tokens"] = ("max_input_tokens", None, None)
 

@@ -101,10 +101,9 @@ class DragKneeIndex:
     and ``summarizer`` shape ingestion and search; ``store`` (a :class:`StoreConfig`) how the index talks
     to Qdrant (collection, engine, API key, timeout, ...).
 
-    The spellings of earlier releases (``path=``, ``url=``, ``client=``, ``store=<NodeStore>``,
-    ``collection=``, ``engine=``, ``api_key=``, ``timeout=``, ``async_client=``, ``model_name=``,
-    ``model_path=``, ``language=``, ``encoder=``) still work for one release, with a DeprecationWarning
-    naming the new one.
+    The spellings the README taught before (``url=``, ``client=``, ``engine=``, ``api_key=``,
+    ``async_client=``, ``model_name=``, ``model_path=``, ``language=``) work until 0.2.0, with a
+    DeprecationWarning naming the new one.
     """
 
     if TYPE_CHECKING:
@@ -116,15 +115,15 @@ class DragKneeIndex:
                      store: Optional[StoreConfig] = None) -> None: ...
 
         @overload
-        @deprecated("DragKneeIndex(path=/url=/client=/collection=/engine=/api_key=/timeout=/async_client=/model_name=/"
-                    "model_path=/language=/encoder=) are deprecated: give where the index lives as the first argument, "
-                    "the store's settings in store=StoreConfig(...) and the model in embedding=.")
+        @deprecated("DragKneeIndex(url=/client=/engine=/api_key=/async_client=/model_name=/model_path=/language=) are "
+                    "deprecated (removed in 0.2.0): give where the index lives as the first argument, the store's "
+                    "settings in store=StoreConfig(...) and the model in embedding=.")
         def __init__(self, location: Any = ":memory:", *, embedding: Any = None, build: Optional[BuildConfig] = None,
                      search: Optional[SearchConfig] = None, summarizer: Optional[Summarizer] = None,
-                     store: Any = None, path: Any = None, url: Optional[str] = None, client: Any = None,
-                     collection: Optional[str] = None, engine: Optional[str] = None, api_key: Optional[str] = None,
-                     timeout: Optional[float] = None, async_client: Any = None, model_name: Optional[str] = None,
-                     model_path: Any = None, language: Optional[str] = None, encoder: Any = None) -> None: ...
+                     store: Optional[StoreConfig] = None, url: Optional[str] = None, client: Any = None,
+                     engine: Optional[str] = None, api_key: Optional[str] = None, async_client: Any = None,
+                     model_name: Optional[str] = None, model_path: Any = None,
+                     language: Optional[str] = None) -> None: ...
 
     def __init__(
         self,

@@ -158,8 +158,9 @@ _DEFAULT_FOCUS = FocusConfig()
 _DEFAULT_FUSION = FusionConfig()
 
 
+# The flat spellings the README taught before the settings were grouped (issue 23), kept until
+# settings.REMOVED_IN; those it never taught (rrf_k=) were dropped before the first tagged release.
 @settings_class(moved={
-    "rrf_k": ("fusion", "rrf_k", None),
     "fusion_weights": ("fusion", "weights", None),
     "focus_pool": ("focus", "pool", off_when_none),
     "region_sensitivity": ("focus", "region_sensitivity", None),

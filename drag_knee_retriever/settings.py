@@ -214,9 +214,14 @@ def _apply_only(obj: Any, name: str, rule: Rule) -> None:
         )
 
 
+#: The release that removes the deprecated spellings (the first tagged release, 0.1.0, keeps them).
+REMOVED_IN = "0.2.0"
+
+
 def warn_deprecated(old: str, new: str, stacklevel: int = 2) -> None:
-    """One DeprecationWarning, worded the same everywhere: the old spelling and the new one."""
-    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}.",
+    """One DeprecationWarning, worded the same everywhere: the old spelling, the new one, and the
+    release that removes the old (:data:`REMOVED_IN`)."""
+    warnings.warn(f"{old} is deprecated and will be removed in {REMOVED_IN}; use {new}.",
                   DeprecationWarning, stacklevel=stacklevel + 1)
 
 

@@ -319,8 +319,8 @@ def test_locked_index_folder(workdir, index_dir):
     holder = subprocess.Popen(
         [sys.executable, "-c", (
             "import sys, time\n"
-            "from drag_knee_retriever import DragKneeIndex\n"
-            f"index = DragKneeIndex(path={str(index_dir)!r}, engine={_engine()!r})\n"
+            "from drag_knee_retriever import DragKneeIndex, StoreConfig\n"
+            f"index = DragKneeIndex({str(index_dir)!r}, store=StoreConfig(engine={_engine()!r}))\n"
             "print('open', flush=True)\n"
             "sys.stdin.read()\n"
         )],

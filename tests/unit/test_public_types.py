@@ -47,7 +47,7 @@ with DragKneeIndex(":memory:", build=build, search=search, store=StoreConfig(col
     flat: List[ScoredNode] = index.flat_search("q", k=5, mode="dense")
     LangChainRetriever(index=index, k=3, filter={"y": 1}, score_threshold=0.1, tags=["t"])
     LlamaIndexRetriever(index, similarity_top_k=3, method="fixed", beam_width=2)
-old_spelling = DragKneeIndex(path="folder", collection="c", model_name="m")
+old_spelling = DragKneeIndex(url="http://localhost:6333", engine="server", model_name="m")
 # Issue 40: settings classes are typed dataclasses (list inputs accepted where a tuple is kept), the
 # budget's two units, progress=True, explain per call, the Qdrant stores' collection_name=.
 SearchConfig(identity_keys=["company"], fusion=FusionConfig(weights=[(0.2, 0.8)]), max_words=500, max_tokens=None)
