@@ -261,7 +261,7 @@ class SearchConfig(Settings):
             "cut decides (or max_words).")
     max_words: Optional[int] = setting(
         default=None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' word budget, e.g. 1500",
-        doc="The same budget in whitespace-separated words (what max_tokens counted before 0.2; the unit of "
+        doc="The same budget in whitespace-separated words (what max_tokens counted before issue 40; the unit of "
             "benchmarks/RESULTS.md). Give max_tokens or max_words, not both.")
 
     def _check(self) -> None:

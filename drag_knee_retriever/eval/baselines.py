@@ -435,7 +435,7 @@ def drag_budget_methods(index: Any, leaf_tokens: LeafTokens, *, budgets: Sequenc
     """The default search given each word budget (``search(max_words=B)``, ``drag_knee_w500``...),
     where the index's search takes one; its results are held to the budget as flat's are
     (:func:`fill_budget`), so every ``_w`` row reads at most that many words. None otherwise.
-    (Before 0.2 the word budget was spelled ``max_tokens``; an older checkout is measured with it.)"""
+    (Before issue 40 the word budget was spelled ``max_tokens``; an older checkout is measured with it.)"""
     keyword = "max_words" if search_takes(index, "max_words") else "max_tokens"
     if not budgets or not search_takes(index, keyword):
         return []
