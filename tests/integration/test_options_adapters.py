@@ -110,3 +110,16 @@ def test_the_langchain_fields_are_the_search_options() -> None:
     assert set(SEARCH_SETTINGS) <= set(fields), set(SEARCH_SETTINGS) - set(fields)
     for name in ("method", "max_tokens", "max_words", "explain", "beam_width"):
         assert fields[name].description == option_help(name)
+
+
+def test_one_meaning_per_name() -> None:
+    """Every per-call option is a SearchConfig setting of the same name (fusion_weights, deprecated,
+    excepted), and the encoder's input limit is no longer spelled like the results' budget."""
+    import dataclasses
+
+    from drag_knee_retriever import EmbeddingConfig, SearchConfig
+    from drag_knee_retriever.config import SEARCH_OPTIONS
+
+    settings = {f.name for f in dataclasses.fields(SearchConfig)}
+    assert set(SEARCH_OPTIONS) - {"fusion_weights"} <= settings
+    assert "max_tokens" not in {f.name for f in dataclasses.fields(EmbeddingConfig)}
