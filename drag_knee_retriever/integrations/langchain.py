@@ -51,7 +51,7 @@ try:
     from langchain_core.documents import BaseDocumentCompressor
     from langchain_core.documents import Document as LCDocument
     from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
-    from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+    from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, create_model, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "drag_knee_retriever.integrations.langchain needs LangChain (langchain-core), which is not "
@@ -160,7 +160,35 @@ def from_langchain_documents(
     return [doc for doc, _ in group_paged_documents(entries, ocr=config)]
 
 
-class DragKneeRetriever(DocumentIndex):
+#: The descriptions of the retriever's own spellings (the rest read their SearchConfig declaration).
+_FIELD_DOCS = {
+    "k": "Cap on the number of results; the method decides up to it.",
+    "filter": "LangChain filter dict or qdrant models.Filter.",
+    "filters": "The same as filter (the index's spelling).",
+    "score_threshold": option_help("min_score"),
+    "fusion": "FusionConfig: how dense and BM25 rankings are fused.",
+    "focus": "FocusConfig of the knee methods' focus step (False: skip it).",
+    "fusion_weights": "Deprecated: fusion=FusionConfig(weights=...).",
+}
+
+
+def _search_option_fields() -> Dict[str, Any]:
+    """One pydantic field per search option (:class:`LangChainRetrieverOptions`: LangChain's ``k`` and
+    ``filter``, both retrievers' options), ``None`` by default (the index's setting), described by its
+    declaration. Typed ``Any``: the values are checked once by the retriever's own validator, whose
+    errors name the setting (pydantic's coercion would let ``k="3"`` through)."""
+    return {name: (Any, Field(default=None, description=_FIELD_DOCS.get(name) or option_help(name)))
+            for name in LangChainRetrieverOptions.__annotations__}
+
+
+if TYPE_CHECKING:
+    _SearchOptionFields = DocumentIndex
+else:
+    _SearchOptionFields = create_model("_SearchOptionFields", __base__=DocumentIndex, __module__=__name__,
+                                       **_search_option_fields())
+
+
+class DragKneeRetriever(_SearchOptionFields):
     """DRAG with KNEE as a LangChain retriever and ``DocumentIndex``: a drop-in replacement for any
     ``BaseRetriever``, and a destination of ``langchain_core.indexing.index()``.
 
@@ -206,22 +234,8 @@ class DragKneeRetriever(DocumentIndex):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: Any = Field(description="The DragKneeIndex to search.")
-    # The walk's settings (WalkOptions), described by their SearchConfig declaration.
-    method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = Field(default=None, description=option_help("method"))
-    k: Optional[int] = Field(default=None, description="Cap on the number of results; the method decides up to it.")
-    beam_width: Optional[int] = Field(default=None, description=option_help("beam_width"))
-    sensitivity: Optional[float] = Field(default=None, description=option_help("sensitivity"))
-    max_roots: Optional[int] = Field(default=None, description=option_help("max_roots"))
-    filter: Any = Field(default=None, description="LangChain filter dict or qdrant models.Filter.")
-    filters: Any = None
-    score_threshold: Optional[float] = Field(default=None, description=option_help("min_score"))
-    fusion: Any = Field(default=None, description="FusionConfig: how dense and BM25 rankings are fused.")
-    focus: Any = Field(default=None, description="FocusConfig of the knee methods' focus step (False: skip it).")
-    fusion_weights: Optional[List[Tuple[float, float]]] = Field(default=None, description="Deprecated: fusion=FusionConfig(weights=...).")
-    order: Optional[Literal["score", "document"]] = Field(default=None, description=option_help("order"))
-    max_tokens: Optional[int] = Field(default=None, description=option_help("max_tokens"))
-    max_words: Optional[int] = Field(default=None, description=option_help("max_words"))
-    explain: Optional[bool] = Field(default=None, description=option_help("explain"))
+    # The search settings (k, filter and RetrieverOptions) are the fields of _SearchOptionFields, made
+    # from the one list of search options (search_config.WalkOptions), not written out here.
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
