@@ -182,7 +182,8 @@ def _search_option_fields() -> Dict[str, Any]:
 
 
 if TYPE_CHECKING:
-    _SearchOptionFields = DocumentIndex
+    class _SearchOptionFields(DocumentIndex):  # what type checkers read (the __init__ below is typed)
+        pass
 else:
     _SearchOptionFields = create_model("_SearchOptionFields", __base__=DocumentIndex, __module__=__name__,
                                        **_search_option_fields())
