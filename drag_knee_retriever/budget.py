@@ -33,11 +33,11 @@ check needs, so a budgeted search costs the walk's round trips plus two or three
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .errors import ConfigError
+# The units live beside the encoders (a model's tokenizer is the encoder's); re-exported here.
+from .embeddings.tokens import WORDS, BudgetUnit, TokenUnit, count_words, first_words, token_unit  # noqa: F401
 from .ids import leaf_id, node_id, span_leaf_ids
 from .nodes import TraceStep, TreeNode
 from .store import RankedHit
@@ -45,110 +45,10 @@ from .store import RankedHit
 __all__ = ["BudgetFill", "BudgetUnit", "Group", "WORDS", "count_words", "fill", "fill_steps", "first_words",
            "mark_trace", "pack", "token_unit"]
 
-_WORD = re.compile(r"\S+")
 # The fill reads the ranked leaves' texts in growing prefixes: the first read guesses this many
 # words per leaf (passages are ~120 words, paragraphs fewer), later reads double the prefix.
 _WORDS_PER_LEAF_GUESS = 40
 _MAX_READS = 6
-
-
-def count_words(text: str) -> int:
-    """Whitespace-separated words: the budget's unit."""
-    return len(text.split())
-
-
-def first_words(text: str, limit: int) -> str:
-    """``text`` up to the end of its ``limit``-th word (its own spacing and line breaks kept)."""
-    end = 0
-    for count, match in enumerate(_WORD.finditer(text), start=1):
-        end = match.end()
-        if count >= limit:
-            break
-    return text[:end]
-
-
-class BudgetUnit:
-    """How a budget counts a text (:meth:`count`) and cuts one to a limit (:meth:`cut`): words here."""
-
-    name = "words"
-
-    def count(self, text: str) -> int:
-        return count_words(text)
-
-    def cut(self, text: str, limit: int) -> str:
-        return first_words(text, limit)
-
-
-#: The word unit of ``SearchConfig.max_words`` (and of every budget figure in benchmarks/RESULTS.md).
-WORDS = BudgetUnit()
-
-
-class TokenUnit(BudgetUnit):
-    """Model tokens of a tokenizer: ``encode(text)`` gives the token ids (or an object with ``.ids``,
-    as a ``tokenizers.Tokenizer`` does), or ``count(text)`` is a plain function text -> int."""
-
-    name = "tokens"
-
-    def __init__(self, encode: Optional[Callable[[str], Any]] = None,
-                 counter: Optional[Callable[[str], int]] = None, source: str = "") -> None:
-        self._encode = encode
-        self._counter = counter
-        self.source = source
-
-    def count(self, text: str) -> int:
-        if self._counter is not None:
-            n = self._counter(text)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise ConfigError(f"the token counter {self.source} returned {n!r} for a text; it must return the "
-                                  "number of tokens, an integer >= 0.")
-            return n
-        assert self._encode is not None
-        encoded = self._encode(text)
-        return len(getattr(encoded, "ids", encoded))
-
-    def cut(self, text: str, limit: int) -> str:
-        if self._encode is not None:
-            encoded = self._encode(text)
-            offsets = getattr(encoded, "offsets", None)
-            if offsets is not None:  # a tokenizers.Tokenizer: cut at the limit-th token's end
-                ids = encoded.ids
-                return text if len(ids) <= limit else text[: offsets[limit - 1][1]] if limit > 0 else ""
-        # Otherwise the longest prefix of whole words within the limit (at least one word).
-        low, high = 1, max(1, count_words(text))
-        while low < high:
-            mid = (low + high + 1) // 2
-            if self.count(first_words(text, mid)) <= limit:
-                low = mid
-            else:
-                high = mid - 1
-        return first_words(text, low)
-
-
-def token_unit(tokenizer: Any, source: str = "") -> TokenUnit:
-    """A :class:`TokenUnit` from what a user may hold: a ``tokenizers.Tokenizer`` (copied, with its
-    truncation and padding off: a budget counts the whole text), a Hugging Face tokenizer or a
-    tiktoken encoding (anything with ``encode(text)``; special tokens are not counted where
-    ``encode`` takes ``add_special_tokens``), or a function text -> number of tokens."""
-    source = source or type(tokenizer).__name__
-    if hasattr(tokenizer, "encode") and hasattr(tokenizer, "to_str") and hasattr(tokenizer, "no_truncation"):
-        from tokenizers import Tokenizer
-
-        copy = Tokenizer.from_str(tokenizer.to_str())
-        copy.no_truncation()
-        copy.no_padding()
-        return TokenUnit(encode=lambda text: copy.encode(text, add_special_tokens=False), source=source)
-    if hasattr(tokenizer, "encode") and callable(tokenizer.encode):
-        try:
-            tokenizer.encode("probe", add_special_tokens=False)
-            return TokenUnit(encode=lambda text: tokenizer.encode(text, add_special_tokens=False), source=source)
-        except TypeError:  # tiktoken's encode takes no such keyword
-            return TokenUnit(encode=tokenizer.encode, source=source)
-    if callable(tokenizer):
-        return TokenUnit(counter=tokenizer, source=source)
-    raise ConfigError(
-        f"token_counter must be a tokenizer (tokenizers.Tokenizer, a Hugging Face tokenizer, a tiktoken "
-        f"encoding: anything with encode(text)) or a function text -> number of tokens, got {type(tokenizer).__name__}."
-    )
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ..budget import BudgetUnit, token_unit
 from ..config import EmbeddingConfig
 from ..errors import EmbeddingError
 from ..nodes import QueryVectors
 from .base import DATA_DIR, SparseVector
 from .fastembed import FastEmbedDense
 from .frameworks import as_dense_embedder
+from .tokens import BudgetUnit, token_unit
 
 log = logging.getLogger(__name__)
 

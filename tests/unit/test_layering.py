@@ -114,9 +114,9 @@ EDGE = _p("integrations", "cli", "eval")
 #: side (an ingest): the search path imports nothing of the build path, while an ingest may use
 #: what a search uses.
 LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("base", ("errors", "redact", "disk", "knee", "bm25_idf")),
-    # settings / languages (the declarative settings of issue 23's part A) sit with config.
-    ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages", "query_args")),
+    ("base", ("errors", "redact", "disk", "knee", "bm25_idf", "progress")),
+    # settings / languages (the declarative settings of issue 23's part A) sit with config (search_config: the search settings config re-exports).
+    ("data", ("nodes", "ids", "point_schema", "config", "search_config", "settings", "languages", "query_args")),
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
     # search/: the one search pipeline (plan, roots, pipeline) and its two drivers, over the walk,
