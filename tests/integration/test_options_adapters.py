@@ -123,3 +123,20 @@ def test_one_meaning_per_name() -> None:
     settings = {f.name for f in dataclasses.fields(SearchConfig)}
     assert set(SEARCH_OPTIONS) - {"fusion_weights"} <= settings
     assert "max_tokens" not in {f.name for f in dataclasses.fields(EmbeddingConfig)}
+
+
+def test_max_tokens_with_a_langchain_fake_embedding_counts_with_the_token_counter_given() -> None:
+    """A dense model of your own: ``EmbeddingConfig(token_counter=...)`` counts the budget (here
+    characters, to see it is the one used); without one the bundled MiniLM tokenizer does."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from drag_knee_retriever import DragKneeIndex, EmbeddingConfig
+
+    fake = DeterministicFakeEmbedding(size=16)
+    with DragKneeIndex(":memory:", embedding=EmbeddingConfig(dense=fake, token_counter=len)) as index:
+        index.add_documents(sample_documents())
+        nodes = index.search(QUESTION, max_tokens=300).nodes
+        assert nodes and sum(len(n.text) for n in nodes) <= 300
+    with DragKneeIndex(":memory:", embedding=fake) as index:
+        assert "bundled all-MiniLM-L6-v2" in index.encoder.token_unit.source
