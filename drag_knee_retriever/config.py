@@ -11,7 +11,7 @@
 - :class:`StoreConfig`: how the index talks to Qdrant (collection, engine, credentials, timeout);
   *where* it lives is :class:`~drag_knee_retriever.DragKneeIndex`'s first argument.
 
-Every field is declared with :func:`~drag_knee_retriever.settings.setting` (default, doc, rule);
+Every field is declared with :func:`~drag_knee_retriever.model._settings.setting` (default, doc, rule);
 the README's settings tables are generated from those declarations. A setting that does nothing
 under the chosen method is refused with a message naming the one that applies. Old flat spellings
 (``SearchConfig(focus_pool=20)``, ``BuildConfig(passage_words=None)``, ...) work for one release with
@@ -24,10 +24,10 @@ import re
 from dataclasses import fields
 from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union
 
-from .errors import ConfigError
-from .languages import BM25_LANGUAGES, check_bm25_language
-from .settings import MAX_SETTING, Settings, setting, settings_class
-from .search_config import (  # noqa: F401 - re-exported: the search settings live there
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.model._languages import BM25_LANGUAGES, check_bm25_language
+from drag_knee_retriever.model._settings import MAX_SETTING, Settings, setting, settings_class
+from drag_knee_retriever.search_config import (  # noqa: F401 - re-exported: the search settings live there
     FOCUS_METHODS, MIN_SIDE_LIMIT, SEARCH_METHODS, SEARCH_OPTIONS, TIE_MARGIN, FocusConfig, FocusScores, FusionConfig,
     GlobalScope, ResultOrder, SearchConfig, SearchMethod, SearchOptions, WalkOptions,
 )
@@ -89,13 +89,13 @@ class SectionConfig(Settings):
         default=False, kind=bool,
         doc="A document without an outline gets sections from headings found in its text (numbered '3.2 Results', "
             "'PART II' / 'Item 7.', Markdown, short title-like lines); tables of contents and running headers open "
-            "none (drag_knee_retriever.headings).")
+            "none (drag_knee_retriever.build._headings).")
     statements: bool = setting(
         default=True, kind=bool,
         doc="A page of a financial report's primary statement (balance sheet, income statement, cash flows, equity, "
             "comprehensive income: its heading atop a page of figures) is indexed with the statement's heading and "
             "its common names in front, so a question's 'income statement' reaches 'Consolidated Statements of "
-            "Operations' (drag_knee_retriever.statements). Other pages are unchanged.")
+            "Operations' (drag_knee_retriever.build._statements). Other pages are unchanged.")
 
 
 @settings_class

@@ -12,8 +12,8 @@ import math
 from dataclasses import replace
 from typing import Any, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
-from .errors import ConfigError, InvalidSettingError
-from .settings import MAX_SETTING, Settings, off_when_none, setting, settings_class
+from drag_knee_retriever.errors import ConfigError, InvalidSettingError
+from drag_knee_retriever.model._settings import MAX_SETTING, Settings, off_when_none, setting, settings_class
 
 SearchMethod = Literal["fixed", "knee", "sensitive_knee", "branch"]
 SEARCH_METHODS: Tuple[str, ...] = ("fixed", "knee", "sensitive_knee", "branch")
@@ -132,7 +132,7 @@ class FocusConfig(Settings):
         default=4.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
             "match (the title or file name and the metadata that names it, against the query's words: "
-            "drag_knee_retriever.identity): a leaf inherits its document's match. Counts only where the query "
+            "drag_knee_retriever.search._identity): a leaf inherits its document's match. Counts only where the query "
             "names a document (SearchConfig.identity_coverage) and among leaves of several documents. 0: off "
             "(the default before 'filings5').")
     root_weight: float = setting(
@@ -228,7 +228,7 @@ class SearchConfig(Settings):
     identity_weight: float = setting(
         default=2.0, kind=float, low=0.0,
         doc="How much a document's identity (its title or file name and the metadata that names it, matched "
-            "against the query's words: drag_knee_retriever.identity) adds to its root's fused score; a "
+            "against the query's words: drag_knee_retriever.search._identity) adds to its root's fused score; a "
             "document the query names fully (a name only it holds, or its company and year) adds the full "
             "weight, and the roots of named documents join the roots ranking. focus.identity_weight passes the "
             "match on to the leaves. 0 (with focus.identity_weight=0): off, the default before 'filings5' "

@@ -2,7 +2,7 @@
 model's tokens (:class:`TokenUnit`, made by :func:`token_unit` from a tokenizer or a counting function).
 
 Beside the encoders because a model's tokenizer is the encoder's (``Encoder.token_unit``); the budget
-fill (:mod:`drag_knee_retriever.budget`) counts with these.
+fill (:mod:`drag_knee_retriever.search._budget`) counts with these.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional
 
-from ..errors import ConfigError
+from drag_knee_retriever.errors import ConfigError
 
 __all__ = ["BudgetUnit", "TokenUnit", "WORDS", "count_words", "first_words", "token_unit"]
 

@@ -189,7 +189,7 @@ def test_search_max_words_and_max_tokens_keep_the_results_within_their_budget(wo
     tokens = run(workdir, "search", "How do I right a capsized kayak?", "--index", index_dir, "--json",
                  "--max-tokens", "12")
     assert tokens.returncode == 0, tokens.stderr
-    from drag_knee_retriever.budget import token_unit
+    from drag_knee_retriever.search._budget import token_unit
     from tokenizers import Tokenizer
     import drag_knee_retriever
     unit = token_unit(Tokenizer.from_file(str(Path(drag_knee_retriever.__file__).parent / "data" / "minilm" / "tokenizer.json")))

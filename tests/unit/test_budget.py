@@ -2,8 +2,8 @@
 
 import pytest
 
-from drag_knee_retriever.budget import Group, count_words, fill, first_words, pack
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.search._budget import Group, count_words, fill, first_words, pack
+from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import RankedHit
 
 
@@ -109,7 +109,7 @@ def test_a_bad_budget_is_refused_with_what_to_give(bad):
 
 
 def test_a_budget_starts_with_the_cut_then_follows_the_global_ranking():
-    from drag_knee_retriever.traversal import FocusPool, budget_order
+    from drag_knee_retriever.search._traversal import FocusPool, budget_order
 
     pool = FocusPool(ranked=[_hit("a", 5.0), _hit("b", 4.0), _hit("c", 3.0), _hit("r", 1.0)],
                      global_hits=[_hit("c", 0.9), _hit("g", 0.8), _hit("a", 0.7)],
@@ -135,7 +135,7 @@ def _minilm_tokenizer():
 
 
 def test_a_tokenizer_counts_the_whole_text_and_cuts_at_a_token():
-    from drag_knee_retriever.budget import token_unit
+    from drag_knee_retriever.search._budget import token_unit
 
     tok = _minilm_tokenizer()  # shipped with truncation at 128 and padding: the budget turns both off
     unit = token_unit(tok)
@@ -148,7 +148,7 @@ def test_a_tokenizer_counts_the_whole_text_and_cuts_at_a_token():
 
 
 def test_a_function_or_an_encode_method_counts_too():
-    from drag_knee_retriever.budget import token_unit
+    from drag_knee_retriever.search._budget import token_unit
 
     chars = token_unit(len, "len")
     assert chars.count("abc def") == 7
@@ -162,7 +162,7 @@ def test_a_function_or_an_encode_method_counts_too():
 
 
 def test_a_wrong_token_counter_is_refused():
-    from drag_knee_retriever.budget import token_unit
+    from drag_knee_retriever.search._budget import token_unit
     from drag_knee_retriever.errors import ConfigError
 
     with pytest.raises(ConfigError, match="token_counter must be a tokenizer"):
