@@ -27,7 +27,7 @@ from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.model._languages import BM25_LANGUAGES, check_bm25_language
 from drag_knee_retriever.model._settings import MAX_SETTING, Settings, setting, settings_class
-from drag_knee_retriever.search_config import (  # noqa: F401 - re-exported: the search settings live there
+from drag_knee_retriever.model._search_config import (  # noqa: F401 - re-exported: the search settings live there
     FOCUS_METHODS, MIN_SIDE_LIMIT, SEARCH_METHODS, SEARCH_OPTIONS, TIE_MARGIN, FocusConfig, FocusScores, FusionConfig,
     GlobalScope, ResultOrder, SearchConfig, SearchMethod, SearchOptions, WalkOptions,
 )

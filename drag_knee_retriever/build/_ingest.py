@@ -40,7 +40,7 @@ def progress_reporter(progress: Any) -> Iterator[Optional[Progress]]:
     elif progress is True:
         from rich.console import Console
 
-        from drag_knee_retriever.progress import PhaseProgress
+        from drag_knee_retriever.common._progress import PhaseProgress
 
         with PhaseProgress(Console(stderr=True)) as bars:
             yield bars

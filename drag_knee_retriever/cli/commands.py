@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from drag_knee_retriever.config import SEARCH_OPTIONS
-from drag_knee_retriever.search_config import option_help
+from drag_knee_retriever.model._search_config import option_help
 from drag_knee_retriever.errors import CliError
 from drag_knee_retriever.cli.index import index_exists, ocr_cache_dir, open_index, where
 from drag_knee_retriever.cli.options import (

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from rich.console import Console
 from rich.text import Text
 
-from drag_knee_retriever.progress import PhaseProgress, throughput  # noqa: F401 - the CLI's names for them
+from drag_knee_retriever.common._progress import PhaseProgress, throughput  # noqa: F401 - the CLI's names for them
 
 class CliConsole(Console):
     """The CLI's consoles: text made safe for a terminal, and a closed stream is not an error.

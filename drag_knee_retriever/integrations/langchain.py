@@ -58,7 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
-from drag_knee_retriever.search_config import option_help
+from drag_knee_retriever.model._search_config import option_help
 from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidScoresError
 from drag_knee_retriever.model._nodes import Document, ScoredNode
 from drag_knee_retriever.model._settings import unexpected_keywords

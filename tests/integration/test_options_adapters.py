@@ -104,7 +104,7 @@ def test_the_langchain_fields_are_the_search_options() -> None:
     pytest.importorskip("langchain_core")
     from drag_knee_retriever.integrations._common import SEARCH_SETTINGS
     from drag_knee_retriever.integrations.langchain import DragKneeRetriever
-    from drag_knee_retriever.search_config import option_help
+    from drag_knee_retriever.model._search_config import option_help
 
     fields = DragKneeRetriever.model_fields
     assert set(SEARCH_SETTINGS) <= set(fields), set(SEARCH_SETTINGS) - set(fields)
