@@ -43,7 +43,7 @@ from cut_dump import drive  # noqa: E402
 
 from drag_knee_retriever import DragKneeIndex  # noqa: E402
 from drag_knee_retriever.model._ids import span_leaf_ids  # noqa: E402
-from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig  # noqa: E402
+from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig, StoreConfig  # noqa: E402
 from drag_knee_retriever.embeddings import Encoder  # noqa: E402
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -76,8 +76,8 @@ def dump(name: str, out: Path, cache: Path, deep: int) -> None:
     dataset, load_kwargs = RUNS[name]
     ds = load_dataset(dataset, **load_kwargs)
     encoder = CachingEncoder(Encoder(EmbeddingConfig(language=ds.language)), cache)
-    index = DragKneeIndex(":memory:", encoder=encoder, language=ds.language, build=BuildConfig(),
-                          collection=f"budget_{name.replace('-', '_')}")
+    index = DragKneeIndex(":memory:", embedding=encoder, build=BuildConfig(),
+                          store=StoreConfig(collection=f"budget_{name.replace('-', '_')}"))
     t0 = time.perf_counter()
     index.add_documents(ds.documents)
     encoder.save()

@@ -313,7 +313,7 @@ def _words(q: Q, ids: Sequence[str]) -> Dict[str, int]:
 
 def budget_rule(budget: int, pool: str = "default", groups: str = "pages+regions",
                 ratio: Optional[float] = MERGE_RATIO) -> Rule:
-    """``search(max_tokens=budget)``: the focus ranking (``pool`` "default": regions + the global
+    """``search(max_words=budget)``: the focus ranking (``pool`` "default": regions + the global
     50, as the library ranks it; "deep": regions + the global ``--deep`` scored together; "extend":
     the default ranking, then the rest of the global ``--deep`` in its own order) filled by
     budget.fill with ``ratio`` as the merge ratio."""

@@ -160,7 +160,7 @@ def run_variant(dataset: str, variant: Variant, ds: Any, cache_dir: Optional[Pat
     from drag_knee_retriever.eval.encoding import CachingEncoder
     from drag_knee_retriever.eval.runner import run_eval
 
-    emb = EmbeddingConfig(language=ds.language, max_tokens=variant.max_tokens, runtime=EncoderRuntime(threads=threads))
+    emb = EmbeddingConfig(language=ds.language, max_input_tokens=variant.max_tokens, runtime=EncoderRuntime(threads=threads))
     raw = Encoder(emb)
     recorder = RecordingEncoder(CachingEncoder(raw, cache_dir))
     started = time.perf_counter()

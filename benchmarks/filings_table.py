@@ -7,7 +7,7 @@ per-question data (FinanceBench is CC BY-NC: aggregate figures only).
 Per run and adaptive DRAG method: recall @ mean words, the right-document rate, the gain at equal
 words over flat hybrid on the same index with its 95% paired-bootstrap interval, all-gold on
 multi-page questions against flat at equal words; then recall within 500 / 1,000 / 1,500 / 2,000 words: the
-default given the budget (where the index takes ``max_tokens``), flat hybrid leaves and pages filled
+default given the budget (where the index takes ``max_words``, before issue 40 ``max_tokens``), flat hybrid leaves and pages filled
 to it, the peer filled to it, each with its right-document rate.
 """
 

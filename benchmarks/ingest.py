@@ -134,7 +134,7 @@ def window_ab(args) -> None:
     results = {w: [] for w in windows}
     for r in range(args.rounds):
         for w in (windows if r % 2 == 0 else windows[::-1]):  # A B, B A, ...: neither side always first
-            index = DragKneeIndex(":memory:", embedding=EmbeddingConfig(max_tokens=w, runtime=EncoderRuntime(threads=args.threads)),
+            index = DragKneeIndex(":memory:", embedding=EmbeddingConfig(max_input_tokens=w, runtime=EncoderRuntime(threads=args.threads)),
                                   store=StoreConfig(collection=f"ab{r}_{w}", engine="edge"))
             cpu0, wall0 = time.process_time(), time.perf_counter()
             report = index.add_documents(docs)
@@ -200,7 +200,7 @@ def run_side(side: str, papers: int, engine: str, questions_limit: int) -> dict:
 
     docs, questions = load(papers)
     max_tokens = int(os.environ["DRAG_KNEE_MAX_TOKENS"]) if os.environ.get("DRAG_KNEE_MAX_TOKENS") else None
-    index = DragKneeIndex(embedding=EmbeddingConfig(max_tokens=max_tokens), store=StoreConfig(collection=f"bench_{side}", engine=engine))
+    index = DragKneeIndex(embedding=EmbeddingConfig(max_input_tokens=max_tokens), store=StoreConfig(collection=f"bench_{side}", engine=engine))
     started = time.perf_counter()
     if side == "ours":
         report = index.add_documents(docs)

@@ -1,7 +1,7 @@
 """Search latency: DRAG methods against flat hybrid top-10, same index, same questions, same run.
 
     python benchmarks/latency.py [--papers 20] [--questions 120] [--engine auto|edge|local] [--index DIR]
-    python benchmarks/latency.py ... --budget 500 --budget 2000   # also search(max_tokens=N)
+    python benchmarks/latency.py ... --budget 500 --budget 2000   # also search(max_words=N)
     python benchmarks/latency.py --dataset mmlongbench --engine edge --index DIR \
         --embedding-cache DIR [--filtered]
     python benchmarks/latency.py --dataset financebench --engine edge --index DIR --embedding-cache DIR [--filtered]
@@ -17,7 +17,7 @@ and p95 and the ratio b/a; the last line reads ``knee_vs_flat_latency_ratio=<x> 
 default_vs_flat_latency_ratio=<z>``. ``--filtered`` restricts every search to the question's
 document (the single-document setting); ``--embedding-cache`` keeps passage vectors on disk so a
 rebuild on a changed default re-encodes only new texts. ``--budget N`` also times
-``index.search(q, max_tokens=N)`` (rows ``max_tokens=N``), against the same flat hybrid top-10.
+``index.search(q, max_words=N)`` (rows ``max_words=N``), against the same flat hybrid top-10.
 ``knee_plain_cut`` is the default with the cut before near-best / standout (``SearchConfig(near_best=None,
 standout=None)``), timed in the same run.
 """
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--embedding-cache", help="a folder for passage vectors (reused across runs)")
     parser.add_argument("--threads", type=int, help="ONNX threads of the dense model")
     parser.add_argument("--budget", type=int, action="append", default=[],
-                        help="also time search(max_tokens=N) (repeatable)")
+                        help="also time search(max_words=N) (repeatable)")
     args = parser.parse_args()
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import DragKneeIndex
@@ -131,7 +131,7 @@ def main() -> None:
     plain_cut = SearchConfig(focus=FocusConfig(near_best=None, standout=None))
     # The default without the document's identity (issue 24), timed in the same run.
     no_identity = SearchConfig(identity_weight=0.0, focus=FocusConfig(identity_weight=0.0))
-    budgets = {f"max_tokens={b}": b for b in args.budget}
+    budgets = {f"max_words={b}": b for b in args.budget}
     timings = {name: [] for name in ["flat_hybrid_top10", "default", NO_IDENTITY] + METHODS
                + [RRF_FOCUS, PLAIN_CUT] + list(budgets)}
     context_tokens = {name: [] for name in timings}
@@ -156,7 +156,7 @@ def main() -> None:
             elif method == PLAIN_CUT:
                 result = index.search(q, config=plain_cut, filters=flt)
             elif method in budgets:
-                result = index.search(q, max_tokens=budgets[method], filters=flt)
+                result = index.search(q, max_words=budgets[method], filters=flt)
             else:
                 result = index.search(q, method=method, filters=flt)
             timings[method].append((time.perf_counter() - t) * 1e3)

@@ -5,7 +5,7 @@
     python benchmarks/longdoc_table.py RUN.json ... --budgets
 
 ``--budgets``: instead, per run, the default's own curve point (recall @ words, gain over flat) and, at
-each word budget of the run (``headline["word_budgets"]``), ``search(max_tokens=B)`` against flat
+each word budget of the run (``headline["word_budgets"]``), ``search(max_words=B)`` against flat
 hybrid's leaves filled to B words on the same questions (paired difference, 95% bootstrap), and flat
 pages ranked by their passages filled to B.
 
@@ -125,7 +125,7 @@ def budget_row(payload: Dict[str, Any]) -> str:
 def budget_header(payload: Dict[str, Any]) -> str:
     budgets = list(payload["headline"].get("word_budgets", {}))
     head = "| dataset | questions | default: recall @ words, gain over flat (95%) | " + " | ".join(
-        f"{b} words: max_tokens vs flat leaves, gain (95%); flat pages" for b in budgets) + " |"
+        f"{b} words: max_words vs flat leaves, gain (95%); flat pages" for b in budgets) + " |"
     return head + "\n|---|---:|---|" + "---|" * len(budgets)
 
 

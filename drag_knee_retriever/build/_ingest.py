@@ -28,6 +28,27 @@ from drag_knee_retriever.build._vectorize import Vectorizer
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
+
+
+@contextlib.contextmanager
+def progress_reporter(progress: Any) -> Iterator[Optional[Progress]]:
+    """``progress`` as the callback ingestion calls: a function ``progress(phase, done, total)`` as
+    it is; ``True``: rich's progress bars on stderr, one per phase (a line per finished phase when
+    stderr is not a terminal), as the ``drag-knee ingest`` command draws them; ``False`` / ``None``: none."""
+    if progress is None or progress is False:
+        yield None
+    elif progress is True:
+        from rich.console import Console
+
+        from drag_knee_retriever.common._progress import PhaseProgress
+
+        with PhaseProgress(Console(stderr=True)) as bars:
+            yield bars
+    elif callable(progress):
+        yield progress
+    else:
+        raise ConfigError(f"progress must be a function progress(phase, done, total), True (progress bars) or "
+                          f"None, got {type(progress).__name__}.")
 _INGEST_CHUNK_DOCS = 64
 
 

@@ -39,7 +39,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 from drag_knee_retriever.errors import ConfigError, OcrUnavailableError
 from drag_knee_retriever.model._languages import OCR_LANGUAGES, tesseract_code
@@ -112,33 +112,33 @@ class OcrConfig(Settings):
     """How PDF pages are OCR'd. Validated when built."""
 
     mode: OcrMode = setting(
-        "auto", kind="choice", choices=OCR_MODES,
+        default="auto", kind="choice", choices=OCR_MODES,
         doc="'auto' OCRs pages whose text layer has fewer than min_chars non-blank characters, 'always' every page "
             "(the OCR text replaces the text layer), 'never' none.")
-    languages: Tuple[str, ...] = setting(
-        ("english",), kind="any", check=_ocr_languages,
+    languages: Union[str, Sequence[str]] = setting(
+        default=("english",), kind="any", check=_ocr_languages,
         doc="The languages on the pages, as names ('english', 'russian', 'german', ...; Tesseract needs each one's "
             "language data installed).")
-    min_chars: int = setting(DEFAULT_MIN_CHARS, kind=int, low=0,
+    min_chars: int = setting(default=DEFAULT_MIN_CHARS, kind=int, low=0,
                              doc="With mode='auto': a page with fewer non-blank characters in its text layer is OCR'd.")
-    scale: float = setting(DEFAULT_SCALE, kind=float, low=0.25, high=8.0, hint="1.0 = 72 dpi",
+    scale: float = setting(default=DEFAULT_SCALE, kind=float, low=0.25, high=8.0, hint="1.0 = 72 dpi",
                            doc="Render scale (1.0 = 72 dpi; 4/3 renders slides at their embedded images' resolution).")
-    grayscale: bool = setting(True, kind=bool, doc="Render in greyscale (what Tesseract reads best).")
-    binarize: bool = setting(False, kind=bool, doc="Threshold the rendering to black and white before reading it.")
-    psm: int = setting(3, kind=int, low=0, high=13, hint="a Tesseract page segmentation mode",
+    grayscale: bool = setting(default=True, kind=bool, doc="Render in greyscale (what Tesseract reads best).")
+    binarize: bool = setting(default=False, kind=bool, doc="Threshold the rendering to black and white before reading it.")
+    psm: int = setting(default=3, kind=int, low=0, high=13, hint="a Tesseract page segmentation mode",
                        doc="Tesseract's page segmentation mode (3: fully automatic).")
-    oem: int = setting(1, kind=int, low=0, high=3, hint="a Tesseract engine mode",
+    oem: int = setting(default=1, kind=int, low=0, high=3, hint="a Tesseract engine mode",
                        doc="Tesseract's engine mode (1: the LSTM engine).")
     workers: int = setting(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)), kind=int, low=1, high=64,
                            doc="Engine processes at once (default: up to 2, one per core).")
-    timeout: float = setting(60.0, kind=float, low=0.0, low_open=True,
+    timeout: float = setting(default=60.0, kind=float, low=0.0, low_open=True,
                              doc="Seconds per page; a page not read in time is left empty (and reported).")
-    max_pixels: int = setting(DEFAULT_MAX_PIXELS, kind=int, low=10_000,
+    max_pixels: int = setting(default=DEFAULT_MAX_PIXELS, kind=int, low=10_000,
                               doc="Cap on a rendered page: a larger one is rendered smaller (a hostile MediaBox "
                                   "cannot allocate gigabytes).")
-    cache_dir: Optional[str] = setting(None, kind="any", optional=True, check=lambda n, v: None if v is None else str(v),
+    cache_dir: Optional[str] = setting(default=None, kind="any", optional=True, check=lambda n, v: None if v is None else str(v),
                                        doc="Where OCR text is cached (None: the user cache folder).")
-    tesseract: Optional[str] = setting(None, kind="any", optional=True,
+    tesseract: Optional[str] = setting(default=None, kind="any", optional=True,
                                        doc="The engine program (default: $DRAG_KNEE_TESSERACT or tesseract on PATH).")
 
     @property

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from drag_knee_retriever.config import SEARCH_OPTIONS
+from drag_knee_retriever.model._search_config import option_help
 from drag_knee_retriever.errors import CliError
 from drag_knee_retriever.cli.index import index_exists, ocr_cache_dir, open_index, where
 from drag_knee_retriever.cli.options import (
@@ -254,7 +255,8 @@ def search(
     filter_: Annotated[Optional[List[str]], typer.Option("--filter", help="KEY=VALUE on document metadata or doc_id (repeatable; a repeated key means any of), or a JSON object in the Python dialect: '{\"year\": {\"$gte\": 2020}}', '{\"$or\": [...]}'.", show_default=False)] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", help="At most this many results (a cap: the method still decides how many up to it).", show_default=False)] = None,
     score_threshold: Annotated[Optional[float], typer.Option("--score-threshold", help="Drop results scoring below this (scores are in [0, 1], higher is better).", show_default=False)] = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Word budget for the results: the best evidence in order until N words (whole pages where passages cluster).", show_default=False)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help=option_help("max_tokens"), show_default=False)] = None,
+    max_words: Annotated[Optional[int], typer.Option("--max-words", help=option_help("max_words"), show_default=False)] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Draw the walk: candidates per step, kept / suppressed / cut, the knee.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchResult as JSON (with its trace) for scripts.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the score curve of every step, knee marked, to a .png/.svg/.pdf file (needs the plot extra).", show_default=False)] = None,
@@ -273,7 +275,11 @@ def search(
     if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise CliError(f"--plot {plot}: use a file name ending in .png, .svg or .pdf.", EXIT_USAGE)
     if max_tokens is not None and max_tokens < 1:
-        raise CliError(f"--max-tokens {max_tokens}: give a word budget of at least 1, e.g. --max-tokens 1500.", EXIT_USAGE)
+        raise CliError(f"--max-tokens {max_tokens}: give a token budget of at least 1, e.g. --max-tokens 2000.", EXIT_USAGE)
+    if max_words is not None and max_words < 1:
+        raise CliError(f"--max-words {max_words}: give a word budget of at least 1, e.g. --max-words 1500.", EXIT_USAGE)
+    if max_tokens is not None and max_words is not None:
+        raise CliError("--max-tokens (model tokens) and --max-words (words) are two units of one budget; give one.", EXIT_USAGE)
     kwargs = _search_kwargs(ctx.params)
     with open_index(index=index, url=url, api_key=api_key, collection=collection, engine=engine, model=model,
                    model_path=model_path, must_exist=True) as idx:
@@ -433,8 +439,10 @@ def demo(
     quiet_native_logs(state["verbose"])
     from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
 
-    embedding = EmbeddingConfig(**({"model_name": model} if model else {}),
-                                **({"model_path": str(model_path.expanduser())} if model_path is not None else {}))
+    chosen: Dict[str, Any] = {"model_name": model} if model else {}
+    if model_path is not None:
+        chosen["model_path"] = str(model_path.expanduser())
+    embedding = EmbeddingConfig(**chosen)
     store = StoreConfig(engine=engine.value) if engine is not Engine.auto else None
     started = time.perf_counter()
     status = err.status("loading the embedding model…") if err.is_terminal else nullcontext()

@@ -127,8 +127,8 @@ def open_index(
     if embedding:
         kwargs["embedding"] = EmbeddingConfig(**embedding)
     if branching is not None or leaves:
-        kwargs["build"] = BuildConfig(**({"branching": branching} if branching is not None else {}),
-                                      leaves=LeafConfig(**leaves))
+        branches: Dict[str, Any] = {"branching": branching} if branching is not None else {}
+        kwargs["build"] = BuildConfig(**branches, leaves=LeafConfig(**leaves))
     # --url is a server address: a bare host:port means http (as qdrant-client reads it).
     where = redact_url(url if "://" in url else f"http://{url}") if url else str(folder)
     log.debug("opening index %s", where)

@@ -15,6 +15,7 @@ from drag_knee_retriever.model._nodes import QueryVectors
 from drag_knee_retriever.embeddings.base import DATA_DIR, SparseVector
 from drag_knee_retriever.embeddings.fastembed import FastEmbedDense
 from drag_knee_retriever.embeddings.frameworks import as_dense_embedder
+from drag_knee_retriever.embeddings.tokens import BudgetUnit, token_unit
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,30 @@ class Encoder:
         self.sparse_model = f"Qdrant/bm25:{self.config.bm25_language}"
         self.query_encodings = 0  # how many queries were encoded (tests check: one per search)
         log.info("dense model %s loaded from %s (%d dims)", self.model_id, self.model_source, self.dense_size)
+
+    @property
+    def token_unit(self) -> BudgetUnit:
+        """What counts a search's ``max_tokens`` (model tokens), made once: ``EmbeddingConfig.token_counter``
+        if given, else the dense model's own tokenizer (a fastembed model's), else the bundled
+        all-MiniLM-L6-v2 word-piece tokenizer (a model of your own without a token_counter: an
+        approximation of its tokens, logged once)."""
+        unit = self.__dict__.get("_token_unit")
+        if unit is None:
+            given = self.config.token_counter
+            own = getattr(self.dense, "tokenizer", None)
+            if given is not None:
+                unit = token_unit(given, "EmbeddingConfig.token_counter")
+            elif own is not None:
+                unit = token_unit(own, f"{self.model_id}'s tokenizer")
+            else:
+                from tokenizers import Tokenizer
+
+                log.info("max_tokens counts %s's tokens with the bundled all-MiniLM-L6-v2 tokenizer; give "
+                         "EmbeddingConfig(token_counter=...) to count your model's own", self.model_id)
+                unit = token_unit(Tokenizer.from_file(str(DATA_DIR / "minilm" / "tokenizer.json")),
+                                  "the bundled all-MiniLM-L6-v2 tokenizer")
+            self.__dict__["_token_unit"] = unit
+        return unit
 
     # -- queries -----------------------------------------------------------------------------
 

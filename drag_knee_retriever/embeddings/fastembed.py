@@ -306,7 +306,7 @@ class FastEmbedDense:
         self._locks = [self._lock] + [threading.Lock() for _ in self._models[1:]]
         truncated = None  # every session gets the same limit, so any one's answer names it
         for model in self._models:
-            truncated = self._limit_tokens(model, cfg.max_tokens)
+            truncated = self._limit_tokens(model, cfg.max_input_tokens)
         default_q, default_p = default_prefixes(cfg.model_name)
         self.query_prefix = default_q if cfg.query_prefix is None else cfg.query_prefix
         self.passage_prefix = default_p if cfg.passage_prefix is None else cfg.passage_prefix
@@ -319,7 +319,13 @@ class FastEmbedDense:
         if truncated:
             # A lower input limit changes every long passage's vector: an index built with one limit
             # and searched or extended with another would mix two vector spaces.
-            self.identity += f"|max_tokens={truncated}"
+            self.identity += f"|max_tokens={truncated}"  # store.base.INPUT_LIMIT_SUFFIX: the stored spelling
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's ``tokenizers.Tokenizer`` (truncated at its input limit; a search's token budget
+        counts with a copy of it), or None."""
+        return getattr(getattr(self._model, "model", None), "tokenizer", None)
 
     @property
     def providers(self) -> List[str]:

@@ -308,7 +308,7 @@ def drag_variants(fusion_schedule: Sequence[Tuple[float, float]] = DEFAULT_FUSIO
         ("drag_sensitive_0.5", {"method": "sensitive_knee", "sensitivity": 0.5}),
         ("drag_sensitive_0.85", {"method": "sensitive_knee", "sensitivity": 0.85}),
         ("drag_branch", {"method": "branch"}),
-        ("drag_knee_fusion", {"method": "knee", "fusion": FusionConfig(weights=[tuple(p) for p in fusion_schedule])}),
+        ("drag_knee_fusion", {"method": "knee", "fusion": FusionConfig(weights=[(p[0], p[1]) for p in fusion_schedule])}),
         # RRF with k=60 (LangChain's constant) flattens the fused scores the knee is taken on.
         ("drag_knee_rrf60", {"config": "rrf60"}),
         # The default before the magnitude focus: the focus on RRF.
@@ -432,17 +432,19 @@ def search_takes(index: Any, option: str) -> bool:
 
 def drag_budget_methods(index: Any, leaf_tokens: LeafTokens, *, budgets: Sequence[int] = WORD_BUDGETS,
                         label: str = "default") -> List[Method]:
-    """The default search given each word budget (``search(max_tokens=B)``, ``drag_knee_w500``...),
+    """The default search given each word budget (``search(max_words=B)``, ``drag_knee_w500``...),
     where the index's search takes one; its results are held to the budget as flat's are
-    (:func:`fill_budget`), so every ``_w`` row reads at most that many words. None otherwise."""
-    if not budgets or not search_takes(index, "max_tokens"):
+    (:func:`fill_budget`), so every ``_w`` row reads at most that many words. None otherwise.
+    (Before issue 40 the word budget was spelled ``max_tokens``; an older checkout is measured with it.)"""
+    keyword = "max_words" if search_takes(index, "max_words") else "max_tokens"
+    if not budgets or not search_takes(index, keyword):
         return []
     suffix = "" if label == "default" else f"[{label}]"
     methods = []
     for budget in budgets:
         def run(text: str, qv: Any, budget=budget) -> Retrieval:
             start = time.perf_counter()
-            result = index.search(text, query_vectors=qv, max_tokens=budget)
+            result = index.search(text, query_vectors=qv, **{keyword: budget})
             latency = (time.perf_counter() - start) * 1000.0
             hits, returned = hits_from_scored(result.nodes, leaf_tokens)
             kept = fill_budget(hits, budget)
@@ -450,5 +452,5 @@ def drag_budget_methods(index: Any, leaf_tokens: LeafTokens, *, budgets: Sequenc
             return Retrieval(kept, latency, [r for h, r in zip(hits, returned) if id(h) in ids], result.trace)
 
         methods.append(Method(f"drag_knee_w{budget}{suffix}", "drag_budget" + suffix,
-                              {"method": "knee", "max_tokens": budget}, run, index_label=label))
+                              {"method": "knee", "max_words": budget}, run, index_label=label))
     return methods

@@ -189,7 +189,7 @@ def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model
     from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
 
     if encoder is None:
-        encoder = EmbeddingConfig(language=dataset.language, **({"model_path": model_path} if model_path else {}))
+        encoder = EmbeddingConfig(language=dataset.language, model_path=model_path or None)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     return DragKneeIndex(str(folder) if folder is not None else ":memory:", embedding=encoder, build=build,
@@ -339,7 +339,7 @@ def run_eval(
             from drag_knee_retriever.config import EmbeddingConfig
             from drag_knee_retriever.embeddings import Encoder
 
-            emb = EmbeddingConfig(language=ds.language, **({"model_path": model_path} if model_path else {}))
+            emb = EmbeddingConfig(language=ds.language, model_path=model_path or None)
             encoder = Encoder(emb)
         encoder = caching = CachingEncoder(encoder, embedding_cache)
         index = _open_index(ds, base_build, encoder=encoder, model_path=None, engine=engine,

@@ -19,14 +19,14 @@ import inspect
 import logging
 import threading
 from dataclasses import replace
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar, Union,
                     cast, overload)
 
 from drag_knee_retriever.search._compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
 from drag_knee_retriever.config import BuildConfig, SearchConfig, SearchOptions, StoreConfig
 from drag_knee_retriever.embeddings import Encoder
 from drag_knee_retriever.errors import ConfigError, StoreError
-from drag_knee_retriever.build._ingest import IngestReport, Ingestor, OrphanSweep, Progress
+from drag_knee_retriever.build._ingest import IngestReport, Ingestor, OrphanSweep, Progress, progress_reporter
 from drag_knee_retriever.facade._opening import INDEX_KEYWORDS, embedding_of, open_store, translate_deprecated
 from drag_knee_retriever.facade._listing import DocumentInfo, StoredDocument, get_documents, get_nodes, list_documents, stats
 from drag_knee_retriever.model._nodes import Document, NodeText, ScoredNode, SearchResult, TreeNode
@@ -101,10 +101,9 @@ class DragKneeIndex:
     and ``summarizer`` shape ingestion and search; ``store`` (a :class:`StoreConfig`) how the index talks
     to Qdrant (collection, engine, API key, timeout, ...).
 
-    The spellings of earlier releases (``path=``, ``url=``, ``client=``, ``store=<NodeStore>``,
-    ``collection=``, ``engine=``, ``api_key=``, ``timeout=``, ``async_client=``, ``model_name=``,
-    ``model_path=``, ``language=``, ``encoder=``) still work for one release, with a DeprecationWarning
-    naming the new one.
+    The spellings the README taught before (``url=``, ``client=``, ``engine=``, ``api_key=``,
+    ``async_client=``, ``model_name=``, ``model_path=``, ``language=``) work until 0.2.0, with a
+    DeprecationWarning naming the new one.
     """
 
     if TYPE_CHECKING:
@@ -116,15 +115,15 @@ class DragKneeIndex:
                      store: Optional[StoreConfig] = None) -> None: ...
 
         @overload
-        @deprecated("DragKneeIndex(path=/url=/client=/collection=/engine=/api_key=/timeout=/async_client=/model_name=/"
-                    "model_path=/language=/encoder=) are deprecated: give where the index lives as the first argument, "
-                    "the store's settings in store=StoreConfig(...) and the model in embedding=.")
+        @deprecated("DragKneeIndex(url=/client=/engine=/api_key=/async_client=/model_name=/model_path=/language=) are "
+                    "deprecated (removed in 0.2.0): give where the index lives as the first argument, the store's "
+                    "settings in store=StoreConfig(...) and the model in embedding=.")
         def __init__(self, location: Any = ":memory:", *, embedding: Any = None, build: Optional[BuildConfig] = None,
                      search: Optional[SearchConfig] = None, summarizer: Optional[Summarizer] = None,
-                     store: Any = None, path: Any = None, url: Optional[str] = None, client: Any = None,
-                     collection: Optional[str] = None, engine: Optional[str] = None, api_key: Optional[str] = None,
-                     timeout: Optional[float] = None, async_client: Any = None, model_name: Optional[str] = None,
-                     model_path: Any = None, language: Optional[str] = None, encoder: Any = None) -> None: ...
+                     store: Optional[StoreConfig] = None, url: Optional[str] = None, client: Any = None,
+                     engine: Optional[str] = None, api_key: Optional[str] = None, async_client: Any = None,
+                     model_name: Optional[str] = None, model_path: Any = None,
+                     language: Optional[str] = None) -> None: ...
 
     def __init__(
         self,
@@ -160,7 +159,7 @@ class DragKneeIndex:
                 if embedding is None and limit is not NO_LIMIT:
                     # ... and, opened without embedding settings, the dense window it was built with (an
                     # index built before a default changed keeps opening with the same vectors).
-                    emb = replace(emb, max_tokens=limit)
+                    emb = replace(emb, max_input_tokens=limit)
                 encoder = Encoder(replace(emb, dense=None), dense=emb.dense)
             self.encoder = encoder
             check_collection_compatible(info, collection=collection, model_id=self.encoder.model_id,
@@ -240,19 +239,23 @@ class DragKneeIndex:
 
     # -- ingestion -------------------------------------------------------------------------------
 
-    def add_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+    def add_documents(self, documents: Iterable[Document], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """Index documents. Unchanged documents are skipped; changed ones replace their old tree.
+
+        ``progress``: a function ``progress(phase, done, total)``, or ``True`` for rich's progress bars
+        on stderr (as ``show_progress=True`` in LlamaIndex).
 
         Every document is checked before anything is written, so bad input loses nothing stored.
         A document becomes visible to search only when its root (written last) is stored.
         """
         try:
-            return self._ingestor.add_documents(documents, progress)
+            with progress_reporter(progress) as report:
+                return self._ingestor.add_documents(documents, report)
         finally:
             self._forget_identities()
 
     def apply_documents(self, documents: Sequence[Document] = (), *, delete: Sequence[str] = (),
-                        progress: Optional[Progress] = None) -> IngestReport:
+                        progress: Union[Progress, bool, None] = None) -> IngestReport:
         """Replace ``documents`` and remove the documents whose ids ``delete`` lists, crash-safe.
 
         Unlike :meth:`add_documents` (whose files can be ingested again), the new versions are
@@ -261,7 +264,8 @@ class DragKneeIndex:
         the write. For documents that live only in the index (what the vector stores add).
         """
         try:
-            return self._ingestor.apply(list(documents), list(delete), progress)
+            with progress_reporter(progress) as report:
+                return self._ingestor.apply(list(documents), list(delete), report)
         finally:
             self._forget_identities()
 
@@ -280,10 +284,11 @@ class DragKneeIndex:
             log.warning("could not finish the document writes left unfinished in %s (%s); the next write "
                         "to this index tries again", self.store.describe(), exc)
 
-    def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+    def add_nodes(self, nodes: Sequence[TreeNode], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """Index pre-built trees (e.g. from ``DragTreeNodeParser``): every document's full node set."""
         try:
-            return self._ingestor.add_nodes(nodes, progress)
+            with progress_reporter(progress) as report:
+                return self._ingestor.add_nodes(nodes, report)
         finally:
             self._forget_identities()
 
@@ -300,13 +305,13 @@ class DragKneeIndex:
         finally:
             self._forget_identities()
 
-    async def aadd_documents(self, documents: Iterable[Document], *, progress: Optional[Progress] = None) -> IngestReport:
+    async def aadd_documents(self, documents: Iterable[Document], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """:meth:`add_documents` without blocking the event loop (building and encoding are
         CPU-bound: they run in a worker thread), with the same guarantees: checked before anything
         is written, one writer at a time, a document visible only once its root is stored."""
         return await asyncio.to_thread(self.add_documents, list(documents), progress=progress)
 
-    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Optional[Progress] = None) -> IngestReport:
+    async def aadd_nodes(self, nodes: Sequence[TreeNode], *, progress: Union[Progress, bool, None] = None) -> IngestReport:
         """:meth:`add_nodes` in a worker thread."""
         return await asyncio.to_thread(self.add_nodes, nodes, progress=progress)
 
@@ -364,8 +369,9 @@ class DragKneeIndex:
         Each setting given here (:class:`~drag_knee_retriever.config.SearchOptions`: ``method`` and its
         own knobs ``beam_width`` / ``max_roots`` / ``sensitivity``, ``fusion=FusionConfig(...)``,
         ``focus=FocusConfig(...)`` (``focus=False`` skips the focus step), ``order``, ``max_results``,
-        ``min_score``, ``max_tokens`` (a word budget for the results, filled with the best evidence in
-        order: :mod:`drag_knee_retriever.search._budget`), ``explain``) replaces the index's (or ``config``'s) for
+        ``min_score``, ``max_tokens`` (a budget in model tokens for the results, counted by the encoder's
+        tokenizer and filled with the best evidence in order: :mod:`drag_knee_retriever.search._budget`) or
+        ``max_words`` (the same in words), ``explain``) replaces the index's (or ``config``'s) for
         this search. ``filters`` (applied at every level of the walk) is a LangChain / Mongo-style dict
         (``{"year": {"$gte": 2020}, "$or": [...]}``) or a qdrant-client ``models.Filter``; see
         :mod:`drag_knee_retriever.store.filters`.
@@ -375,7 +381,7 @@ class DragKneeIndex:
         filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
         it leaves no result.
         """
-        plan = build_plan(query, config or self.search_config, filters, options)
+        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit)
         return run(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
 
     @_in_flight
@@ -394,8 +400,11 @@ class DragKneeIndex:
         The query is encoded in a worker thread (CPU-bound); the walk's round trips go through the
         store's async methods (qdrant-client's async client for a server).
         """
-        plan = build_plan(query, config or self.search_config, filters, options)
+        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit)
         return await arun(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
+
+    def _token_unit(self) -> Any:
+        return self.encoder.token_unit
 
     def _search_steps(self, plan: SearchPlan, query_vectors: Optional[QueryVectors], self_query: Any) -> Any:
         model = self.self_query if self_query is None else (self_query or None)

@@ -11,24 +11,28 @@ each with a DeprecationWarning naming the new spelling.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, Dict, Optional, Tuple
 
 from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
 from drag_knee_retriever.errors import ConfigError
 from drag_knee_retriever.common._redact import redact_url
-from drag_knee_retriever.model._settings import unexpected_keywords, warn_deprecated
+from drag_knee_retriever.model._settings import warn_deprecated
 from drag_knee_retriever.store import NodeStore, QdrantClientStore
 
 __all__ = ["INDEX_KEYWORDS", "embedding_of", "is_encoder", "is_store", "open_store", "translate_deprecated"]
 
 # Keywords of earlier releases: where each one went (see translate_deprecated).
-_TO_LOCATION = ("path", "url", "client")
-_TO_STORE = ("collection", "engine", "api_key", "timeout", "async_client")
+# Only those the README taught before the constructor took one location (issue 23) are kept, until
+# settings.REMOVED_IN; path=, collection=, timeout=, encoder= and store=<a NodeStore>, which it never
+# taught, were dropped before the first tagged release.
+_TO_LOCATION = ("url", "client")
+_TO_STORE = ("engine", "api_key", "async_client")
 _TO_EMBEDDING = ("model_name", "model_path", "language")
-_DEPRECATED_KEYWORDS = _TO_LOCATION + _TO_STORE + _TO_EMBEDDING + ("encoder",)
+_DEPRECATED_KEYWORDS = _TO_LOCATION + _TO_STORE + _TO_EMBEDDING
 _KEYWORDS = ("embedding", "build", "search", "summarizer", "store")  # the constructor's own
 #: Every keyword DragKneeIndex() takes (the deprecated spellings included): what an adapter's
 #: ``from_documents`` passes on to a new index.
@@ -42,14 +46,25 @@ def translate_deprecated(location: Any, embedding: Any, store: Any,
     """Map the constructor keywords of earlier releases onto the new ones, each with a DeprecationWarning."""
     unknown = sorted(set(old) - set(_DEPRECATED_KEYWORDS))
     if unknown:
-        raise unexpected_keywords("DragKneeIndex()", unknown, _KEYWORDS + _DEPRECATED_KEYWORDS,
-                                  "it takes a location, embedding=, build=, search=, summarizer= and "
-                                  "store=StoreConfig(...).")
-    if store is not None and not isinstance(store, StoreConfig) and is_store(store):
-        # store= was a ready NodeStore before StoreConfig was accepted here.
-        old["store"] = store
-        store = None
-    places = {k: v for k, v in old.items() if k in _TO_LOCATION + ("store",) and v is not None}
+        # A setting of the store or the model given here (collection=, timeout=, ...) is named with its place.
+        homes = {"path": "the first argument: DragKneeIndex(path)", "encoder": "embedding=<the encoder>"}
+        homes.update({f.name: f"store=StoreConfig({f.name}=...)" for f in fields(StoreConfig)})
+        homes.update({f.name: f"embedding=EmbeddingConfig({f.name}=...)" for f in fields(EmbeddingConfig)
+                      if f.name not in homes})
+        valid = list(_KEYWORDS + _DEPRECATED_KEYWORDS) + list(homes)
+        parts = []
+        for name in unknown:
+            close = name if name in homes else next(iter(difflib.get_close_matches(name, valid, n=1, cutoff=0.6)), None)
+            guess = "" if close is None or close == name else f"did you mean {close!r}? "
+            place = f"it goes in {homes[close]}" if close in homes else ""
+            parts.append(f"{name!r} ({guess}{place})".replace(" )", ")") if guess or place else repr(name))
+        raise TypeError(f"DragKneeIndex() got unexpected keyword argument(s) {', '.join(parts)}; it takes a location, "
+                        "embedding=, build=, search=, summarizer= and store=StoreConfig(...).")
+    if store is not None and not isinstance(store, StoreConfig):
+        raise ConfigError(f"store= takes a StoreConfig (collection, engine, api_key, timeout, ...), got "
+                          f"{type(store).__name__}; pass a NodeStore or a client as the first argument: "
+                          "DragKneeIndex(store_or_client, store=StoreConfig(...)).")
+    places = {k: v for k, v in old.items() if k in _TO_LOCATION and v is not None}
     if places:
         if len(places) > 1 or (isinstance(location, (str, os.PathLike)) and str(location) != ":memory:"):
             given = ", ".join(f"{k}=" for k in places)
@@ -71,11 +86,6 @@ def translate_deprecated(location: Any, embedding: Any, store: Any,
                         stacklevel=3)
         store = replace(store or StoreConfig(), **store_changes)
     emb_changes = {k: old[k] for k in _TO_EMBEDDING if old.get(k)}
-    if old.get("encoder") is not None:
-        warn_deprecated("DragKneeIndex(encoder=...)", "DragKneeIndex(embedding=<the encoder>)", stacklevel=3)
-        if embedding is not None:
-            raise ConfigError("Give either encoder= or embedding=, not both (embedding= takes a ready encoder too).")
-        embedding = old["encoder"]
     if emb_changes:
         warn_deprecated(f"DragKneeIndex({', '.join(k + '=' for k in emb_changes)}...)",
                         f"DragKneeIndex(embedding=EmbeddingConfig({', '.join(k + '=' for k in emb_changes)}...))",

@@ -47,7 +47,7 @@ def reference() -> str:
                        (SummarizerSettings, "LangChainSummarizer(model, settings=...)` / `LlamaIndexSummarizer(...)")):
         summary = (cls.__doc__ or "").strip().split("\n")[0]
         parts += ["", f"#### `{cls.__name__}` (`{where}`)", "", summary, "", settings_table(cls)]
-    from drag_knee_retriever import config
+    from drag_knee_retriever.model import _search_config as config
 
     parts += ["", "#### Engine constants (not settings; `drag_knee_retriever.config`)", "",
               "| constant | value | what it shapes |", "| --- | --- | --- |"]

@@ -224,6 +224,10 @@ def check_index(index: Any) -> Any:
     return index
 
 
+#: The Qdrant vector stores' constructor keywords a new index takes too (:func:`qdrant_style_index_kwargs`).
+QDRANT_STYLE_KEYWORDS = ("client", "location", "path", "url", "api_key", "collection_name", "collection")
+
+
 def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     """A Qdrant vector store's constructor keywords (langchain-qdrant, llama-index-vector-stores-
     qdrant: ``client=``, ``location=``, ``path=``, ``url=``, ``api_key=``, ``collection_name=``) in
@@ -264,11 +268,12 @@ def split_settings(kwargs: Mapping[str, Any], names: Any) -> Tuple[Dict[str, Any
 
     settings = {key: value for key, value in kwargs.items() if key in names}
     rest = {key: value for key, value in kwargs.items() if key not in names}
-    unknown = sorted(set(rest) - set(INDEX_KEYWORDS))
+    index_keywords = (*INDEX_KEYWORDS, *QDRANT_STYLE_KEYWORDS)
+    unknown = sorted(set(rest) - set(index_keywords))
     if unknown:
-        raise unexpected_keywords("from_documents()", unknown, (*names, *INDEX_KEYWORDS),
+        raise unexpected_keywords("from_documents()", unknown, (*names, *index_keywords),
                                   f"its search settings are {', '.join(names)}; the new index's keywords "
-                                  f"{', '.join(INDEX_KEYWORDS)}.")
+                                  f"{', '.join(index_keywords)}.")
     return settings, rest
 
 
@@ -277,7 +282,9 @@ def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
     if index is None:
         from drag_knee_retriever.facade._index import DragKneeIndex
 
-        kwargs = dict(index_kwargs)
+        # The Qdrant vector stores' spellings (collection_name=, url=, path=, client=) are the
+        # frameworks' own: accepted as they are, beside DragKneeIndex's.
+        kwargs = qdrant_style_index_kwargs(index_kwargs)
         return DragKneeIndex(kwargs.pop("location", ":memory:"), **kwargs)
     if index_kwargs:
         raise TypeError(

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 from drag_knee_retriever.integrations._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     from_llamaindex_documents,
@@ -132,9 +132,11 @@ class DragKneeRetriever(BaseRetriever):
     OR / NOT), a LangChain-style dict or a qdrant ``models.Filter``, applied at every level of the
     walk. ``score_threshold`` drops results scoring below it. ``fusion`` / ``focus`` take a
     :class:`~drag_knee_retriever.FusionConfig` / :class:`~drag_knee_retriever.FocusConfig` (``focus=False``
-    skips the focus step), as ``index.search`` does. ``max_tokens`` is a word budget for the returned
-    nodes (the best evidence in order until it is full, whole pages where their passages cluster, no
-    text twice; words, not model tokens): what a query engine's context gets.
+    skips the focus step), as ``index.search`` does. ``max_tokens`` is a budget in model tokens (the
+    index encoder's tokenizer, or ``EmbeddingConfig(token_counter=...)``) for the returned nodes (the
+    best evidence in order until it is full, whole pages where their passages cluster, no text twice):
+    what a query engine's context gets; ``max_words`` the same in words. ``explain=True`` also
+    records each candidate's dense and BM25 rank in the trace.
 
     Every setting can also be passed per call, as in the LangChain retriever:
     ``retriever.retrieve(query, similarity_top_k=2)`` or ``retriever.retrieve(query, filters=...)``.
@@ -278,41 +280,56 @@ class DragKneeRetriever(BaseRetriever):
         self._emit_trace(query, result)
         return [to_node_with_score(hit) for hit in result.nodes]
 
-    @classmethod
-    def from_documents(
-        cls,
-        documents: Sequence[Any],
-        *,
-        index: Any = None,
-        group_pages: bool = True,
-        progress: Optional[Callable[..., Any]] = None,
-        retriever_kwargs: Optional[Dict[str, Any]] = None,
-        ocr: Any = "auto",
-        ocr_languages: Optional[str] = None,
-        ocr_cache_dir: Optional[Any] = None,
-        embed_model: Any = None,
-        **index_kwargs: Any,
-    ) -> "DragKneeRetriever":
-        """Build (or reuse) an index, ingest LlamaIndex ``documents``, return a retriever.
+    if TYPE_CHECKING:
+        # What type checkers read: the new index's keywords spelled out, so a misspelled one is an error.
+        @classmethod
+        def from_documents(cls, documents: Sequence[Any], *, index: Any = None, group_pages: bool = True,
+                           progress: Union[Callable[..., Any], bool, None] = None,
+                           retriever_kwargs: Optional[LlamaIndexRetrieverOptions] = None, ocr: Any = "auto",
+                           ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None,
+                           embed_model: Any = None, location: Any = None, embedding: Any = None, build: Any = None,
+                           search: Any = None, summarizer: Any = None, store: Any = None,
+                           collection_name: Optional[str] = None, collection: Optional[str] = None,
+                           url: Optional[str] = None, path: Any = None, client: Any = None,
+                           api_key: Optional[str] = None) -> "DragKneeRetriever": ...
+    else:
+        @classmethod
+        def from_documents(
+            cls,
+            documents: Sequence[Any],
+            *,
+            index: Any = None,
+            group_pages: bool = True,
+            progress: Union[Callable[..., Any], bool, None] = None,
+            retriever_kwargs: Optional[Dict[str, Any]] = None,
+            ocr: Any = "auto",
+            ocr_languages: Optional[str] = None,
+            ocr_cache_dir: Optional[Any] = None,
+            embed_model: Any = None,
+            **index_kwargs: Any,
+        ) -> "DragKneeRetriever":
+            """Build (or reuse) an index, ingest LlamaIndex ``documents``, return a retriever.
 
-        ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given;
-        ``retriever_kwargs`` (method, similarity_top_k, ...) to the retriever. ``embed_model`` (a
-        LlamaIndex embedding) is the dense model of a new index; without it, a
-        ``Settings.embed_model`` you set is used, else the default offline MiniLM. Every document
-        is converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
-        ``ocr_cache_dir``: see :func:`from_llamaindex_documents`.
-        """
-        members = check_members(members_from_llamaindex(documents, keep_ids=False, group_pages=group_pages))
-        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
-        if index is None:
-            index_kwargs = _with_embed_model(index_kwargs, embed_model)
-        elif embed_model is not None:
-            raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
-        index = make_index(index, index_kwargs)
-        retriever = cls(index, **(retriever_kwargs or {}))
-        store = MemberStore(index, ocr=config)
-        store.add(members, progress=progress)
-        return retriever
+            ``index_kwargs`` go to :class:`DragKneeIndex` when no ``index`` is given (its keywords, and the
+            Qdrant vector store's ``collection_name``, ``url``, ``path``, ``client``, ``api_key``);
+            ``progress``: a function ``progress(phase, done, total)`` or ``True`` for progress bars;
+            ``retriever_kwargs`` (method, similarity_top_k, ...) to the retriever. ``embed_model`` (a
+            LlamaIndex embedding) is the dense model of a new index; without it, a
+            ``Settings.embed_model`` you set is used, else the default offline MiniLM. Every document
+            is converted and validated before anything is built or written. ``ocr``, ``ocr_languages``,
+            ``ocr_cache_dir``: see :func:`from_llamaindex_documents`.
+            """
+            members = check_members(members_from_llamaindex(documents, keep_ids=False, group_pages=group_pages))
+            config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+            if index is None:
+                index_kwargs = _with_embed_model(index_kwargs, embed_model)
+            elif embed_model is not None:
+                raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
+            index = make_index(index, index_kwargs)
+            retriever = cls(index, **(retriever_kwargs or {}))
+            store = MemberStore(index, ocr=config)
+            store.add(members, progress=progress)
+            return retriever
 
     # -- managing what the index holds (BaseIndex's names) ------------------------------------------
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 from drag_knee_retriever.integrations._common import (
     INSTALL_HINT,
@@ -51,13 +51,14 @@ try:
     from langchain_core.documents import BaseDocumentCompressor
     from langchain_core.documents import Document as LCDocument
     from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
-    from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+    from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, create_model, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "drag_knee_retriever.integrations.langchain needs LangChain (langchain-core), which is not "
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
+from drag_knee_retriever.model._search_config import option_help
 from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidScoresError
 from drag_knee_retriever.model._nodes import Document, ScoredNode
 from drag_knee_retriever.model._settings import unexpected_keywords
@@ -159,7 +160,36 @@ def from_langchain_documents(
     return [doc for doc, _ in group_paged_documents(entries, ocr=config)]
 
 
-class DragKneeRetriever(DocumentIndex):
+#: The descriptions of the retriever's own spellings (the rest read their SearchConfig declaration).
+_FIELD_DOCS = {
+    "k": "Cap on the number of results; the method decides up to it.",
+    "filter": "LangChain filter dict or qdrant models.Filter.",
+    "filters": "The same as filter (the index's spelling).",
+    "score_threshold": option_help("min_score"),
+    "fusion": "FusionConfig: how dense and BM25 rankings are fused.",
+    "focus": "FocusConfig of the knee methods' focus step (False: skip it).",
+    "fusion_weights": "Deprecated: fusion=FusionConfig(weights=...).",
+}
+
+
+def _search_option_fields() -> Dict[str, Any]:
+    """One pydantic field per search option (:class:`LangChainRetrieverOptions`: LangChain's ``k`` and
+    ``filter``, both retrievers' options), ``None`` by default (the index's setting), described by its
+    declaration. Typed ``Any``: the values are checked once by the retriever's own validator, whose
+    errors name the setting (pydantic's coercion would let ``k="3"`` through)."""
+    return {name: (Any, Field(default=None, description=_FIELD_DOCS.get(name) or option_help(name)))
+            for name in LangChainRetrieverOptions.__annotations__}
+
+
+if TYPE_CHECKING:
+    class _SearchOptionFields(DocumentIndex):  # what type checkers read (the __init__ below is typed)
+        pass
+else:
+    _SearchOptionFields = create_model("_SearchOptionFields", __base__=DocumentIndex, __module__=__name__,
+                                       **_search_option_fields())
+
+
+class DragKneeRetriever(_SearchOptionFields):
     """DRAG with KNEE as a LangChain retriever and ``DocumentIndex``: a drop-in replacement for any
     ``BaseRetriever``, and a destination of ``langchain_core.indexing.index()``.
 
@@ -173,9 +203,11 @@ class DragKneeRetriever(DocumentIndex):
       ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
       ``models.Filter``; applied at every level of the walk.
     - ``score_threshold``: drop results whose fused score is below it.
-    - ``max_tokens``: a word budget for the returned documents: the best evidence in order until the
-      budget is full (whole pages where their passages cluster, no text twice); see
-      :class:`~drag_knee_retriever.SearchConfig`. Words, not model tokens (~1.3 tokens a word).
+    - ``max_tokens``: a budget in model tokens (the index encoder's tokenizer, or
+      ``EmbeddingConfig(token_counter=...)``) for the returned documents: the best evidence in order
+      until the budget is full (whole pages where their passages cluster, no text twice); see
+      :class:`~drag_knee_retriever.SearchConfig`. ``max_words``: the same budget in words.
+    - ``explain``: also record each candidate's dense and BM25 rank in the trace.
     - ``search_kwargs``: as ``VectorStore.as_retriever(search_kwargs=...)`` (``k``, ``filter``,
       ``score_threshold`` and the settings here); MMR's ``fetch_k`` / ``lambda_mult`` are refused.
     - ``beam_width``, ``sensitivity``, ``max_roots``, ``order``, ``fusion`` (a
@@ -203,19 +235,8 @@ class DragKneeRetriever(DocumentIndex):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: Any = Field(description="The DragKneeIndex to search.")
-    method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = None
-    k: Optional[int] = Field(default=None, description="Cap on the number of results; the method decides up to it.")
-    beam_width: Optional[int] = None
-    sensitivity: Optional[float] = None
-    max_roots: Optional[int] = None
-    filter: Any = Field(default=None, description="LangChain filter dict or qdrant models.Filter.")
-    filters: Any = None
-    score_threshold: Optional[float] = None
-    fusion: Any = Field(default=None, description="FusionConfig: how dense and BM25 rankings are fused.")
-    focus: Any = Field(default=None, description="FocusConfig of the knee methods' focus step (False: skip it).")
-    fusion_weights: Optional[List[Tuple[float, float]]] = Field(default=None, description="Deprecated: fusion=FusionConfig(weights=...).")
-    order: Optional[Literal["score", "document"]] = None
-    max_tokens: Optional[int] = Field(default=None, description="Word budget for the returned documents.")
+    # The search settings (k, filter and RetrieverOptions) are the fields of _SearchOptionFields, made
+    # from the one list of search options (search_config.WalkOptions), not written out here.
     search_kwargs: Optional[Dict[str, Any]] = Field(default=None, description="as_retriever(search_kwargs=...) style settings.")
 
     _settings: Optional[RetrieverSettings] = PrivateAttr(default=None)
@@ -360,40 +381,58 @@ class DragKneeRetriever(DocumentIndex):
     async def aget(self, ids: Sequence[str], /, **kwargs: Any) -> List[LCDocument]:
         return await asyncio.to_thread(self.get, ids, **kwargs)
 
-    @classmethod
-    def from_documents(
-        cls,
-        documents: Sequence[LCDocument],
-        *,
-        index: Any = None,
-        progress: Optional[Callable[..., Any]] = None,
-        ocr: Any = "auto",
-        ocr_languages: Optional[str] = None,
-        ocr_cache_dir: Optional[Any] = None,
-        search_kwargs: Optional[Dict[str, Any]] = None,
-        **kwargs: Any,
-    ) -> "DragKneeRetriever":
-        """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
+    if TYPE_CHECKING:
+        # What type checkers read: the new index's keywords (DragKneeIndex's, and the Qdrant vector
+        # stores' collection_name= / url= / path= / client= / api_key=) and the search settings,
+        # typed, so a misspelled one is an error; the implementation below takes **kwargs.
+        @classmethod
+        def from_documents(cls, documents: Sequence[LCDocument], *, index: Any = None,
+                           progress: Union[Callable[..., Any], bool, None] = None, ocr: Any = "auto",
+                           ocr_languages: Optional[str] = None, ocr_cache_dir: Optional[Any] = None,
+                           search_kwargs: Optional[Dict[str, Any]] = None, location: Any = None,
+                           embedding: Any = None, build: Any = None, search: Any = None, summarizer: Any = None,
+                           store: Any = None, collection_name: Optional[str] = None, collection: Optional[str] = None,
+                           url: Optional[str] = None, path: Any = None, client: Any = None,
+                           api_key: Optional[str] = None,
+                           **settings: Unpack[LangChainRetrieverOptions]) -> "DragKneeRetriever": ...
 
-        ``kwargs`` are the retriever's search settings (``method``, ``k``, ``filter``, ...: see the
-        class; :class:`LangChainRetrieverOptions`) and, when no ``index`` is given, :class:`DragKneeIndex`'s
-        keywords: ``location`` (a folder, ``":memory:"`` (the default), a URL or a QdrantClient),
-        ``embedding``, ``build``, ``search``, ``summarizer``, ``store``. The search settings are validated
-        and every document is converted before anything is built or written, so a bad document ingests
-        nothing. ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
-        """
-        settings, index_kwargs = split_settings(kwargs, LangChainRetrieverOptions.__annotations__)
-        settings = {key: value for key, value in settings.items() if value is not None}
-        RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
-                          **{**settings, **_search_kwargs(search_kwargs)})
-        if search_kwargs is not None:
-            settings["search_kwargs"] = search_kwargs
-        members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
-        config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
-        index = make_index(index, index_kwargs)
-        store = MemberStore(index, ocr=config)
-        store.add(members, progress=progress)
-        return cls(index=index, **settings)
+    else:
+        @classmethod
+        def from_documents(
+            cls,
+            documents: Sequence[LCDocument],
+            *,
+            index: Any = None,
+            progress: Union[Callable[..., Any], bool, None] = None,
+            ocr: Any = "auto",
+            ocr_languages: Optional[str] = None,
+            ocr_cache_dir: Optional[Any] = None,
+            search_kwargs: Optional[Dict[str, Any]] = None,
+            **kwargs: Any,
+        ) -> "DragKneeRetriever":
+            """Build (or reuse) an index, ingest LangChain ``documents`` into it, return a retriever.
+
+            ``kwargs`` are the retriever's search settings (``method``, ``k``, ``filter``, ...: see the
+            class; :class:`LangChainRetrieverOptions`) and, when no ``index`` is given, :class:`DragKneeIndex`'s
+            keywords: ``location`` (a folder, ``":memory:"`` (the default), a URL or a QdrantClient),
+            ``embedding``, ``build``, ``search``, ``summarizer``, ``store``, and the Qdrant vector stores'
+            spellings ``collection_name``, ``url``, ``path``, ``client``, ``api_key``. ``progress``: a
+            function ``progress(phase, done, total)`` or ``True`` for progress bars. The search settings are validated
+            and every document is converted before anything is built or written, so a bad document ingests
+            nothing. ``ocr``, ``ocr_languages``, ``ocr_cache_dir``: see :func:`from_langchain_documents`.
+            """
+            settings, index_kwargs = split_settings(kwargs, LangChainRetrieverOptions.__annotations__)
+            settings = {key: value for key, value in settings.items() if value is not None}
+            RetrieverSettings("k", aliases={"filter": "filters"},  # validate before converting, building or writing
+                              **{**settings, **_search_kwargs(search_kwargs)})
+            if search_kwargs is not None:
+                settings["search_kwargs"] = search_kwargs
+            members = check_members(members_from_langchain(list(documents)))  # validated before any index is built
+            config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
+            index = make_index(index, index_kwargs)
+            store = MemberStore(index, ocr=config)
+            store.add(members, progress=progress)
+            return cls(index=index, **settings)
 
 
 DragKneeVectorStore.retriever_class = DragKneeRetriever

@@ -36,31 +36,31 @@ class SummarizerSettings(Settings):
     a ``prompts`` of the wrong type raises ``TypeError``. :meth:`replace` returns a checked copy.
     """
 
-    prompts: SummaryPrompts = setting(DEFAULT_PROMPTS, kind="any", check=_prompts,
+    prompts: SummaryPrompts = setting(default=DEFAULT_PROMPTS, kind="any", check=_prompts,
                                       doc="The templates (drag_knee_retriever.llm.prompts.DEFAULT_PROMPTS).")
-    max_concurrency: int = setting(4, kind=int, low=1, doc="Model calls in flight at once.")
-    timeout: Optional[float] = setting(120.0, kind=float, low=0.0, low_open=True, optional=True,
+    max_concurrency: int = setting(default=4, kind=int, low=1, doc="Model calls in flight at once.")
+    timeout: Optional[float] = setting(default=120.0, kind=float, low=0.0, low_open=True, optional=True,
                                        doc="Seconds per model call (None: no limit).")
-    max_retries: int = setting(2, kind=int, low=0, doc="Further calls after a node's first failed one (0 = no retry).")
-    retry_backoff: float = setting(0.5, kind=float, low=0.0,
+    max_retries: int = setting(default=2, kind=int, low=0, doc="Further calls after a node's first failed one (0 = no retry).")
+    retry_backoff: float = setting(default=0.5, kind=float, low=0.0,
                                    doc="Seconds before the first retry, doubled for each further one.")
-    min_keywords: int = setting(5, kind=int, low=1, doc="The fewest keywords the prompt asks for.")
-    max_keywords: int = setting(10, kind=int, low=1,
+    min_keywords: int = setting(default=5, kind=int, low=1, doc="The fewest keywords the prompt asks for.")
+    max_keywords: int = setting(default=10, kind=int, low=1,
                                 doc="The most keywords the prompt asks for and keeps (at least one valid one is required).")
     describe_leaves: bool = setting(
-        True, kind="any", check=lambda n, v: bool(v),
+        default=True, kind="any", check=lambda n, v: bool(v),
         doc="False asks the model for parents only (leaves keep their text and get extractive keywords): roughly a "
             "third of the calls with branching 3.")
     language: str = setting(
-        "auto", kind="any", check=_language,
+        default="auto", kind="any", check=_language,
         doc="The language the descriptions are written in: 'auto' (Cyrillic text is named Russian, other text 'the "
             "language of the text') or a language name ('english', 'russian', 'german', ...; the package's one "
             "vocabulary), named in the prompt.")
-    max_input_chars: int = setting(12_000, kind=int, low=200, doc="The longest input passed to the model per node (longer is cut).")
-    min_description_chars: int = setting(20, kind=int, low=1, doc="The shortest valid description.")
-    max_description_chars: int = setting(1500, kind=int, low=50, doc="The longest valid description.")
+    max_input_chars: int = setting(default=12_000, kind=int, low=200, doc="The longest input passed to the model per node (longer is cut).")
+    min_description_chars: int = setting(default=20, kind=int, low=1, doc="The shortest valid description.")
+    max_description_chars: int = setting(default=1500, kind=int, low=50, doc="The longest valid description.")
     on_failure: Literal["fallback", "raise"] = setting(
-        "fallback", kind="choice", choices=("fallback", "raise"),
+        default="fallback", kind="choice", choices=("fallback", "raise"),
         doc="'fallback' (the LLM-free description) or 'raise' (SummarizerError) when a node cannot be described.")
 
     def _check(self) -> None:
@@ -81,5 +81,5 @@ class SummarizerSettings(Settings):
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names)
         if unknown:
-            raise TypeError(f"Unknown summariser setting(s) {unknown}; the settings are {', '.join(sorted(names))}.")
+            raise TypeError(f"Unknown summariser setting(default=s) {unknown}; the settings are {', '.join(sorted(names))}.")
         return dataclasses.replace(self, **changes)

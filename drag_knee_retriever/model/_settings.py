@@ -73,13 +73,6 @@ def setting(default: Any = MISSING, *, doc: str, kind: Any, low: Optional[float]
 class Settings:
     """Base of every settings class: validates each field from its :class:`Rule` when built."""
 
-    if TYPE_CHECKING:
-        # settings_class makes the dataclass at runtime, which type checkers do not see: without this
-        # they read object's __init__ and flag every StoreConfig(collection=...) as an error. (Typed
-        # fields need each setting()'s default given by keyword and its accepted input types, e.g.
-        # a list of weight pairs, in the annotation; until then a misspelled field is caught at runtime.)
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-
     def __post_init__(self) -> None:
         owner = type(self).__name__
         for f in fields(self):  # type: ignore[arg-type]
@@ -221,9 +214,14 @@ def _apply_only(obj: Any, name: str, rule: Rule) -> None:
         )
 
 
+#: The release that removes the deprecated spellings (the first tagged release, 0.1.0, keeps them).
+REMOVED_IN = "0.2.0"
+
+
 def warn_deprecated(old: str, new: str, stacklevel: int = 2) -> None:
-    """One DeprecationWarning, worded the same everywhere: the old spelling and the new one."""
-    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}.",
+    """One DeprecationWarning, worded the same everywhere: the old spelling, the new one, and the
+    release that removes the old (:data:`REMOVED_IN`)."""
+    warnings.warn(f"{old} is deprecated and will be removed in {REMOVED_IN}; use {new}.",
                   DeprecationWarning, stacklevel=stacklevel + 1)
 
 
@@ -242,7 +240,17 @@ def unexpected_keywords(call: str, given: Sequence[str], valid: Sequence[str], t
 # moved: old keyword -> (new field, nested field or None, how to convert the value or None).
 Moved = Mapping[str, Tuple[str, Optional[str], Optional[Callable[[Any], Any]]]]
 
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any) -> Callable[[T], T]:
+        return lambda decorated: decorated
 
+
+# Type checkers read each settings class as the dataclass it is: its constructor takes its fields by
+# name (a misspelled one, SearchConfig(beam_widht=3), is an error before it runs). Hence every
+# setting()'s default is given as default=: a positional one is not seen as a default.
+@dataclass_transform(frozen_default=True, field_specifiers=(setting,))
 def settings_class(cls: Optional[type] = None, *, moved: Optional[Moved] = None) -> Any:
     """Make ``cls`` a frozen, validated settings dataclass; ``moved`` keeps old spellings working."""
 

@@ -1,6 +1,6 @@
-"""A word budget for a search's results (``SearchConfig.max_tokens``): the best evidence that fits.
+"""A budget for a search's results (``SearchConfig.max_tokens`` / ``max_words``): the best evidence that fits.
 
-A reader with a context window thinks in tokens, not in results: "give me the best 1,500 words".
+A reader with a context window thinks in tokens, not in results: "give me the best 1,500 tokens".
 With a budget the knee methods do not stop at their focus cut: they take the leaves the cut keeps,
 then go down the global hybrid ranking of the leaves (:func:`~drag_knee_retriever.search._traversal.budget_order`),
 and fill the budget:
@@ -15,10 +15,13 @@ and fill the budget:
 - nothing is returned twice: a leaf inside a group already taken costs nothing and is not listed
   again, and a group replaces the leaves it holds;
 - when even the best leaf is longer than the whole budget, it comes back cut to its first
-  ``budget`` words (the only case a returned text is not a whole node's).
+  ``budget`` units (the only case a returned text is not a whole node's).
 
-"Tokens" are words (whitespace-separated), the unit of every figure in benchmarks/RESULTS.md and
-what ``drag_knee_retriever.eval`` counts; an LLM reads about 1.3 tokens per English word.
+The unit (:class:`BudgetUnit`) is the budget's: ``max_tokens`` counts model tokens with a tokenizer
+(:func:`token_unit`: the index encoder's own, or one the user gives in
+``EmbeddingConfig(token_counter=...)``), ``max_words`` counts whitespace-separated words
+(:data:`WORDS`, the unit of every figure in benchmarks/RESULTS.md and of ``drag_knee_retriever.eval``).
+An LLM reads about 1.3 tokens per English word and up to 2 per word of biomedical text.
 
 The leaves' lengths are in their text, which a light walk does not read: :func:`fill_steps` is a
 sans-IO generator (as the walk is) that yields the ids it needs and receives the nodes, a step of
@@ -30,36 +33,22 @@ check needs, so a budgeted search costs the walk's round trips plus two or three
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
 
+# The units live beside the encoders (a model's tokenizer is the encoder's); re-exported here.
+from drag_knee_retriever.embeddings.tokens import WORDS, BudgetUnit, TokenUnit, count_words, first_words, token_unit  # noqa: F401
 from drag_knee_retriever.model._ids import leaf_id, node_id, span_leaf_ids
 from drag_knee_retriever.model._nodes import TraceStep, TreeNode
 from drag_knee_retriever.store import RankedHit
 
-__all__ = ["BudgetFill", "Group", "count_words", "fill", "fill_steps", "first_words", "mark_trace", "pack"]
+__all__ = ["BudgetFill", "BudgetUnit", "Group", "WORDS", "count_words", "fill", "fill_steps", "first_words",
+           "mark_trace", "pack", "token_unit"]
 
-_WORD = re.compile(r"\S+")
 # The fill reads the ranked leaves' texts in growing prefixes: the first read guesses this many
 # words per leaf (passages are ~120 words, paragraphs fewer), later reads double the prefix.
 _WORDS_PER_LEAF_GUESS = 40
 _MAX_READS = 6
-
-
-def count_words(text: str) -> int:
-    """Whitespace-separated words: the budget's unit."""
-    return len(text.split())
-
-
-def first_words(text: str, limit: int) -> str:
-    """``text`` up to the end of its ``limit``-th word (its own spacing and line breaks kept)."""
-    end = 0
-    for count, match in enumerate(_WORD.finditer(text), start=1):
-        end = match.end()
-        if count >= limit:
-            break
-    return text[:end]
 
 
 @dataclass(frozen=True)
@@ -254,19 +243,19 @@ def _groups_of(leaf: TreeNode, nodes: Mapping[str, TreeNode], region_groups: Seq
 
 
 def pack(hits: Sequence[RankedHit], texts: Mapping[str, str], budget: int,
-         count: Callable[[str], int] = count_words) -> Tuple[List[RankedHit], Dict[str, str]]:
-    """A method's own results within ``budget`` words: each in order if it fits (first fit), the best
-    one cut to the budget when none does. Returns the kept hits and their texts."""
+         unit: BudgetUnit = WORDS) -> Tuple[List[RankedHit], Dict[str, str]]:
+    """A method's own results within ``budget`` (in ``unit``): each in order if it fits (first fit),
+    the best one cut to the budget when none does. Returns the kept hits and their texts."""
     kept: List[RankedHit] = []
     used = 0
     for hit in hits:
-        size = count(texts[hit.node.id])
+        size = unit.count(texts[hit.node.id])
         if used + size <= budget:
             kept.append(hit)
             used += size
     if not kept and hits:
         best = hits[0]
-        return [best], {best.node.id: first_words(texts[best.node.id], budget)}
+        return [best], {best.node.id: unit.cut(texts[best.node.id], budget)}
     return kept, {h.node.id: texts[h.node.id] for h in kept}
 
 

@@ -8,11 +8,10 @@ model or another BM25 language finds nothing useful, so opening one refuses with
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any, Dict, Mapping, Optional
 
 from drag_knee_retriever.errors import StoreError
-from drag_knee_retriever.store.base import check_collection_compatible
+from drag_knee_retriever.store.base import check_collection_compatible, input_limit_of
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +33,13 @@ NO_LIMIT = object()
 
 
 def stored_max_tokens(info: Mapping[str, Any]) -> Any:
-    """The dense encoder's ``max_tokens`` a collection was built with: the number in its model id
+    """The dense encoder's input limit (``EmbeddingConfig.max_input_tokens``) a collection was built with: the number in its model id
     (``"...|max_tokens=128"``), None for a model id without one (the model's own limit), or
     :data:`NO_LIMIT` for a collection that records no model (new)."""
     model_id = info.get("model_id")
     if not model_id:
         return NO_LIMIT
-    found = re.search(r"\|max_tokens=(\d+)", str(model_id))
-    return int(found.group(1)) if found else None
+    return input_limit_of(model_id)
 
 
 def stored_language(info: Mapping[str, Any]) -> Optional[str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from drag_knee_retriever.search._budget import BudgetFill, FillSteps, fill_steps, first_words, mark_trace, pack
+from drag_knee_retriever.search._budget import WORDS, BudgetFill, BudgetUnit, FillSteps, fill_steps, mark_trace, pack
 from drag_knee_retriever.config import SEARCH_OPTIONS, SearchConfig
 from drag_knee_retriever.search._context import Context, live_with_text, prune_trace, unrooted_docs
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, InvalidSettingError
@@ -48,6 +48,8 @@ class SearchPlan:
     last: float = 0.0
     # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
     public: Dict[str, float] = field(default_factory=dict)
+    # What counts the budget: words for max_words, the index's tokenizer for max_tokens.
+    unit: BudgetUnit = WORDS
 
     def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
         """Give every hit its public score (the walk's raw scores stay on the hits)."""
@@ -58,7 +60,7 @@ class SearchPlan:
         """The same search with ``extra`` conditions joined to its filters (a fresh trace)."""
         return SearchPlan(query=self.query, settings=self.settings, filters=tuple(self.filters) + tuple(extra),
                           trace=Trace(query=self.query, method=self.settings.method, timings_ms=dict(self.trace.timings_ms)),
-                          requests_before=self.requests_before, started=self.started, last=self.last)
+                          requests_before=self.requests_before, started=self.started, last=self.last, unit=self.unit)
 
     def cap(self, hits: Sequence[Any]) -> List[Any]:
         """The walk's results within ``min_score`` (on the public score) and ``max_results``
@@ -73,33 +75,33 @@ class SearchPlan:
 
     @property
     def fills_budget(self) -> bool:
-        """A word budget over a knee method's focus ranking (the other methods pack their results)."""
-        return self.settings.max_tokens is not None and focuses(self.settings)
+        """A budget over a knee method's focus ranking (the other methods pack their results)."""
+        return self.settings.budget is not None and focuses(self.settings)
 
     def fill_steps(self, ranking: FocusRanking) -> FillSteps:
         """The budget fill's reads, bringing also the roots the trace's leaf rankings need."""
-        assert self.settings.max_tokens is not None
+        assert self.settings.budget is not None
         assert self.settings.focus is not None
-        return fill_steps(ranking.ranked, ranking.regions, self.settings.max_tokens, self.settings.focus.merge_ratio,
-                          root_docs=sorted(unrooted_docs(self.trace)))
+        return fill_steps(ranking.ranked, ranking.regions, self.settings.budget, self.settings.focus.merge_ratio,
+                          root_docs=sorted(unrooted_docs(self.trace)), count=self.unit.count)
 
     def budget_context(self, ranking: FocusRanking, filled: BudgetFill) -> Context:
         """The live hits of a fill (within ``min_score`` / ``max_results``) and their texts; the
         focus step of the trace says which leaves were kept, merged or left out."""
-        assert self.settings.max_tokens is not None
+        assert self.settings.budget is not None
         prune_trace(self.trace, filled.fetched)
         hits, texts = live_with_text(self.cap(filled.hits), filled.fetched, refresh=True)
         if filled.cut_to_budget:
-            texts = {i: first_words(t, self.settings.max_tokens) for i, t in texts.items()}
+            texts = {i: self.unit.cut(t, self.settings.budget) for i, t in texts.items()}
         if ranking.step is not None:
             mark_trace(ranking.step, hits)
         return hits, texts
 
     def packed(self, context: Context) -> Context:
-        """The results within ``max_tokens`` words, if a budget is set (see :func:`~.budget.pack`)."""
-        if self.settings.max_tokens is None:
+        """The results within the budget, if one is set (see :func:`~.budget.pack`)."""
+        if self.settings.budget is None:
             return context
-        return pack(context[0], context[1], self.settings.max_tokens)
+        return pack(context[0], context[1], self.settings.budget, self.unit)
 
     def mark(self, phase: str) -> None:
         now = time.perf_counter()
@@ -120,9 +122,11 @@ def validate_query(query: Any) -> str:
     return query
 
 
-def build_plan(query: Any, base: SearchConfig, filters: Any, options: Mapping[str, Any]) -> SearchPlan:
+def build_plan(query: Any, base: SearchConfig, filters: Any, options: Mapping[str, Any],
+               token_unit: Optional[Callable[[], BudgetUnit]] = None) -> SearchPlan:
     """Validate everything about a search that needs no I/O (the filter keys are the pipeline's
-    first step): ``base`` with ``options`` (the per-search settings) applied.
+    first step): ``base`` with ``options`` (the per-search settings) applied. ``token_unit`` gives
+    the unit of a ``max_tokens`` budget (the index's tokenizer; asked only when one is set).
 
     Called by ``DragKneeIndex.search`` / ``asearch`` themselves: the deprecation warning of
     ``fusion_weights=`` points at their caller."""
@@ -146,5 +150,11 @@ def build_plan(query: Any, base: SearchConfig, filters: Any, options: Mapping[st
             raise InvalidSettingError(str(exc)) from None
     settings = base.with_overrides(**overrides)
     spec = parse_filters(filters)
+    unit = WORDS
+    if settings.max_tokens is not None:
+        if token_unit is None:
+            raise InvalidSettingError("max_tokens needs a tokenizer to count model tokens and none is known here; "
+                                      "give max_words= (a budget in words) instead.")
+        unit = token_unit()
     return SearchPlan(query=query, settings=settings, filters=spec, trace=Trace(query=query, method=settings.method),
-                      started=started)
+                      started=started, unit=unit)

@@ -11,7 +11,7 @@ The reads are generators of :mod:`.ops` operations (:data:`~.ops.SCROLL_ROOTS`),
 
 from __future__ import annotations
 
-from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from drag_knee_retriever.errors import InvalidQueryError
 from drag_knee_retriever.search._identity import NO_MATCH, IdentityIndex, IdentityMatch, identity_fields
@@ -32,7 +32,7 @@ class RootCache:
         # a document being replaced by a concurrent writer must not make its keys "unknown".
         self.metadata_keys: frozenset = frozenset()
         # The documents' identities, per identity_keys setting, read from the roots on first use.
-        self.identities: Dict[Optional[Tuple[str, ...]], IdentityIndex] = {}
+        self.identities: Dict[Union[str, Sequence[str], None], IdentityIndex] = {}
         self.roots_meta: Optional[List[Tuple[str, Mapping[str, Any]]]] = None
 
     def forget(self) -> None:

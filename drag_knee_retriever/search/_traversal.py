@@ -449,12 +449,12 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     spends its words on one page (measured: benchmarks/RESULTS.md, "budget"). A leaf keeps its
     focus score where the pool scored it; a leaf only the deeper ranking reached gets the pool's
     lowest."""
-    assert focuses(config) and config.max_tokens is not None
+    assert focuses(config) and config.budget is not None
     roots, ranked_roots = yield from _rank_roots(config, filters, trace, identity)
     if not roots:
         return FocusRanking(regions=[], ranked=[])
     regions = yield from _beam(config, filters, trace, roots)
-    deeper = min(max(config.focus.global_leaves or 0, math.ceil(config.max_tokens / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
+    deeper = min(max(config.focus.global_leaves or 0, math.ceil(config.budget / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
     pool = yield from _focus_pool(config, _global_filters(config, filters, ranked_roots), filters, trace, regions,
                                   deeper=deeper, identity=identity)
     inherited = _identity_of(config, identity)

@@ -181,6 +181,18 @@ def side_scores(hits: List[RankedHit], request: RankRequest, dense: Optional[Dic
     return out
 
 
+#: How an encoder's identity (the model id a collection stores) records a lower input limit
+#: (``EmbeddingConfig.max_input_tokens``). The spelling of the stored indexes: it never changes.
+INPUT_LIMIT_SUFFIX = "|max_tokens="
+
+
+def input_limit_of(model_id: Any) -> Optional[int]:
+    """The input limit (word pieces) recorded in a stored model id, None where the model's own limit
+    held. The one place the stored form is read back (opening and the mismatch message)."""
+    found = re.search(r"\|max_tokens=(\d+)", str(model_id))
+    return int(found.group(1)) if found else None
+
+
 def check_collection_compatible(info: Mapping[str, Any], *, collection: str, model_id: str, dense_size: int,
                                 sparse_model: str) -> None:
     """Raise :class:`ModelMismatchError` (saying how to open it) unless a collection recorded as
@@ -194,12 +206,11 @@ def check_collection_compatible(info: Mapping[str, Any], *, collection: str, mod
             "or choose another collection."
         )
     if info.get("model_id") and (info["model_id"] != model_id or info.get("dense_size") != dense_size):
-        # The encoder's identity ends in "|max_tokens=N" when it reads fewer word pieces than the model.
-        stored_limit = re.search(r"\|max_tokens=(\d+)", str(info["model_id"]))
-        if stored_limit:
-            how = f"Open it with EmbeddingConfig(max_tokens={stored_limit.group(1)}) and the same model"
-        elif "|max_tokens=" in model_id:
-            how = "Open it with the same model and EmbeddingConfig(max_tokens=None)"
+        stored_limit = input_limit_of(info["model_id"])
+        if stored_limit is not None:
+            how = f"Open it with EmbeddingConfig(max_input_tokens={stored_limit}) and the same model"
+        elif input_limit_of(model_id) is not None:
+            how = "Open it with the same model and EmbeddingConfig(max_input_tokens=None)"
         else:
             how = "Open it with the same model"
         raise ModelMismatchError(

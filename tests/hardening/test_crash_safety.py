@@ -231,13 +231,13 @@ import json, os, signal, sys
 sys.path[:0] = [sys.argv[2], os.path.dirname(sys.argv[2])]  # tests/hardening and tests/ (support)
 from hardening_support import WritePlan, install_write_hook
 from support import CachingEncoder, make_store
-from drag_knee_retriever import DragKneeIndex, Document
+from drag_knee_retriever import DragKneeIndex, Document, StoreConfig
 from drag_knee_retriever.embeddings import Encoder
 
 cfg = json.loads(sys.argv[1])
 docs = {name: Document(**spec) for name, spec in cfg["docs"].items()}
 store = make_store(cfg["engine"], "crash", location=cfg["folder"], batch=2)
-index = DragKneeIndex(store=store, encoder=CachingEncoder(Encoder()), collection="crash")
+index = DragKneeIndex(store, embedding=CachingEncoder(Encoder()), store=StoreConfig(collection="crash"))
 if cfg["mode"] == "step":
     def pause_then_kill(step, when, what):
         # Hold the folder at this write step until the parent has tried to open it, then die.

@@ -146,14 +146,14 @@ import json, os, signal, sys
 sys.path[:0] = [sys.argv[2], os.path.dirname(sys.argv[2])]  # tests/hardening and tests/ (support)
 from hardening_support import WritePlan, install_write_hook
 from support import CachingEncoder, make_store
-from drag_knee_retriever import DragKneeIndex
+from drag_knee_retriever import DragKneeIndex, StoreConfig
 from drag_knee_retriever.embeddings import Encoder
 from drag_knee_retriever.integrations.langchain import DragKneeVectorStore
 from langchain_core.documents import Document
 
 cfg = json.loads(sys.argv[1])
 store = make_store(cfg["engine"], "crash", location=cfg["folder"], batch=2)
-index = DragKneeIndex(store=store, encoder=CachingEncoder(Encoder()), collection="crash")
+index = DragKneeIndex(store, embedding=CachingEncoder(Encoder()), store=StoreConfig(collection="crash"))
 upserts = {"n": 0}
 
 def kill_at_upsert(step, when, what):

@@ -1,5 +1,5 @@
-"""``search(max_tokens=...)`` on a real index (real MiniLM, Qdrant Edge and local mode): the budget
-holds, the text is never repeated, clusters come back whole, sync and async agree, bad values fail."""
+"""``search(max_words=...)`` on a real index (real MiniLM, Qdrant Edge and local mode): the budget
+holds, the text is never repeated, clusters come back whole, sync and async agree, bad values fail. ``max_tokens`` counts model tokens with the encoder's tokenizer (at the end)."""
 
 import asyncio
 
@@ -60,7 +60,7 @@ def test_the_budget_holds_and_nothing_is_returned_twice(budget_index, covid_corp
     pages = {d.id: d.pages for d in docs}
     used = []
     for question, _doc in questions[::3]:
-        result = budget_index.search(question, max_tokens=budget)
+        result = budget_index.search(question, max_words=budget)
         assert result.nodes
         used.append(_check(budget_index, result, budget, pages))
     if budget >= 600:
@@ -71,7 +71,7 @@ def test_the_budget_holds_and_nothing_is_returned_twice(budget_index, covid_corp
 def test_a_budget_reads_past_the_knee_and_starts_where_the_knee_does(budget_index, covid_corpus):
     question = covid_corpus[1][0][0]
     plain = budget_index.search(question)
-    wide = budget_index.search(question, max_tokens=2000)
+    wide = budget_index.search(question, max_words=2000)
     assert sum(count_words(h.text) for h in wide.nodes) > sum(count_words(h.text) for h in plain.nodes)
     first = plain.nodes[0]
     # the best result of the knee is inside the budget's best result (itself, or its page / region)
@@ -86,7 +86,7 @@ def test_a_budget_reads_past_the_knee_and_starts_where_the_knee_does(budget_inde
 def test_where_the_passages_of_a_page_cluster_the_page_comes_back_whole(budget_index, covid_corpus):
     whole_pages = 0
     for question, _ in covid_corpus[1][::2]:
-        result = budget_index.search(question, max_tokens=2000)
+        result = budget_index.search(question, max_words=2000)
         whole_pages += sum(1 for h in result.nodes if not h.node.is_leaf)
         # the trace says which leaves a returned page or region holds
         focus = [s for s in result.trace.steps if s.kind == "focus"][-1]
@@ -102,11 +102,11 @@ def test_where_the_passages_of_a_page_cluster_the_page_comes_back_whole(budget_i
 
 def test_a_budget_below_the_best_leaf_returns_its_first_words(budget_index, covid_corpus):
     question = covid_corpus[1][0][0]
-    result = budget_index.search(question, max_tokens=5)
+    result = budget_index.search(question, max_words=5)
     assert len(result.nodes) == 1
     hit = result.nodes[0]
     assert count_words(hit.text) == 5
-    whole = budget_index.search(question, max_tokens=2000).nodes
+    whole = budget_index.search(question, max_words=2000).nodes
     texts = [h.text for h in whole]
     assert any(t.startswith(hit.text) or hit.text in t for t in texts)
 
@@ -116,15 +116,15 @@ def test_every_method_keeps_to_the_budget(budget_index, covid_corpus, method):
     docs, questions = covid_corpus
     pages = {d.id: d.pages for d in docs}
     for question, _ in questions[:3]:
-        result = budget_index.search(question, method=method, max_tokens=150)
+        result = budget_index.search(question, method=method, max_words=150)
         assert result.nodes
         _check(budget_index, result, 150, pages)
 
 
 def test_async_gives_the_same_results(budget_index, covid_corpus):
     for question, _ in covid_corpus[1][::4]:
-        sync = budget_index.search(question, max_tokens=600)
-        got = asyncio.run(budget_index.asearch(question, max_tokens=600))
+        sync = budget_index.search(question, max_words=600)
+        got = asyncio.run(budget_index.asearch(question, max_words=600))
         assert [(h.node.id, h.text) for h in got.nodes] == [(h.node.id, h.text) for h in sync.nodes]
 
 
@@ -138,7 +138,7 @@ def test_a_budget_costs_a_few_reads_more_and_one_query_encoding(budget_index, co
     plain_requests = budget_index.store.requests - before_requests
     plain_ranks = ranks.calls
     before_requests = budget_index.store.requests
-    budget_index.search(question, max_tokens=2000)
+    budget_index.search(question, max_words=2000)
     assert budget_index.encoder.query_encodings == before + 2
     # The same walk; at most one ranking more: the public [0, 1] score (relevance.py) of results
     # the focus pool did not score (leaves only the deeper global ranking reached), one dense-only
@@ -150,12 +150,12 @@ def test_a_budget_costs_a_few_reads_more_and_one_query_encoding(budget_index, co
 
 def test_the_index_wide_budget_and_a_per_call_one(make_index, covid_corpus, passage_vectors):
     docs, questions = covid_corpus
-    index = make_index(collection="covid_budget_config", search=SearchConfig(max_tokens=80), encoder=passage_vectors,
+    index = make_index(collection="covid_budget_config", search=SearchConfig(max_words=80), encoder=passage_vectors,
                        build=BuildConfig(leaves=LeafConfig(passage_words=40, split_pages_over=None)))
     index.add_documents(docs[:1])
     question = questions[0][0]
     assert sum(count_words(h.text) for h in index.search(question).nodes) <= 80
-    assert sum(count_words(h.text) for h in index.search(question, max_tokens=400).nodes) > 80
+    assert sum(count_words(h.text) for h in index.search(question, max_words=400).nodes) > 80
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "300", 2**40])
@@ -166,3 +166,29 @@ def test_a_bad_budget_fails_before_any_work(budget_index, bad):
     with pytest.raises(InvalidSettingError, match="max_tokens"):
         asyncio.run(budget_index.asearch("coronavirus", max_tokens=bad))
     assert budget_index.store.requests == before
+
+
+@pytest.mark.parametrize("budget", [60, 500])
+def test_max_tokens_counts_the_model_tokens_not_words(budget_index, covid_corpus, budget):
+    """Issue 40: ``max_tokens=500`` returned ~1,000 model tokens of biomedical text (it counted
+    words). Now the encoder's own tokenizer counts it; ``max_words`` keeps the word budget."""
+    _, questions = covid_corpus
+    unit = budget_index.encoder.token_unit
+    assert unit.name == "tokens"
+    over = 0
+    for question, _ in questions[:4]:
+        tokens = budget_index.search(question, max_tokens=budget)
+        used = sum(unit.count(h.text) for h in tokens.nodes)
+        assert 0 < used <= budget, f"{used} model tokens returned for max_tokens={budget}"
+        words = budget_index.search(question, max_words=budget)
+        over += sum(unit.count(h.text) for h in words.nodes) > budget
+    assert over, "a word budget of biomedical text should hold more model tokens than words"
+
+
+def test_a_budget_is_given_in_one_unit(budget_index):
+    with pytest.raises(InvalidSettingError, match="max_tokens=.*max_words=.*give one"):
+        budget_index.search("coronavirus", max_tokens=100, max_words=100)
+    # A per-call budget in one unit replaces a configured one in the other.
+    config = SearchConfig(max_words=50)
+    assert config.with_overrides(max_tokens=70).budget == 70
+    assert config.with_overrides(max_tokens=70).max_words is None

@@ -180,15 +180,26 @@ def test_search_json_is_the_search_result(workdir, index_dir):
     assert data["trace"]["steps"][0]["kind"] == "roots"
 
 
-def test_search_max_tokens_keeps_the_results_within_the_word_budget(workdir, index_dir):
+def test_search_max_words_and_max_tokens_keep_the_results_within_their_budget(workdir, index_dir):
     proc = run(workdir, "search", "How do I right a capsized kayak?", "--index", index_dir, "--json",
-               "--max-tokens", "12")
+               "--max-words", "12")
     assert proc.returncode == 0, proc.stderr
     nodes = json.loads(proc.stdout)["nodes"]
     assert nodes and sum(len(n["text"].split()) for n in nodes) <= 12
-    for bad in ("0", "-5"):
-        refused = run(workdir, "search", "kayak", "--index", index_dir, "--max-tokens", bad)
-        assert refused.returncode == 2 and "--max-tokens" in error_line(refused)
+    tokens = run(workdir, "search", "How do I right a capsized kayak?", "--index", index_dir, "--json",
+                 "--max-tokens", "12")
+    assert tokens.returncode == 0, tokens.stderr
+    from drag_knee_retriever.search._budget import token_unit
+    from tokenizers import Tokenizer
+    import drag_knee_retriever
+    unit = token_unit(Tokenizer.from_file(str(Path(drag_knee_retriever.__file__).parent / "data" / "minilm" / "tokenizer.json")))
+    assert sum(unit.count(n["text"]) for n in json.loads(tokens.stdout)["nodes"]) <= 12
+    for option in ("--max-tokens", "--max-words"):
+        for bad in ("0", "-5"):
+            refused = run(workdir, "search", "kayak", "--index", index_dir, option, bad)
+            assert refused.returncode == 2 and option in error_line(refused)
+    both = run(workdir, "search", "kayak", "--index", index_dir, "--max-words", "5", "--max-tokens", "5")
+    assert both.returncode == 2 and "give one" in error_line(both)
 
 
 def test_search_top_k_and_a_json_filter_in_the_python_dialect(workdir, index_dir):
@@ -308,8 +319,8 @@ def test_locked_index_folder(workdir, index_dir):
     holder = subprocess.Popen(
         [sys.executable, "-c", (
             "import sys, time\n"
-            "from drag_knee_retriever import DragKneeIndex\n"
-            f"index = DragKneeIndex(path={str(index_dir)!r}, engine={_engine()!r})\n"
+            "from drag_knee_retriever import DragKneeIndex, StoreConfig\n"
+            f"index = DragKneeIndex({str(index_dir)!r}, store=StoreConfig(engine={_engine()!r}))\n"
             "print('open', flush=True)\n"
             "sys.stdin.read()\n"
         )],

@@ -91,7 +91,8 @@ def test_an_async_client_alone_and_wrong_objects_are_refused(encoder):
         DragKneeIndex(AsyncQdrantClient(":memory:"), embedding=encoder)
     with pytest.raises(ConfigError, match="store= takes a StoreConfig"):
         DragKneeIndex(embedding=encoder, store={"collection": "x"})
-    with pytest.raises(TypeError, match="unexpected keyword argument.*'colection' \\(did you mean 'collection'\\?\\)"):
+    with pytest.raises(TypeError, match="unexpected keyword argument.*'colection' \\(did you mean 'collection'\\? "
+                                        "it goes in store=StoreConfig\\(collection=...\\)\\)"):
         DragKneeIndex(embedding=encoder, colection="x")
 
 
@@ -102,10 +103,10 @@ def test_a_misspelled_keyword_names_the_one_meant_and_old_spellings_still_work(e
         DragKneeIndex(":memory:", embeding=encoder)
     with pytest.raises(TypeError, match="'xyzzy';"):  # nothing close: named, no guess
         DragKneeIndex(":memory:", embedding=encoder, xyzzy=1)
-    with pytest.warns(DeprecationWarning, match=r"store=StoreConfig\(collection="):
-        old = DragKneeIndex(embedding=encoder, collection="old_spelling")
+    with pytest.warns(DeprecationWarning, match=r"removed in 0\.2\.0; use .*store=StoreConfig\(engine="):
+        old = DragKneeIndex(embedding=encoder, engine="local")
     with old:
-        assert old.store_config.collection == "old_spelling"
+        assert old.store_config.engine == "local"
         with pytest.raises(TypeError, match="'max_result' \\(did you mean 'max_results'\\?\\)"):
             old.search("bees", max_result=2)
 
@@ -129,18 +130,30 @@ def test_the_api_key_comes_from_the_config_or_the_environment(encoder, monkeypat
 
 
 def test_old_store_keywords_warn_naming_the_new_spelling(encoder, tmp_path):
+    from qdrant_client import QdrantClient
+
     with pytest.warns(DeprecationWarning) as caught:
-        index = DragKneeIndex(path=str(tmp_path / "old"), collection="old", engine="local", encoder=encoder)
+        index = DragKneeIndex(client=QdrantClient(path=str(tmp_path / "old")), engine="local", embedding=encoder)
     messages = " | ".join(str(w.message) for w in caught)
-    assert "DragKneeIndex(path=...) is deprecated" in messages and "DragKneeIndex(location)" in messages
-    assert "store=StoreConfig(collection=, engine=" in messages
-    assert "DragKneeIndex(embedding=<the encoder>)" in messages
+    assert "DragKneeIndex(client=...) is deprecated and will be removed in 0.2.0" in messages
+    assert "DragKneeIndex(location)" in messages and "store=StoreConfig(engine=" in messages
     with index:
-        assert isinstance(index.store, QdrantClientStore) and index.store_config == StoreConfig(collection="old",
-                                                                                                  engine="local")
+        assert isinstance(index.store, QdrantClientStore) and index.store_config.engine == "local"
         index.add_documents(DOCS)
-    with DragKneeIndex(str(tmp_path / "old"), embedding=encoder, store=StoreConfig(collection="old", engine="local")) as again:
-        assert [d.doc_id for d in again.list_documents()] == ["bees", "tides"]  # the same index, new spelling
+        assert [d.doc_id for d in index.list_documents()] == ["bees", "tides"]
+
+
+@pytest.mark.parametrize("old", [dict(path="folder"), dict(collection="c"), dict(timeout=5.0), dict(encoder=None)])
+def test_the_old_spellings_no_readme_taught_are_gone(encoder, old):
+    """Issue 39 item 5: DragKneeIndex(path=/collection=/timeout=/encoder=) were never in the README or
+    the docs; they were dropped before the first tagged release (CHANGELOG names the new spelling)."""
+    with pytest.raises(TypeError, match=rf"DragKneeIndex\(\) got unexpected keyword argument\(s\) '{next(iter(old))}'"):
+        DragKneeIndex(":memory:", embedding=encoder, **old)
+
+
+def test_a_node_store_as_store_is_refused_saying_where_it_goes(encoder):
+    with pytest.raises(ConfigError, match="store= takes a StoreConfig.*as the first argument"):
+        DragKneeIndex(embedding=encoder, store=MemoryStore("mine"))
 
 
 def test_old_model_and_client_keywords_warn_and_map(encoder, model_path):
@@ -152,9 +165,6 @@ def test_old_model_and_client_keywords_warn_and_map(encoder, model_path):
         assert index.encoder.sparse_model.endswith("russian")
     with pytest.warns(DeprecationWarning, match=r"DragKneeIndex\(client=...\)"):
         index = DragKneeIndex(client=QdrantClient(":memory:"), embedding=encoder)
-    index.close()
-    with pytest.warns(DeprecationWarning, match=r"DragKneeIndex\(store=...\)"):
-        index = DragKneeIndex(store=MemoryStore("m"), embedding=encoder)
     index.close()
     with pytest.raises(ConfigError, match="not also url="):
         DragKneeIndex("./here", url="http://127.0.0.1:9", embedding=encoder)

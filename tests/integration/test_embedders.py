@@ -136,8 +136,8 @@ def test_plain_callable_and_its_errors(encoder):
         Encoder(dense=CallableEmbedder(lambda t: np.full((len(t), 4), np.nan), dimension=4)).encode_query("x")
     with pytest.raises(ConfigError, match="Cannot use a int"):
         as_dense_embedder(3)
-    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="not both"):
-        DragKneeIndex(embedding=embedder, encoder=encoder, store=StoreConfig(engine="local"))  # encoder= is the old spelling
+    with pytest.raises(TypeError, match="'encoder'"):  # encoder= was dropped: embedding= takes a ready encoder
+        DragKneeIndex(embedding=embedder, encoder=encoder, store=StoreConfig(engine="local"))
 
 
 def test_wrappers_reject_objects_of_the_wrong_kind():

@@ -47,7 +47,7 @@ def test_max_tokens_reaches_every_session(model_path):
     base = "Varroa mites spread deformed wing virus through honeybee colonies"
     texts = [f"{base} {tail}" for tail in ("in spring.", "and basaltic lava builds shield volcanoes.",
                                            "while sourdough starters are fed flour.", "at night.")] * 2
-    short = FastEmbedDense(EmbeddingConfig(model_path=model_path, max_tokens=16, runtime=EncoderRuntime(parallel=2, batch_size=1)))
+    short = FastEmbedDense(EmbeddingConfig(model_path=model_path, max_input_tokens=16, runtime=EncoderRuntime(parallel=2, batch_size=1)))
     assert [m.model.tokenizer.truncation["max_length"] for m in short._models] == [16, 16]
     vectors = short.embed_passages(texts)
     # 16 word pieces end inside the shared beginning: every text reads the same and gets one vector.
@@ -75,16 +75,16 @@ def test_an_index_built_with_a_token_limit_refuses_to_open_with_another(tmp_path
 
     folder = tmp_path / "limited"
     doc = Document(id="bees", pages=["Varroa mites spread deformed wing virus through honeybee colonies."])
-    with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_tokens=128), store=StoreConfig(engine="local")) as index:
+    with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_input_tokens=128), store=StoreConfig(engine="local")) as index:
         assert index.encoder.model_id.endswith("|max_tokens=128")
         index.add_documents([doc])
     for other in (None, 256):
-        with pytest.raises(ModelMismatchError, match=r"EmbeddingConfig\(max_tokens=128\)"):
-            DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_tokens=other), store=StoreConfig(engine="local"))
+        with pytest.raises(ModelMismatchError, match=r"EmbeddingConfig\(max_input_tokens=128\)"):
+            DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_input_tokens=other), store=StoreConfig(engine="local"))
     # the same limit opens it, and a limit at or above the model's own changes nothing (same identity)
-    with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_tokens=128), store=StoreConfig(engine="local")) as index:
+    with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_input_tokens=128), store=StoreConfig(engine="local")) as index:
         assert index.search("honeybee viruses").nodes[0].node.doc_id == "bees"
-    assert FastEmbedDense(EmbeddingConfig(model_path=model_path, max_tokens=4096)).identity == \
+    assert FastEmbedDense(EmbeddingConfig(model_path=model_path, max_input_tokens=4096)).identity == \
         FastEmbedDense(EmbeddingConfig(model_path=model_path)).identity
 
 
@@ -94,12 +94,12 @@ def test_an_index_opened_without_embedding_settings_keeps_the_window_it_was_buil
     doc = Document(id="bees", pages=["Varroa mites spread deformed wing virus through honeybee colonies."])
     for built_with in (128, None):
         folder = tmp_path / f"window-{built_with}"
-        with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_tokens=built_with),
+        with DragKneeIndex(str(folder), embedding=EmbeddingConfig(model_path=model_path, max_input_tokens=built_with),
                            store=StoreConfig(engine="edge")) as index:
             index.add_documents([doc])
             built_id = index.encoder.model_id
         # No embedding= (as the CLI opens it): the stored window, whatever today's default.
         with DragKneeIndex(str(folder), store=StoreConfig(engine="edge")) as index:
             assert index.encoder.model_id == built_id
-            assert index.encoder.dense.config.max_tokens == built_with
+            assert index.encoder.dense.config.max_input_tokens == built_with
             assert index.search("honeybee viruses").nodes[0].node.doc_id == "bees"

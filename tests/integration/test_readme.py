@@ -165,8 +165,11 @@ def test_every_python_block_compiles():
 # -- the README as a newcomer reads it -------------------------------------------------------------
 
 #: The first screen's two commands, byte for byte (.ci/run runs them; a newcomer copies them).
-FIRST_COMMANDS = ('python3 -m venv .venv && .venv/bin/pip install -e ".[all]" && .venv/bin/drag-knee demo',
-                  '.venv/bin/pip install -e ".[all,dev]" && .venv/bin/python -m pytest')
+# editable_mode=compat: the checkout on the import path, so type checkers see the package (issue 40;
+# pip's default editable install is an import hook mypy cannot follow).
+FIRST_COMMANDS = ('python3 -m venv .venv && .venv/bin/pip install -e ".[all]" --config-settings editable_mode=compat '
+                  '&& .venv/bin/drag-knee demo',
+                  '.venv/bin/pip install -e ".[all,dev]" --config-settings editable_mode=compat && .venv/bin/python -m pytest')
 
 
 def _slug(heading: str) -> str:

@@ -104,7 +104,7 @@ def test_a_bad_budget_is_refused_with_what_to_give(bad):
     from drag_knee_retriever import SearchConfig
     from drag_knee_retriever.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"SearchConfig.max_tokens must be an integer >= 1 .*the results' word budget"):
+    with pytest.raises(ConfigError, match=r"SearchConfig.max_tokens must be an integer >= 1 .*the results' token budget"):
         SearchConfig(max_tokens=bad)
 
 
@@ -119,3 +119,63 @@ def test_a_budget_starts_with_the_cut_then_follows_the_global_ranking():
     # of the pool; a leaf the pool did not score (g, d) gets the pool's lowest score
     assert [h.node.id for h in order] == ["a", "b", "c", "g", "d", "r"]
     assert [h.score for h in order] == [5.0, 4.0, 3.0, 1.0, 1.0, 1.0]
+
+
+# -- the unit of a budget: model tokens (issue 40) ----------------------------------------------------
+
+
+def _minilm_tokenizer():
+    from pathlib import Path
+
+    from tokenizers import Tokenizer
+
+    import drag_knee_retriever
+
+    return Tokenizer.from_file(str(Path(drag_knee_retriever.__file__).parent / "data" / "minilm" / "tokenizer.json"))
+
+
+def test_a_tokenizer_counts_the_whole_text_and_cuts_at_a_token():
+    from drag_knee_retriever.search._budget import token_unit
+
+    tok = _minilm_tokenizer()  # shipped with truncation at 128 and padding: the budget turns both off
+    unit = token_unit(tok)
+    text = "angiotensin-converting enzyme 2 " * 100
+    assert unit.count(text) > 128
+    assert unit.count(text) > 2 * len(text.split())  # biomedical words are several word pieces each
+    cut = unit.cut(text, 7)
+    assert unit.count(cut) == 7 and text.startswith(cut)
+    assert tok.truncation is not None  # the user's (or the model's) tokenizer is left as it was
+
+
+def test_a_function_or_an_encode_method_counts_too():
+    from drag_knee_retriever.search._budget import token_unit
+
+    chars = token_unit(len, "len")
+    assert chars.count("abc def") == 7
+    assert chars.cut("abc def ghi", 8) == "abc def"
+
+    class Tiktokenish:  # tiktoken's Encoding.encode takes no add_special_tokens
+        def encode(self, text):
+            return list(text.replace(" ", ""))
+
+    assert token_unit(Tiktokenish()).count("ab cd") == 4
+
+
+def test_a_wrong_token_counter_is_refused():
+    from drag_knee_retriever.search._budget import token_unit
+    from drag_knee_retriever.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="token_counter must be a tokenizer"):
+        token_unit(42)
+    with pytest.raises(ConfigError, match="must return the number of tokens"):
+        token_unit(lambda text: "many").count("a b")
+
+
+def test_the_encoders_input_limit_has_its_own_name():
+    """EmbeddingConfig.max_tokens was the encoder's truncation in word pieces, the name the search
+    budget now has: it is max_input_tokens, the old keyword kept with a warning."""
+    from drag_knee_retriever import EmbeddingConfig
+
+    assert EmbeddingConfig(max_input_tokens=128).max_input_tokens == 128
+    with pytest.warns(DeprecationWarning, match=r"EmbeddingConfig\(max_input_tokens=...\)"):
+        assert EmbeddingConfig(max_tokens=128).max_input_tokens == 128

@@ -43,7 +43,7 @@ def test_the_search_commands_options_reach_index_search_under_their_own_names() 
     from drag_knee_retriever.config import SEARCH_OPTIONS
 
     shared = set(inspect.signature(search).parameters) & set(SEARCH_OPTIONS)
-    assert shared == {"method", "sensitivity", "beam_width", "max_roots", "order", "max_tokens"}
+    assert shared == {"method", "sensitivity", "beam_width", "max_roots", "order", "max_tokens", "max_words"}
     params = dict(query="q", method=Method.fixed, beam_width=2, sensitivity=None, max_roots=None, order=Order.document,
                   top_k=3, score_threshold=0.5, filter_=["kind=pdf"], trace=True, chars=240, engine=Engine.auto)
     assert _search_kwargs(params) == {"method": "fixed", "beam_width": 2, "order": "document", "max_results": 3,

@@ -103,7 +103,7 @@ def test_budget_rows_are_made_for_the_index_whose_search_takes_options_as_keywor
     from drag_knee_retriever import DragKneeIndex
     from drag_knee_retriever.eval.baselines import WORD_BUDGETS, drag_budget_methods, search_takes
 
-    assert search_takes(DragKneeIndex, "max_tokens")
+    assert search_takes(DragKneeIndex, "max_tokens") and search_takes(DragKneeIndex, "max_words")
     assert not search_takes(DragKneeIndex, "no_such_option")
     assert 1500 in WORD_BUDGETS
     names = [m.name for m in drag_budget_methods(DragKneeIndex, {}, budgets=WORD_BUDGETS)]

@@ -32,8 +32,8 @@ follow_imports = skip
 
 GOOD = """
 from typing import List
-from drag_knee_retriever import (DragKneeIndex, FusionConfig, LeafConfig, BuildConfig, ScoredNode, SearchConfig,
-                                 SearchResult, StoreConfig)
+from drag_knee_retriever import (DragKneeIndex, EmbeddingConfig, FusionConfig, LeafConfig, BuildConfig, ScoredNode,
+                                 SearchConfig, SearchResult, StoreConfig)
 from drag_knee_retriever.integrations.langchain import DragKneeRetriever as LangChainRetriever
 from drag_knee_retriever.integrations.llamaindex import DragKneeRetriever as LlamaIndexRetriever
 
@@ -47,7 +47,17 @@ with DragKneeIndex(":memory:", build=build, search=search, store=StoreConfig(col
     flat: List[ScoredNode] = index.flat_search("q", k=5, mode="dense")
     LangChainRetriever(index=index, k=3, filter={"y": 1}, score_threshold=0.1, tags=["t"])
     LlamaIndexRetriever(index, similarity_top_k=3, method="fixed", beam_width=2)
-old_spelling = DragKneeIndex(path="folder", collection="c", model_name="m")
+old_spelling = DragKneeIndex(url="http://localhost:6333", engine="server", model_name="m")
+# Issue 40: settings classes are typed dataclasses (list inputs accepted where a tuple is kept), the
+# budget's two units, progress=True, explain per call, the Qdrant stores' collection_name=.
+SearchConfig(identity_keys=["company"], fusion=FusionConfig(weights=[(0.2, 0.8)]), max_words=500, max_tokens=None)
+EmbeddingConfig(max_input_tokens=256, token_counter=len)
+with DragKneeIndex(":memory:") as other:
+    other.add_documents([], progress=True)
+    other.search("q", max_tokens=100, explain=True)
+    LangChainRetriever(index=other, max_words=300).invoke("q", explain=True)
+LangChainRetriever.from_documents([], collection_name="c", k=3, max_tokens=500, explain=True, progress=True)
+LlamaIndexRetriever.from_documents([], collection_name="c", retriever_kwargs={"similarity_top_k": 3})
 
 async def later(index: DragKneeIndex) -> SearchResult:
     return await index.asearch("q", max_results=2)
@@ -69,6 +79,9 @@ index.search("q", beam_width="3")
 
 async def later() -> None:
     await index.asearch("q", max_result=2)
+SearchConfig(beam_widht=3)
+LangChainRetriever.from_documents([], colection_name="c")
+LlamaIndexRetriever.from_documents([], colection_name="c")
 """
 
 
@@ -86,5 +99,6 @@ def test_mypy_sees_the_index_its_methods_and_results(tmp_path):
         if line.startswith("bad.py"):
             errors[int(line.split(":")[1])] = errors.get(int(line.split(":")[1]), "") + line
     for line, word in ((7, '"methd"'), (8, '"kk"'), (9, "SearchResult"), (10, '"serach"'), (11, '"kk"'),
-                       (12, '"similarity_topk"'), (13, '"beam_width"'), (16, '"max_result"')):
+                       (12, '"similarity_topk"'), (13, '"beam_width"'), (16, '"max_result"'),
+                       (17, '"beam_widht"'), (18, '"colection_name"'), (19, '"colection_name"')):
         assert word in errors.get(line, ""), f"bad.py:{line} should be an error naming {word}:\n{proc.stdout}"

@@ -59,8 +59,8 @@ def test_the_docs_reference_is_the_generated_one():
 def test_field_counts_and_nesting():
     """The shape the issue asked for: the method's knobs flat, the rest in groups (fields per class)."""
     counts = {cls.__name__: len(dataclasses.fields(cls)) for cls in ALL}
-    assert counts == {"SearchConfig": 15, "FusionConfig": 2, "FocusConfig": 13, "BuildConfig": 5, "LeafConfig": 4,
-                      "SectionConfig": 4, "SummaryConfig": 3, "VectorConfig": 6, "EmbeddingConfig": 10,
+    assert counts == {"SearchConfig": 16, "FusionConfig": 2, "FocusConfig": 13, "BuildConfig": 5, "LeafConfig": 4,
+                      "SectionConfig": 4, "SummaryConfig": 3, "VectorConfig": 6, "EmbeddingConfig": 11,
                       "EncoderRuntime": 5, "StoreConfig": 6, "OcrConfig": 13, "SummarizerSettings": 13}
 
 
@@ -135,7 +135,7 @@ def test_every_rule_names_the_setting_and_what_it_takes(build, message):
 # -- the old flat spellings ------------------------------------------------------------------------
 
 
-FLAT_SEARCH = [("rrf_k", 60, "fusion", "rrf_k"), ("fusion_weights", [(0.2, 0.8)], "fusion", "weights"),
+FLAT_SEARCH = [("fusion_weights", [(0.2, 0.8)], "fusion", "weights"),
                ("focus_pool", 20, "focus", "pool"), ("region_sensitivity", 0.9, "focus", "region_sensitivity"),
                ("focus_global", None, "focus", "global_leaves"), ("merge_ratio", None, "focus", "merge_ratio"),
                ("focus_scores", "rrf", "focus", "scores"), ("sibling_weight", 0.5, "focus", "sibling_weight")]
@@ -143,7 +143,7 @@ FLAT_SEARCH = [("rrf_k", 60, "fusion", "rrf_k"), ("fusion_weights", [(0.2, 0.8)]
 
 @pytest.mark.parametrize("old, value, group, name", FLAT_SEARCH)
 def test_old_flat_search_settings_warn_and_land_in_their_group(old, value, group, name):
-    with pytest.warns(DeprecationWarning, match=rf"SearchConfig\({old}=...\) is deprecated.*use "
+    with pytest.warns(DeprecationWarning, match=rf"SearchConfig\({old}=...\) is deprecated and will be removed in 0\.2\.0.*use "
                                                 rf"SearchConfig\({group}=\w+Config\({name}=...\)\)"):
         config = SearchConfig(**{old: value})
     expected = value if not isinstance(value, list) else tuple(tuple(p) for p in value)
@@ -155,8 +155,8 @@ def test_old_flat_search_settings_warn_and_land_in_their_group(old, value, group
 def test_focus_pool_none_switches_the_focus_off_and_flat_names_combine():
     with pytest.warns(DeprecationWarning):
         assert SearchConfig(focus_pool=None).focus is None
-        combined = SearchConfig(focus_pool=20, focus_scores="rrf", focus_global=None, rrf_k=60)
-    assert combined == SearchConfig(fusion=FusionConfig(rrf_k=60), focus=FocusConfig(pool=20, scores="rrf",
+        combined = SearchConfig(focus_pool=20, focus_scores="rrf", focus_global=None, fusion_weights=[(0.2, 0.8)])
+    assert combined == SearchConfig(fusion=FusionConfig(weights=((0.2, 0.8),)), focus=FocusConfig(pool=20, scores="rrf",
                                                                                     global_leaves=None))
     with pytest.warns(DeprecationWarning):  # dataclasses.replace with an old name, as benchmarks did
         assert dataclasses.replace(SearchConfig(), focus_pool=5).focus.pool == 5
@@ -164,11 +164,9 @@ def test_focus_pool_none_switches_the_focus_off_and_flat_names_combine():
 
 FLAT_BUILD = [("max_leaf_chars", 900, "leaves", "max_chars"), ("min_leaf_chars", 20, "leaves", "min_chars"),
               ("passage_words", None, "leaves", "passage_words"), ("split_pages_over", 300, "leaves", "split_pages_over"),
-              ("use_markdown_sections", False, "sections", "markdown"), ("use_outline", True, "sections", "outline"),
-              ("detect_headings", True, "sections", "headings"), ("summary_sentences", 2, "summary", "sentences"),
-              ("summary_max_chars", 300, "summary", "max_chars"), ("keywords", 0, "summary", "keywords"),
+              ("use_outline", True, "sections", "outline"), ("detect_headings", True, "sections", "headings"),
               ("inner_vectors", "centroid", "vectors", "inner_dense"), ("leaf_text", "description", "vectors", "leaf_dense"),
-              ("sparse_text", "keywords", "vectors", "sparse"), ("inner_sparse", "description", "vectors", "inner_sparse"),
+              ("sparse_text", "keywords", "vectors", "sparse"),
               ("leaf_context", ("title",), "vectors", "context"), ("context_metadata", ("year",), "vectors", "context_metadata")]
 
 
@@ -189,9 +187,19 @@ def test_the_document_fingerprint_is_the_one_of_the_flat_release():
         "leaf_context=('section',), context_metadata=())")
 
 
-@pytest.mark.parametrize("old", ["batch_size", "max_batch_chars", "threads", "providers", "parallel"])
+@pytest.mark.parametrize("cls, old", [(SearchConfig, "rrf_k"), (BuildConfig, "summary_sentences"),
+                                      (BuildConfig, "summary_max_chars"), (BuildConfig, "keywords"),
+                                      (BuildConfig, "use_markdown_sections"), (BuildConfig, "inner_sparse"),
+                                      (EmbeddingConfig, "batch_size"), (EmbeddingConfig, "max_batch_chars")])
+def test_the_old_spellings_no_readme_taught_are_gone(cls, old):
+    """Issue 39 item 5: settled before the first tagged release; CHANGELOG lists them with the new names."""
+    with pytest.raises(TypeError, match=rf"{cls.__name__}\(\) got unexpected keyword argument\(s\) '{old}'"):
+        cls(**{old: 3})
+
+
+@pytest.mark.parametrize("old", ["threads", "providers", "parallel"])
 def test_old_flat_embedding_runtime_settings_warn(old):
-    value = ("CPUExecutionProvider",) if old == "providers" else 8 if old != "max_batch_chars" else 4000
+    value = ("CPUExecutionProvider",) if old == "providers" else 8
     with pytest.warns(DeprecationWarning, match=rf"EmbeddingConfig\(runtime=EncoderRuntime\({old}=...\)\)"):
         config = EmbeddingConfig(**{old: value})
     assert getattr(config.runtime, old) == value
@@ -257,7 +265,7 @@ def test_a_misspelled_setting_names_the_one_meant():
         drag_knee_retriever.StoreConfig(colection="x")
     with pytest.raises(TypeError, match=r"'focus_pol' \(did you mean 'focus_pool'\?\)"):  # an old spelling is meant
         drag_knee_retriever.SearchConfig(focus_pol=3)
-    with pytest.raises(TypeError, match=r"its settings are method,.*explain, identity_weight, identity_coverage, identity_keys, max_tokens\.$"):  # the old ones are not offered
+    with pytest.raises(TypeError, match=r"its settings are method,.*explain, identity_weight, identity_coverage, identity_keys, max_tokens, max_words\.$"):  # the old ones are not offered
         drag_knee_retriever.SearchConfig(xyzzy=1)
     with pytest.warns(DeprecationWarning):
         assert drag_knee_retriever.SearchConfig(focus_pool=20).focus.pool == 20  # old spellings still work
