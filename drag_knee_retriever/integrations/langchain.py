@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, 
 
 from ._common import (
     INSTALL_HINT,
-    RAW_SCORE,
     SCORE,
     SEARCH_SETTINGS,
     RetrieverOptions,
@@ -168,11 +167,14 @@ class DragKneeRetriever(DocumentIndex):
 
     - ``method``: ``"knee"``, ``"sensitive_knee"``, ``"branch"`` or ``"fixed"``.
     - ``k``: LangChain's number of results, a cap: the method still decides how many results up to
-      ``k`` (the knee cuts where the scores fall). A fixed width is ``method="fixed", beam_width=n``.
+      ``k`` (the knee cuts where the scores fall). ``adaptive=False`` makes it a count, as in every
+      vector store: the method's results, then the best leaves none covers, up to ``k`` (what
+      ``DragKneeVectorStore.as_retriever()`` gives by default).
     - ``filter`` (LangChain's name; ``filters`` too): ``{"year": 2019}``, ``{"year": {"$gte": 2020}}``,
       ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
       ``models.Filter``; applied at every level of the walk.
-    - ``score_threshold``: drop results whose fused score is below it.
+    - ``score_threshold``: drop results whose public score (``drag_score``: in [0, 1], never rising
+      along the ranking, see :mod:`~drag_knee_retriever.relevance`) is below it: a prefix stays.
     - ``max_tokens``: a word budget for the returned documents: the best evidence in order until the
       budget is full (whole pages where their passages cluster, no text twice); see
       :class:`~drag_knee_retriever.SearchConfig`. Words, not model tokens (~1.3 tokens a word).
@@ -204,7 +206,8 @@ class DragKneeRetriever(DocumentIndex):
 
     index: Any = Field(description="The DragKneeIndex to search.")
     method: Optional[Literal["fixed", "knee", "sensitive_knee", "branch"]] = None
-    k: Optional[int] = Field(default=None, description="Cap on the number of results; the method decides up to it.")
+    k: Optional[int] = Field(default=None, description="Cap on the number of results (a count with adaptive=False).")
+    adaptive: Optional[bool] = Field(default=None, description="True (default): the knee decides up to k; False: k results.")
     beam_width: Optional[int] = None
     sensitivity: Optional[float] = None
     max_roots: Optional[int] = None
@@ -419,9 +422,9 @@ def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(search_kwargs)
 
 
-# Our own results carry drag_raw_score, what the method ranked on (best first by construction);
-# drag_score, the public [0, 1] scale, need not be monotone along that order (relevance.py).
-DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", RAW_SCORE)
+# Our own results carry drag_score, the public [0, 1] scale, which never rises along their order
+# (relevance.py): the knee reads it as any other score.
+DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)
 
 
 class KneeDocumentCompressor(BaseDocumentCompressor):

@@ -31,6 +31,9 @@ class RootCache:
         # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
         # a document being replaced by a concurrent writer must not make its keys "unknown".
         self.metadata_keys: frozenset = frozenset()
+        # The keys some document has on its pages only (its roots' drag_page_keys): a filter naming
+        # one holds below the roots (search/leaf_filters.py). Grows with metadata_keys.
+        self.page_keys: frozenset = frozenset()
         # The documents' identities, per identity_keys setting, read from the roots on first use.
         self.identities: Dict[Optional[Tuple[str, ...]], IdentityIndex] = {}
         self.roots_meta: Optional[List[Tuple[str, Mapping[str, Any]]]] = None
@@ -79,14 +82,17 @@ class RootCache:
     def check_filter_keys(self, spec: Any) -> Steps:
         """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
         there are (the roots are read again before refusing, for documents added since)."""
+        # The adapters' member keys live on pages (never on a paged document's root): not a typo.
         wanted = {f[len("metadata."):].split(".")[0] for f in filter_fields(spec) if f.startswith("metadata.")}
+        wanted = {k for k in wanted if not k.startswith("drag_member")}
         if not wanted:
             return
         if wanted <= self.metadata_keys:
             return
-        self.metadata_keys = self.metadata_keys | frozenset(
-            k for root in (yield SCROLL_ROOTS)
-            for k in (*root.metadata, *(root.metadata.get("drag_page_keys") or ())))
+        roots = yield SCROLL_ROOTS
+        page_keys = frozenset(k for root in roots for k in (root.metadata.get("drag_page_keys") or ()))
+        self.page_keys = self.page_keys | page_keys
+        self.metadata_keys = self.metadata_keys | page_keys | frozenset(k for root in roots for k in root.metadata)
         unknown = sorted(wanted - self.metadata_keys)
         if not unknown:
             return
