@@ -247,7 +247,15 @@ class DragKneeVectorStore(BasePydanticVectorStore):
             raise InvalidQueryError(f"doc_ids must be a list of document ids (the ref_doc_id of the nodes to "
                                     f"search), got {doc_ids!r:.80}.")
         ids = list(doc_ids)
-        parse_filters({MEMBER_REFS: {"$in": ids}})  # each id a valid value; ids no node has select nothing
+        try:
+            self._index._check_filter_keys(parse_filters({MEMBER_REFS: {"$in": ids}}))
+        except InvalidQueryError:
+            raise InvalidQueryError(
+                f"doc_ids={ids!r:.80} selects nodes by the document they came from (their ref_doc_id), but no "
+                "node in this store has one: every node was added without a source document. Add nodes that "
+                "have one (a node parser's output, node.ref_doc_id set), or select by metadata with filters= "
+                "instead of doc_ids=."
+            ) from None
         return ids
 
     def _flat(self, query: VectorStoreQuery, text: Optional[str], filters: Any) -> VectorStoreQueryResult:

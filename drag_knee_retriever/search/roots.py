@@ -82,9 +82,7 @@ class RootCache:
     def check_filter_keys(self, spec: Any) -> Steps:
         """A filter naming a metadata key no indexed document has is a typo: say so, with the keys
         there are (the roots are read again before refusing, for documents added since)."""
-        # The adapters' member keys live on pages (never on a paged document's root): not a typo.
         wanted = {f[len("metadata."):].split(".")[0] for f in filter_fields(spec) if f.startswith("metadata.")}
-        wanted = {k for k in wanted if not k.startswith("drag_member")}
         if not wanted:
             return
         if wanted <= self.metadata_keys:
@@ -98,5 +96,5 @@ class RootCache:
             return
         raise InvalidQueryError(
             f"filter key(s) {unknown} are in no indexed document's metadata; the keys are "
-            f"{sorted(self.metadata_keys)[:20]} (and doc_id, level, is_leaf)."
+            f"{sorted(k for k in self.metadata_keys if not k.startswith('drag_'))[:20]} (and doc_id, level, is_leaf)."
         )
