@@ -15,7 +15,10 @@ Here such a filter steers the walk instead of gating it:
    exactly the seeds' documents and sections, and every leaf it ranks still has to match;
 3. :func:`keep_matching`: a result that is only a way down (an ancestor, whose span holds pages the
    filter excludes) is replaced by the seed nodes inside it, in the seed's order. Every result then
-   satisfies the filter.
+   satisfies the filter;
+4. :func:`hide_ancestors`: the trace lists only nodes the filter admits, as without a seed (a filter
+   keeps every other node out of a search's answer and of its explanation: tests/hardening's
+   isolation property). The ways down the walk took are left out of it.
 
 A filter on the documents' own metadata (``source``, ``doc_id``, a key every page of a document
 agrees on) holds on the roots and keeps the plain walk, unchanged.
@@ -29,7 +32,7 @@ from ..ids import ROOT_PATH, node_id
 from ..store.base import FilterSpec, RankedHit, RankRequest
 from ..store.filters import ALL, ANY, IDS, Condition, filter_fields
 
-__all__ = ["SEED_LIMIT", "keep_matching", "navigation_filter", "reaches_below_roots", "seed_request"]
+__all__ = ["SEED_LIMIT", "hide_ancestors", "keep_matching", "navigation_filter", "reaches_below_roots", "seed_request"]
 
 #: How many of the best nodes a filter admits steer the walk (their documents and sections are the
 #: walk's reach). The focus step ranks 40-100 leaves; a few times that leaves room for documents
@@ -99,3 +102,17 @@ def keep_matching(hits: Sequence[RankedHit], ancestors: Set[str], seeds: Sequenc
     # A seed inside two returned ancestors comes once; a seed that was already a result stays where it was.
     seen: Set[str] = set()
     return [h for h in out if not (h.node.id in seen or seen.add(h.node.id))]
+
+
+def hide_ancestors(trace: Any, ancestors: Set[str]) -> None:
+    """Drop the ancestors (ways down the filter does not admit) from the trace's candidates; a
+    step's knee position then counts the admitted candidates above it."""
+    if not ancestors:
+        return
+    for step in trace.steps:
+        kept = [c for c in step.candidates if c.node_id not in ancestors]
+        if len(kept) != len(step.candidates):
+            if step.knee_index is not None:
+                step.knee_index = sum(1 for c in step.candidates[:step.knee_index] if c.node_id not in ancestors)
+            step.candidates[:] = kept
+            step.kept_count = min(step.kept_count, sum(1 for c in kept if c.outcome in ("kept", "merged")))

@@ -37,7 +37,7 @@ from ..traversal import budget_ranking_steps, level_weights, walk_steps
 from ..config import MAX_SETTING
 from .ops import REQUESTS, AskModel, Encode, Rank, Retrieve
 from .plan import SearchPlan, validate_query
-from .leaf_filters import keep_matching, navigation_filter, reaches_below_roots, seed_request
+from .leaf_filters import hide_ancestors, keep_matching, navigation_filter, reaches_below_roots, seed_request
 from .roots import RootCache
 
 __all__ = ["flat_steps", "search_steps"]
@@ -94,6 +94,7 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
         ranking = yield from _asking(budget_ranking_steps(plan.settings, walk_filters, plan.trace, identity), rank)
         plan.mark("walk")
         roots.check_identities(plan)
+        hide_ancestors(plan.trace, ancestors)
         if ranking.ranked:
             filled = yield from _asking(plan.fill_steps(ranking), Retrieve)
             if not any(h.node.id in ancestors for h in filled.hits):
@@ -106,6 +107,7 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
         hits = yield from _asking(walk_steps(plan.settings, walk_filters, plan.trace, identity), rank)
         plan.mark("walk")
         roots.check_identities(plan)
+        hide_ancestors(plan.trace, ancestors)
     hits = keep_matching(hits, ancestors, seeds)
     if plan.fill and not plan.settings.max_tokens:
         hits = yield from _fill(plan, hits, vectors)
