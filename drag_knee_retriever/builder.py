@@ -539,9 +539,6 @@ def build_document_trees(
 
 #: On the nodes spanning several pages of a document with ``page_metadata``: the keys only its pages have.
 PAGE_KEYS = "drag_page_keys"
-#: The adapters' own page keys a filter names (LlamaIndex ``doc_ids``: the source documents of a
-#: page's members, integrations/_members.py): listed too, so the search knows the filter holds on pages.
-_PAGE_LEVEL_OWN_KEYS = ("drag_member_refs",)
 
 
 def _page_metadata(document: Document, span: Span) -> Mapping[str, Any]:
@@ -553,8 +550,7 @@ def _page_metadata(document: Document, span: Span) -> Mapping[str, Any]:
     if span.first_page is None or span.first_page != span.last_page:
         # The keys only pages have, so that a filter naming one (flat search over the leaves)
         # is not refused as a typo (DragKneeIndex._check_filter_keys reads the roots).
-        keys = sorted({k for m in pages for k in m if k not in document.metadata
-                       and (not k.startswith("drag_") or k in _PAGE_LEVEL_OWN_KEYS)})
+        keys = sorted({k for m in pages for k in m if k not in document.metadata and (not k.startswith("drag_") or k == "drag_member_refs")})
         return {**document.metadata, PAGE_KEYS: keys} if keys else document.metadata
     return {**document.metadata, **pages[span.first_page - 1]}
 
