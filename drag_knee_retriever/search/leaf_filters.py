@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Set, Tuple
 
-from ..ids import ROOT_PATH, node_id
-from ..store.base import FilterSpec, RankedHit, RankRequest
-from ..store.filters import ALL, ANY, IDS, Condition, filter_fields
+from drag_knee_retriever.model._ids import ROOT_PATH, node_id
+from drag_knee_retriever.store.base import FilterSpec, RankedHit, RankRequest
+from drag_knee_retriever.store.filters import ALL, ANY, IDS, Condition, filter_fields
 
 __all__ = ["SEED_LIMIT", "hide_ancestors", "keep_matching", "navigation_filter", "reaches_below_roots", "seed_request"]
 

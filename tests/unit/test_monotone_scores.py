@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from drag_knee_retriever.relevance import monotone_scores
+from drag_knee_retriever.search._relevance import monotone_scores
 
 
 def test_the_issue_example_becomes_one_mean():
