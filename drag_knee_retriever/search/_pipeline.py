@@ -37,7 +37,7 @@ from drag_knee_retriever.search._traversal import budget_ranking_steps, level_we
 from drag_knee_retriever.config import MAX_SETTING
 from drag_knee_retriever.search._ops import REQUESTS, AskModel, Encode, Rank, Retrieve
 from drag_knee_retriever.search._plan import SearchPlan, validate_query
-from drag_knee_retriever.search.leaf_filters import hide_ancestors, keep_matching, navigation_filter, reaches_below_roots, seed_request
+from drag_knee_retriever.search._leaf_filters import hide_ancestors, keep_matching, navigation_filter, reaches_below_roots, seed_request
 from drag_knee_retriever.search._roots import RootCache
 
 __all__ = ["flat_steps", "search_steps"]
@@ -81,7 +81,7 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
         return Rank(requests, vectors, rrf_k, explain, True)
 
     # A filter that holds below the roots (a page's keys, level, ids) steers the walk through the
-    # ancestors of the best nodes it admits instead of stopping it at the roots (leaf_filters.py).
+    # ancestors of the best nodes it admits instead of stopping it at the roots (_leaf_filters.py).
     walk_filters, ancestors, seeds = plan.filters, set(), []
     if plan.filters and reaches_below_roots(plan.filters, roots.page_keys):
         seeds = (yield Rank([seed_request(plan.filters, _leaf_weights(plan))], vectors, rrf_k, False, False))[0]

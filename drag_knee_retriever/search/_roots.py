@@ -32,7 +32,7 @@ class RootCache:
         # a document being replaced by a concurrent writer must not make its keys "unknown".
         self.metadata_keys: frozenset = frozenset()
         # The keys some document has on its pages only (its roots' drag_page_keys): a filter naming
-        # one holds below the roots (search/leaf_filters.py). Grows with metadata_keys.
+        # one holds below the roots (search/_leaf_filters.py). Grows with metadata_keys.
         self.page_keys: frozenset = frozenset()
         # The documents' identities, per identity_keys setting, read from the roots on first use.
         self.identities: Dict[Optional[Tuple[str, ...]], IdentityIndex] = {}
