@@ -550,7 +550,7 @@ def _page_metadata(document: Document, span: Span) -> Mapping[str, Any]:
     if span.first_page is None or span.first_page != span.last_page:
         # The keys only pages have, so that a filter naming one (flat search over the leaves)
         # is not refused as a typo (DragKneeIndex._check_filter_keys reads the roots).
-        keys = sorted({k for m in pages for k in m if k not in document.metadata and not k.startswith("drag_")})
+        keys = sorted({k for m in pages for k in m if k not in document.metadata and (not k.startswith("drag_") or k == "drag_member_refs")})
         return {**document.metadata, PAGE_KEYS: keys} if keys else document.metadata
     return {**document.metadata, **pages[span.first_page - 1]}
 

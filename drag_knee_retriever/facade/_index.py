@@ -362,6 +362,7 @@ class DragKneeIndex:
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
         self_query: Any = None,
+        fill: bool = False,
         **options: Unpack[SearchOptions],
     ) -> SearchResult:
         """Walk the trees for ``query``; the settings are :class:`SearchConfig`'s, grouped the same way.
@@ -380,8 +381,14 @@ class DragKneeIndex:
         model that reads from the query which documents it names (``llm/self_query.py``); its
         filter joins ``filters``, and is dropped again (``trace.self_query["used"] is False``) when
         it leaves no result.
+
+        ``fill=True`` makes ``max_results`` a count instead of a cap (what a vector store's ``k``
+        means): the method's own results, then, when it chose fewer, the best leaves of a hybrid
+        ranking under the same filters that no result already covers, up to ``max_results`` (one
+        more round trip; the trace shows a ``"fill"`` step). Not with ``max_tokens``, whose budget
+        decides the width.
         """
-        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit)
+        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit, fill=fill)
         return run(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
 
     @_in_flight
@@ -393,6 +400,7 @@ class DragKneeIndex:
         config: Optional[SearchConfig] = None,
         query_vectors: Optional[QueryVectors] = None,
         self_query: Any = None,
+        fill: bool = False,
         **options: Unpack[SearchOptions],
     ) -> SearchResult:
         """``search`` without blocking the event loop: same arguments, same steps, same results.
@@ -400,7 +408,7 @@ class DragKneeIndex:
         The query is encoded in a worker thread (CPU-bound); the walk's round trips go through the
         store's async methods (qdrant-client's async client for a server).
         """
-        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit)
+        plan = build_plan(query, config or self.search_config, filters, options, self._token_unit, fill=fill)
         return await arun(self._search_steps(plan, query_vectors, self_query), self.store, self.encoder)
 
     def _token_unit(self) -> Any:

@@ -44,6 +44,7 @@ PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
 RAW_SCORE = META_PREFIX + "raw_score"
+COSINE = META_PREFIX + "cosine"
 RANK = META_PREFIX + "rank"
 # Keys only the LlamaIndex node parser writes: with them a parsed node converts back into the
 # exact TreeNode the builder made, so the index can ingest parsed nodes without rebuilding.
@@ -86,9 +87,11 @@ def search_overrides(*, k: Optional[int] = None, k_name: str = "k", **settings: 
     for ``index.search``.
 
     ``k`` (named ``k_name`` in messages: LangChain's ``k``, LlamaIndex's ``similarity_top_k``) is
-    the frameworks' "number of results": a cap (``SearchConfig.max_results``). The method still
-    decides how many results up to the cap (the knee cuts where the scores fall); a fixed width is
-    asked for with ``method="fixed", beam_width=n``. ``score_threshold`` drops results scoring
+    the frameworks' "number of results". With ``adaptive`` (the retrievers' default) it is a cap
+    (``SearchConfig.max_results``): the method decides how many results up to it (the knee cuts
+    where the scores fall). With ``adaptive=False`` (the vector stores' default) it is a count, as
+    in every other store: the method's results, then the best leaves none of them covers, up to
+    ``k`` (``index.search(fill=True)``). ``score_threshold`` drops results scoring
     below it (``SearchConfig.min_score``). ``filters`` is the LangChain / Mongo-style dict or a
     qdrant-client ``models.Filter`` (see :mod:`drag_knee_retriever.store.filters`). Every other
     setting is :class:`~drag_knee_retriever.config.WalkOptions`' and goes through under its own name,
@@ -103,6 +106,11 @@ def search_overrides(*, k: Optional[int] = None, k_name: str = "k", **settings: 
                                   f"the settings are {k_name}, {', '.join(SEARCH_SETTINGS)}.")
     settings = {key: value for key, value in settings.items() if value is not None}
     filters = settings.pop("filters", None)
+    adaptive = settings.pop("adaptive", None)
+    if adaptive is not None and not isinstance(adaptive, bool):
+        raise ConfigError(f"adaptive must be True or False, got {adaptive!r}.")
+    if adaptive is False and k is None:
+        raise ConfigError(f"adaptive=False returns {k_name} results: give {k_name} (e.g. {k_name}=4) too.")
     fusion_weights = settings.pop("fusion_weights", None)
     if fusion_weights is not None:
         warn_deprecated("fusion_weights=", "fusion=FusionConfig(weights=...)", stacklevel=4)
@@ -136,6 +144,8 @@ def search_overrides(*, k: Optional[int] = None, k_name: str = "k", **settings: 
     if filters is not None:
         parse_filters(filters)  # raises InvalidQueryError naming the key, operator or value
         overrides["filters"] = filters
+    if adaptive is False:
+        overrides["fill"] = True  # k results: the method's, then the best leaves none covers
     return overrides
 
 
@@ -146,6 +156,9 @@ class RetrieverOptions(WalkOptions, total=False):
 
     filters: Any
     score_threshold: Optional[float]
+    #: True (the retrievers' default): the knee decides how many results, k caps them; False (the
+    #: vector stores' default): k results, as every other store returns.
+    adaptive: Optional[bool]
 
 
 #: The names of :class:`RetrieverOptions` (for runtime checks; the TypedDict is what type checkers read).
@@ -196,8 +209,8 @@ class RetrieverSettings:
     def for_call(self, call: Mapping[str, Any]) -> Dict[str, Any]:
         """The ``index.search`` overrides for one call: the retriever's settings, then ``call``'s.
 
-        A per-call value replaces the retriever's; ``k`` stays a cap, so the retriever's method
-        still decides how many results up to it.
+        A per-call value replaces the retriever's; ``k`` keeps the retriever's meaning (a cap when
+        ``adaptive``, else a count).
         """
         call = self._unalias(call, "option")
         allowed = (self.k_name, *SEARCH_SETTINGS)
@@ -380,7 +393,9 @@ def trace_payload(result: Any) -> Dict[str, Any]:
         } for st in trace.steps],
     }
     data["results"] = [{"node_id": hit.node.id, "doc_id": hit.node.doc_id, "span": str(hit.node.span),
-                        "level": hit.node.level, "score": float(hit.score)} for hit in result.nodes]
+                        "level": hit.node.level, "score": float(hit.score),
+                        "cosine": None if getattr(hit, "cosine", None) is None else float(hit.cosine)}
+                       for hit in result.nodes]
     return data
 
 
@@ -388,14 +403,17 @@ def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:
     """The metadata of a returned hit: the source document's metadata plus ``drag_*`` fields.
 
     ``drag_score`` is the public score (:mod:`~drag_knee_retriever.search._relevance`: in [0, 1], higher
-    is better, the same scale for every method), ``drag_raw_score`` what the method ranked on (an
-    RRF sum, a z-score sum), ``drag_rank`` the 0-based rank in the method's order (the list
+    is better, the same scale for every method, never rising along the ranking), ``drag_cosine``
+    the node's own dense cosine with the query (what the score is made monotone from),
+    ``drag_raw_score`` what the method ranked on (an RRF sum, a z-score sum), ``drag_rank`` the 0-based rank in the method's order (the list
     position too, unless the search ordered results by document). Our bookkeeping keys stay
     inside; the ``drag_*`` fields win over a source key of the same name.
     """
     meta = user_metadata(hit.node.metadata)
     meta.update(_position_metadata(hit.node))
     meta[SCORE] = float(hit.score)
+    if getattr(hit, "cosine", None) is not None:
+        meta[COSINE] = float(hit.cosine)
     if getattr(hit, "raw_score", None) is not None:
         meta[RAW_SCORE] = float(hit.raw_score)
     meta[RANK] = int(hit.rank)

@@ -115,12 +115,16 @@ class DragKneeVectorStore(VectorStore):
       ``metadata["page"]``); an id given again replaces that document.
     - ``similarity_search*`` rank the leaves by hybrid search (dense + BM25, fused by RRF: flat,
       no tree) and return the documents as they were added, each once (ranked by its best leaf).
-      Scores are the library's one scale (in [0, 1], higher is better: the query's cosine with the
-      best leaf); ``similarity_search_with_relevance_scores`` returns the same numbers.
+      Scores are the library's one scale (in [0, 1], higher is better, never rising along the
+      ranking: the query's cosine with each document's best leaf, made monotone, see
+      :mod:`~drag_knee_retriever.search._relevance`); ``similarity_search_with_relevance_scores`` returns
+      the same numbers.
     - ``as_retriever()`` returns the tree search, a :class:`DragKneeRetriever`: ``search_kwargs``
-      ``k`` (a cap: the knee decides up to it), ``filter``, ``score_threshold`` and the search
-      settings; ``search_type="similarity_score_threshold"`` is the same with a threshold;
-      ``"mmr"`` is refused (the knee decides the width; there is no MMR here).
+      ``k`` (default 4: ``k`` results, as from any store: the tree search's own, then the best
+      leaves none of them covers), ``filter`` (any key, a page's too), ``score_threshold`` and the
+      search settings; ``{"adaptive": True}`` lets the knee decide how many (``k`` then caps
+      them); ``search_type="similarity_score_threshold"`` is the same with a threshold;
+      ``"mmr"`` is refused (there is no MMR here).
     - ``get_by_ids`` takes the ids of added documents and the ids of tree nodes (a result's
       ``drag_node_id`` / ``drag_parent_id``: a parent comes back with its whole span's text).
     - ``filter``: a dict (``{"source": "a.pdf"}``, ``{"year": {"$gte": 2020}}``, ``$or`` ...) or a
@@ -294,14 +298,20 @@ class DragKneeVectorStore(VectorStore):
         search_type = kwargs.pop("search_type", "similarity")
         search_kwargs = dict(kwargs.pop("search_kwargs", None) or {})
         if search_type == "mmr":
-            raise ConfigError("search_type='mmr' is not supported: the knee decides how many results (k caps "
-                              "them). Use search_type='similarity' or 'similarity_score_threshold'.")
+            raise ConfigError("search_type='mmr' is not supported: there is no MMR here. Use search_type="
+                              "'similarity' (k results) or 'similarity_score_threshold', or search_kwargs="
+                              "{'adaptive': True} to let the knee decide how many.")
         if search_type not in ("similarity", "similarity_score_threshold"):
             raise ConfigError(f"search_type must be 'similarity' or 'similarity_score_threshold', got {search_type!r}.")
         if search_type == "similarity_score_threshold" and not isinstance(search_kwargs.get("score_threshold"), float):
             given = search_kwargs.get("score_threshold")
             raise ConfigError("search_type='similarity_score_threshold' needs search_kwargs={'score_threshold': "
                               "0.5} (a float in [0, 1])" + (f", got {given!r}." if given is not None else "."))
+        # k means k results, as from any store, unless the user asks for the knee's adaptive width.
+        adaptive = search_kwargs.pop("adaptive", False)
+        if not adaptive:
+            search_kwargs.setdefault("k", 4)  # VectorStoreRetriever's default
+        search_kwargs["adaptive"] = adaptive
         tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
         return DragKneeRetriever(index=self.index, search_kwargs=search_kwargs or None, tags=tags, **kwargs)
 

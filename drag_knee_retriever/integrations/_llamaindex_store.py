@@ -123,11 +123,15 @@ class DragKneeVectorStore(BasePydanticVectorStore):
       give the index the same ``embed_model`` to keep one vector space).
     - ``delete(ref_doc_id)`` removes every node that document brought; ``delete_nodes(ids)``,
       ``get_nodes(ids)`` (the added nodes, and tree nodes by node id), ``clear()``.
-    - ``query``: ``query_mode="tree"`` (default) runs the tree search (the index's method, the
-      knee by default; ``similarity_top_k`` caps it) and returns tree nodes with their span text;
-      ``"flat"`` (or a query in ``SPARSE`` mode) ranks the leaves flat and returns the nodes as
-      added. Similarities are the library's one scale (in [0, 1], higher is better).
-      ``MetadataFilters`` apply; ``doc_ids`` restricts to nodes of those source documents.
+    - ``query``: ``query_mode="tree"`` (default) runs the tree search and returns tree nodes with
+      their span text: ``similarity_top_k`` of them, as from any store (the tree search's own, then
+      the best leaves none of them covers); ``adaptive=True`` (on the store, or per query through
+      ``vector_store_kwargs={"adaptive": True}``) lets the knee decide how many, up to
+      ``similarity_top_k``. ``"flat"`` (or a query in ``SPARSE`` mode) ranks the leaves flat and
+      returns ``similarity_top_k`` nodes as added. Similarities are the library's one scale (in
+      [0, 1], higher is better, never rising along the ranking: :mod:`~drag_knee_retriever.search._relevance`).
+      ``MetadataFilters`` apply (a page's or a chunk's keys too); ``doc_ids`` restricts to nodes of
+      those source documents.
 
     ``is_embedding_query`` is False: the query text is encoded by the index (dense and BM25), so
     no query embedding is computed for nothing.
@@ -137,15 +141,18 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     is_embedding_query: bool = False
     flat_metadata: bool = False
     query_mode: str = "tree"
+    adaptive: bool = False
 
     _index: Any = PrivateAttr()
     _members: Any = PrivateAttr()
 
-    def __init__(self, index: Any = None, *, query_mode: str = "tree", embed_model: Any = None,
-                 **index_kwargs: Any) -> None:
+    def __init__(self, index: Any = None, *, query_mode: str = "tree", adaptive: bool = False,
+                 embed_model: Any = None, **index_kwargs: Any) -> None:
         if query_mode not in ("tree", "flat"):
             raise ConfigError(f"query_mode must be 'tree' or 'flat', got {query_mode!r}.")
-        super().__init__(query_mode=query_mode)
+        if not isinstance(adaptive, bool):
+            raise ConfigError(f"adaptive must be True or False, got {adaptive!r}.")
+        super().__init__(query_mode=query_mode, adaptive=adaptive)
         if index is not None and embed_model is not None:
             raise ConfigError("index was given, so embed_model cannot configure a new one; drop one of them.")
         if index is None and embed_model is not None:
@@ -273,7 +280,8 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
             return self._flat(query, text or None, filters)
-        result = self._index.search(text, max_results=query.similarity_top_k, filters=filters)
+        result = self._index.search(text, max_results=query.similarity_top_k, filters=filters,
+                                    fill=not self._adaptive(kwargs))
         return self._tree_result(result)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
@@ -281,8 +289,17 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
             return await asyncio.to_thread(self._flat, query, text or None, filters)
-        result = await self._index.asearch(text, max_results=query.similarity_top_k, filters=filters)
+        result = await self._index.asearch(text, max_results=query.similarity_top_k, filters=filters,
+                                           fill=not self._adaptive(kwargs))
         return self._tree_result(result)
+
+    def _adaptive(self, kwargs: Dict[str, Any]) -> bool:
+        """Whether the knee decides how many nodes (``similarity_top_k`` a cap), for one query:
+        ``adaptive=`` of the query (``vector_store_kwargs``), else the store's."""
+        adaptive = kwargs.get("adaptive", self.adaptive)
+        if not isinstance(adaptive, bool):
+            raise InvalidQueryError(f"adaptive must be True or False, got {adaptive!r}.")
+        return adaptive
 
     @staticmethod
     def _tree_result(result: Any) -> VectorStoreQueryResult:

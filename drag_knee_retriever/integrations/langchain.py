@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, 
 
 from drag_knee_retriever.integrations._common import (
     INSTALL_HINT,
-    RAW_SCORE,
     SCORE,
     SEARCH_SETTINGS,
     RetrieverOptions,
@@ -162,7 +161,8 @@ def from_langchain_documents(
 
 #: The descriptions of the retriever's own spellings (the rest read their SearchConfig declaration).
 _FIELD_DOCS = {
-    "k": "Cap on the number of results; the method decides up to it.",
+    "k": "Cap on the number of results (a count with adaptive=False).",
+    "adaptive": "True (default): the knee decides up to k; False: k results.",
     "filter": "LangChain filter dict or qdrant models.Filter.",
     "filters": "The same as filter (the index's spelling).",
     "score_threshold": option_help("min_score"),
@@ -198,11 +198,14 @@ class DragKneeRetriever(_SearchOptionFields):
 
     - ``method``: ``"knee"``, ``"sensitive_knee"``, ``"branch"`` or ``"fixed"``.
     - ``k``: LangChain's number of results, a cap: the method still decides how many results up to
-      ``k`` (the knee cuts where the scores fall). A fixed width is ``method="fixed", beam_width=n``.
+      ``k`` (the knee cuts where the scores fall). ``adaptive=False`` makes it a count, as in every
+      vector store: the method's results, then the best leaves none covers, up to ``k`` (what
+      ``DragKneeVectorStore.as_retriever()`` gives by default).
     - ``filter`` (LangChain's name; ``filters`` too): ``{"year": 2019}``, ``{"year": {"$gte": 2020}}``,
       ``$eq $ne $in $nin $gt $gte $lt $lte``, ``$and`` / ``$or`` / ``$not``, or a qdrant-client
       ``models.Filter``; applied at every level of the walk.
-    - ``score_threshold``: drop results whose fused score is below it.
+    - ``score_threshold``: drop results whose public score (``drag_score``: in [0, 1], never rising
+      along the ranking, see :mod:`~drag_knee_retriever.search._relevance`) is below it: a prefix stays.
     - ``max_tokens``: a budget in model tokens (the index encoder's tokenizer, or
       ``EmbeddingConfig(token_counter=...)``) for the returned documents: the best evidence in order
       until the budget is full (whole pages where their passages cluster, no text twice); see
@@ -458,9 +461,9 @@ def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(search_kwargs)
 
 
-# Our own results carry drag_raw_score, what the method ranked on (best first by construction);
-# drag_score, the public [0, 1] scale, need not be monotone along that order (relevance.py).
-DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", RAW_SCORE)
+# Our own results carry drag_score, the public [0, 1] scale, which never rises along their order
+# (relevance.py): the knee reads it as any other score.
+DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)
 
 
 class KneeDocumentCompressor(BaseDocumentCompressor):

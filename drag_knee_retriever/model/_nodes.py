@@ -297,8 +297,9 @@ class ScoredNode:
     """A search hit: the node, its score and rank, and the full text of its span.
 
     ``score`` is the public scale of every method (:mod:`~drag_knee_retriever.search._relevance`): in
-    [0, 1], higher is better, comparable across queries (the query's dense cosine with the node,
-    clipped at 0). ``raw_score`` is what the method ranked and cut on: an RRF sum (``fixed``,
+    [0, 1], higher is better, never rising along ``rank``: the query's dense cosine with the
+    results, made monotone along the ranking (isotonic). ``cosine`` is this node's own cosine
+    (clipped at 0). ``raw_score`` is what the method ranked and cut on: an RRF sum (``fixed``,
     ``branch``, flat hybrid), a z-score sum (the default focus), a cosine or BM25 score (flat
     dense / sparse); ``rank`` follows the method's order.
     """
@@ -308,6 +309,7 @@ class ScoredNode:
     rank: int
     text: str
     raw_score: Optional[float] = None
+    cosine: Optional[float] = None
 
     @property
     def span(self) -> Span:

@@ -27,16 +27,17 @@ from typing import Any, Callable, Dict, Generator, List, Optional, Sequence
 
 from drag_knee_retriever.search._context import final_fetch_ids, finish_context
 from drag_knee_retriever.errors import InvalidQueryError
-from drag_knee_retriever.model._nodes import QueryVectors, ScoredNode, SearchResult
+from drag_knee_retriever.model._nodes import QueryVectors, ScoredNode, SearchResult, TraceCandidate, TraceStep
 from drag_knee_retriever.search._page_ranking import page_steps
 from drag_knee_retriever.model._query_args import check_query_vectors
-from drag_knee_retriever.search._relevance import relevance_request, relevance_scores
+from drag_knee_retriever.search._relevance import monotone_scores, relevance_request, relevance_scores
 from drag_knee_retriever.store.base import RankRequest
 from drag_knee_retriever.store.filters import parse_filters
-from drag_knee_retriever.search._traversal import budget_ranking_steps, walk_steps
+from drag_knee_retriever.search._traversal import budget_ranking_steps, level_weights, walk_steps
 from drag_knee_retriever.config import MAX_SETTING
 from drag_knee_retriever.search._ops import REQUESTS, AskModel, Encode, Rank, Retrieve
 from drag_knee_retriever.search._plan import SearchPlan, validate_query
+from drag_knee_retriever.search._leaf_filters import hide_ancestors, keep_matching, navigation_filter, reaches_below_roots, seed_request
 from drag_knee_retriever.search._roots import RootCache
 
 __all__ = ["flat_steps", "search_steps"]
@@ -79,25 +80,96 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
     def rank(requests: Sequence[RankRequest]) -> Rank:
         return Rank(requests, vectors, rrf_k, explain, True)
 
+    # A filter that holds below the roots (a page's keys, level, ids) steers the walk through the
+    # ancestors of the best nodes it admits instead of stopping it at the roots (_leaf_filters.py).
+    walk_filters, ancestors, seeds = plan.filters, set(), []
+    if plan.filters and reaches_below_roots(plan.filters, roots.page_keys):
+        seeds = (yield Rank([seed_request(plan.filters, _leaf_weights(plan))], vectors, rrf_k, False, False))[0]
+        if not seeds:
+            return _result(plan, [], {}, (yield REQUESTS))
+        walk_filters, ancestors = navigation_filter(plan.filters, seeds)
+
     identity = yield from roots.identity_match(plan)
     if plan.fills_budget:
-        ranking = yield from _asking(budget_ranking_steps(plan.settings, plan.filters, plan.trace, identity), rank)
+        ranking = yield from _asking(budget_ranking_steps(plan.settings, walk_filters, plan.trace, identity), rank)
         plan.mark("walk")
         roots.check_identities(plan)
+        hide_ancestors(plan.trace, ancestors)
         if ranking.ranked:
             filled = yield from _asking(plan.fill_steps(ranking), Retrieve)
-            yield from _score(plan, filled.hits, vectors)
-            return _result(plan, *plan.budget_context(ranking, filled), (yield REQUESTS))
-        hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
+            if not any(h.node.id in ancestors for h in filled.hits):
+                yield from _score(plan, filled.hits, vectors)
+                return _result(plan, *plan.budget_context(ranking, filled), (yield REQUESTS))
+            hits = filled.hits  # a way down among them: replaced below, then packed to the budget
+        else:
+            hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
     else:
-        hits = yield from _asking(walk_steps(plan.settings, plan.filters, plan.trace, identity), rank)
+        hits = yield from _asking(walk_steps(plan.settings, walk_filters, plan.trace, identity), rank)
         plan.mark("walk")
         roots.check_identities(plan)
+        hide_ancestors(plan.trace, ancestors)
+    hits = keep_matching(hits, ancestors, seeds)
+    if plan.fill and plan.settings.budget is None:
+        hits = yield from _fill(plan, hits, vectors)
     yield from _score(plan, hits, vectors)
     capped = plan.cap(hits)
     fetched = yield Retrieve(final_fetch_ids(capped, True, plan.trace))
     context = plan.packed(finish_context(capped, fetched, refresh=True, trace=plan.trace))
     return _result(plan, *context, (yield REQUESTS))
+
+
+def _leaf_weights(plan: SearchPlan) -> Any:
+    """The (dense, sparse) weights the walk gives the leaves (its deepest pair)."""
+    return level_weights(plan.settings.fusion.weights, plan.settings.max_depth)
+
+
+def _fill(plan: SearchPlan, hits: Sequence[Any], vectors: QueryVectors) -> Steps:
+    """The walk's results, then (``fill``) the best leaves of a hybrid ranking under the same
+    filters that no result covers, up to ``max_results``: a count, as a vector store's ``k``."""
+    count = plan.settings.max_results
+    assert count is not None
+    if len(hits) >= count:
+        return list(hits)
+    spans: Dict[str, List[Any]] = {}
+    for hit in hits:
+        spans.setdefault(hit.node.doc_id, []).append(hit.node.span)
+    covered = sum(s.last_leaf - s.first_leaf + 1 for hit in hits for s in (hit.node.span,))
+    limit = min(count + covered, MAX_SETTING)
+    request = RankRequest(limit=limit, weights=_leaf_weights(plan), leaves_only=True, filters=plan.filters,
+                          with_scores=True)
+    ranked = (yield Rank([request], vectors, plan.settings.fusion.rrf_k, plan.settings.explain, True))[0]
+    extra = [h for h in ranked if not any(s.first_leaf <= h.node.span.first_leaf <= s.last_leaf
+                                          for s in spans.get(h.node.doc_id, ()))][: count - len(hits)]
+    hits = _split_regions(list(hits), ranked, count - len(extra))
+    step = TraceStep(step=len(plan.trace.steps), kind="fill", level=max((h.node.level for h in extra), default=0),
+                     weights=request.weights)
+    for position, hit in enumerate(extra):
+        step.candidates.append(TraceCandidate(hit.node.id, hit.node.doc_id, hit.node.level, hit.node.is_leaf,
+                                              str(hit.node.span), hit.score, position, hit.dense_rank,
+                                              hit.sparse_rank, hit.node.parent_id))
+    step.kept_count = len(extra)
+    plan.trace.steps.append(step)
+    plan.mark("fill")
+    return hits + extra
+
+
+def _split_regions(hits: List[Any], ranked: Sequence[Any], count: int) -> List[Any]:
+    """Where no uncovered leaf is left to reach ``count``: the results that are regions (best
+    first) replaced in place by their own best leaves of ``ranked``, as many as the count needs."""
+    position = 0
+    while position < len(hits) and len(hits) < count:
+        region = hits[position]
+        span = region.node.span
+        leaves = [] if region.node.is_leaf else [
+            h for h in ranked if h.node.doc_id == region.node.doc_id
+            and span.first_leaf <= h.node.span.first_leaf <= span.last_leaf]
+        if len(leaves) > 1:
+            leaves = leaves[: count - len(hits) + 1]
+            hits[position:position + 1] = leaves
+            position += len(leaves)
+        else:
+            position += 1
+    return hits
 
 
 def _asking(steps: Steps, op: Callable[[Any], Any]) -> Steps:
@@ -120,8 +192,8 @@ def _score(plan: SearchPlan, hits: Sequence[Any], vectors: QueryVectors) -> Step
 
 def _result(plan: SearchPlan, hits: Sequence[Any], texts: Dict[str, str], requests: int) -> SearchResult:
     """The search's result; ``requests``: the store's request count now (read just before)."""
-    nodes = [ScoredNode(node=h.node, score=plan.public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
-             for i, h in enumerate(hits)]
+    nodes = [ScoredNode(node=h.node, score=plan.public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score,
+                        cosine=plan.cosine.get(h.node.id)) for i, h in enumerate(hits)]
     if plan.settings.order == "document":
         nodes.sort(key=lambda s: (s.node.doc_id, s.node.span.first_leaf))
     plan.mark("context")
@@ -161,9 +233,10 @@ def flat_steps(query: Any, roots: RootCache, *, k: int, mode: str, scope: str, f
     else:
         hits = (yield Rank([request], query_vectors, fused, False, False))[0]
     extra = relevance_request(hits)
-    public = dict(zip((h.node.id for h in hits), relevance_scores(
-        hits, (yield Rank([extra], query_vectors, fused, False, True))[0] if extra else ())))
+    cosines = relevance_scores(hits, (yield Rank([extra], query_vectors, fused, False, True))[0] if extra else ())
+    ids = [h.node.id for h in hits]
+    cosine, public = dict(zip(ids, cosines)), dict(zip(ids, monotone_scores(cosines)))
     fetched = yield Retrieve(final_fetch_ids(hits, False, None))
     hits, texts = finish_context(hits, fetched)
-    return [ScoredNode(node=h.node, score=public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score)
-            for i, h in enumerate(hits)]
+    return [ScoredNode(node=h.node, score=public[h.node.id], rank=i, text=texts[h.node.id], raw_score=h.score,
+                       cosine=cosine[h.node.id]) for i, h in enumerate(hits)]

@@ -18,7 +18,7 @@ from drag_knee_retriever.config import SEARCH_OPTIONS, SearchConfig
 from drag_knee_retriever.search._context import Context, live_with_text, prune_trace, unrooted_docs
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, InvalidSettingError
 from drag_knee_retriever.model._nodes import Trace, check_unicode
-from drag_knee_retriever.search._relevance import relevance_scores
+from drag_knee_retriever.search._relevance import monotone_scores, relevance_scores
 from drag_knee_retriever.model._settings import unexpected_keywords, warn_deprecated
 from drag_knee_retriever.store.filters import parse_filters
 from drag_knee_retriever.search._traversal import FocusRanking, focuses
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 __all__ = ["MAX_QUERY_CHARS", "SEARCH_ARGUMENTS", "SearchPlan", "build_plan", "validate_query"]
 
 #: search()'s keywords besides its per-search settings (SEARCH_OPTIONS).
-SEARCH_ARGUMENTS = ("filters", "config", "query_vectors", "self_query")
+SEARCH_ARGUMENTS = ("filters", "config", "query_vectors", "self_query", "fill")
 
 # Longer queries are cut (a dense model reads at most a few hundred tokens anyway).
 MAX_QUERY_CHARS = 8192
@@ -46,21 +46,31 @@ class SearchPlan:
     # The store's request count when the search began (the pipeline's first read), for the trace.
     requests_before: int = 0
     last: float = 0.0
+    # Return max_results results where that many match (the stores' k: a count, not a cap): the
+    # method's own, then the best leaves no result covers (search/pipeline.py, _fill).
+    fill: bool = False
     # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
     public: Dict[str, float] = field(default_factory=dict)
     # What counts the budget: words for max_words, the index's tokenizer for max_tokens.
     unit: BudgetUnit = WORDS
+    # node id -> the result's own dense cosine in [0, 1] (what the public score is made monotone from).
+    cosine: Dict[str, float] = field(default_factory=dict)
 
     def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
-        """Give every hit its public score (the walk's raw scores stay on the hits)."""
-        self.public = dict(zip((h.node.id for h in hits), relevance_scores(hits, answered)))
+        """Give every hit its public score: the cosines made non-increasing along the hits' order
+        (relevance.py), which is the order returned; the walk's raw scores stay on the hits."""
+        ids = [h.node.id for h in hits]
+        cosines = relevance_scores(hits, answered)
+        self.cosine = dict(zip(ids, cosines))
+        self.public = dict(zip(ids, monotone_scores(cosines)))
         self.mark("score")
 
     def narrowed(self, extra: Any) -> "SearchPlan":
         """The same search with ``extra`` conditions joined to its filters (a fresh trace)."""
         return SearchPlan(query=self.query, settings=self.settings, filters=tuple(self.filters) + tuple(extra),
                           trace=Trace(query=self.query, method=self.settings.method, timings_ms=dict(self.trace.timings_ms)),
-                          requests_before=self.requests_before, started=self.started, last=self.last, unit=self.unit)
+                          requests_before=self.requests_before, started=self.started, last=self.last, unit=self.unit,
+                          fill=self.fill)
 
     def cap(self, hits: Sequence[Any]) -> List[Any]:
         """The walk's results within ``min_score`` (on the public score) and ``max_results``
@@ -123,7 +133,7 @@ def validate_query(query: Any) -> str:
 
 
 def build_plan(query: Any, base: SearchConfig, filters: Any, options: Mapping[str, Any],
-               token_unit: Optional[Callable[[], BudgetUnit]] = None) -> SearchPlan:
+               token_unit: Optional[Callable[[], BudgetUnit]] = None, *, fill: bool = False) -> SearchPlan:
     """Validate everything about a search that needs no I/O (the filter keys are the pipeline's
     first step): ``base`` with ``options`` (the per-search settings) applied. ``token_unit`` gives
     the unit of a ``max_tokens`` budget (the index's tokenizer; asked only when one is set).
@@ -150,6 +160,10 @@ def build_plan(query: Any, base: SearchConfig, filters: Any, options: Mapping[st
             raise InvalidSettingError(str(exc)) from None
     settings = base.with_overrides(**overrides)
     spec = parse_filters(filters)
+    if not isinstance(fill, bool):
+        raise InvalidQueryError(f"fill must be True or False, got {fill!r}.")
+    if fill and settings.max_results is None:
+        raise InvalidQueryError("fill=True returns max_results results: give max_results (the count) too.")
     unit = WORDS
     if settings.max_tokens is not None:
         if token_unit is None:
@@ -157,4 +171,4 @@ def build_plan(query: Any, base: SearchConfig, filters: Any, options: Mapping[st
                                       "give max_words= (a budget in words) instead.")
         unit = token_unit()
     return SearchPlan(query=query, settings=settings, filters=spec, trace=Trace(query=query, method=settings.method),
-                      started=started, unit=unit)
+                      started=started, unit=unit, fill=fill)

@@ -31,6 +31,9 @@ class RootCache:
         # Metadata keys seen in indexed documents (for the unknown-filter-key check). Only grows:
         # a document being replaced by a concurrent writer must not make its keys "unknown".
         self.metadata_keys: frozenset = frozenset()
+        # The keys some document has on its pages only (its roots' drag_page_keys): a filter naming
+        # one holds below the roots (search/_leaf_filters.py). Grows with metadata_keys.
+        self.page_keys: frozenset = frozenset()
         # The documents' identities, per identity_keys setting, read from the roots on first use.
         self.identities: Dict[Union[str, Sequence[str], None], IdentityIndex] = {}
         self.roots_meta: Optional[List[Tuple[str, Mapping[str, Any]]]] = None
@@ -84,13 +87,14 @@ class RootCache:
             return
         if wanted <= self.metadata_keys:
             return
-        self.metadata_keys = self.metadata_keys | frozenset(
-            k for root in (yield SCROLL_ROOTS)
-            for k in (*root.metadata, *(root.metadata.get("drag_page_keys") or ())))
+        roots = yield SCROLL_ROOTS
+        page_keys = frozenset(k for root in roots for k in (root.metadata.get("drag_page_keys") or ()))
+        self.page_keys = self.page_keys | page_keys
+        self.metadata_keys = self.metadata_keys | page_keys | frozenset(k for root in roots for k in root.metadata)
         unknown = sorted(wanted - self.metadata_keys)
         if not unknown:
             return
         raise InvalidQueryError(
             f"filter key(s) {unknown} are in no indexed document's metadata; the keys are "
-            f"{sorted(self.metadata_keys)[:20]} (and doc_id, level, is_leaf)."
+            f"{sorted(k for k in self.metadata_keys if not k.startswith('drag_'))[:20]} (and doc_id, level, is_leaf)."
         )

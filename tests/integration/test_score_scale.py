@@ -1,8 +1,9 @@
 """Issue 27 item 3: one score scale for every method (real model, real Edge index).
 
 The default gave z-score sums (4.94, -0.11), ``fixed`` RRF values (1.0, 0.583): a threshold meant
-nothing stable. Now every method's ``score`` is the query's dense cosine with the returned node,
-clipped to [0, 1] (relevance.py); the method's own value stays as ``raw_score``.
+nothing stable. Now every method's ``score`` is built from the query's dense cosine with the
+returned nodes, clipped to [0, 1] and made non-increasing along the ranking (issue 40 item 3,
+relevance.py); each node's own cosine stays as ``cosine``, the method's own value as ``raw_score``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def test_every_method_scores_in_unit_interval_with_the_raw_value_kept(covid_inde
             assert hit.raw_score is not None
             if hit.node.is_leaf or method in ("fixed", "branch"):
                 # the node's own cosine (a region merged by the focus scores as its best leaf)
-                assert hit.score == pytest.approx(max(0.0, cos[hit.node.id]), abs=1e-5)
+                assert hit.cosine == pytest.approx(max(0.0, cos[hit.node.id]), abs=1e-5)
+        scores = [h.score for h in result.nodes]
+        assert all(a >= b for a, b in zip(scores, scores[1:])), scores
         # the raw values are what the trace shows for the kept candidates
         fused = {c.node_id: c.fused_score for s in result.trace.steps for c in s.candidates}
         assert all(hit.raw_score == pytest.approx(fused[hit.node.id]) for hit in result.nodes if hit.node.id in fused)
