@@ -22,6 +22,7 @@ from .config import (
 )
 from .errors import (
     ConfigError,
+    CollectionNotFoundError,
     DragKneeError,
     InvalidDocumentError,
     InvalidOutputError,
@@ -74,6 +75,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "CollectionNotFoundError",
     "BuildConfig",
     "ConfigError",
     "Document",

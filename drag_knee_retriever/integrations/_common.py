@@ -255,6 +255,32 @@ def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def qdrant_client_of(index: Any) -> Any:
+    """The ``QdrantClient`` an index's collection lives in (qdrant-client local mode, a server, or
+    the client you passed): what langchain-qdrant's and llama-index-vector-stores-qdrant's
+    ``.client`` is. The embedded Qdrant Edge engine has no client: AttributeError naming what does."""
+    store = getattr(index, "store", None)
+    client = getattr(store, "client", None)
+    if client is not None and type(client).__name__ == "QdrantClient":
+        return client
+    engine = getattr(store, "engine", type(store).__name__)
+    raise AttributeError(
+        f"This index runs on the embedded {engine!r} engine, which has no QdrantClient: the collection is a "
+        "Qdrant Edge shard in its folder (index.store.shard). For a QdrantClient, open the index with one "
+        "(client=QdrantClient(...)), a URL, or engine='local' (qdrant-client local mode); the documents are "
+        "read with get_by_ids / get_nodes, the index itself is .index."
+    )
+
+
+def require_existing_collection(index_kwargs: Mapping[str, Any]) -> None:
+    """Raise CollectionNotFoundError unless the collection ``index_kwargs`` (DragKneeIndex's
+    spelling, see :func:`qdrant_style_index_kwargs`) open exists (see ``opening.require_collection``)."""
+    from ..config import StoreConfig
+    from ..opening import require_collection
+
+    require_collection(index_kwargs.get("location", ":memory:"), index_kwargs.get("store") or StoreConfig())
+
+
 def split_settings(kwargs: Mapping[str, Any], names: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """``from_documents``' keywords: (the retriever's search settings ``names``, the new index's).
 

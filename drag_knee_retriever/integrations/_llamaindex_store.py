@@ -140,6 +140,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     _index: Any = PrivateAttr()
     _members: Any = PrivateAttr()
+    _missing: Any = PrivateAttr(default=None)
 
     def __init__(self, index: Any = None, *, query_mode: str = "tree", embed_model: Any = None,
                  **index_kwargs: Any) -> None:
@@ -152,6 +153,16 @@ class DragKneeVectorStore(BasePydanticVectorStore):
             index_kwargs = {**index_kwargs, "embedding": embed_model}
         # llama-index-vector-stores-qdrant's spelling (client=, collection_name=, url=, api_key=)
         index_kwargs = qdrant_style_index_kwargs(index_kwargs)
+        self._missing = None
+        if index is None and index_kwargs.get("location", ":memory:") != ":memory:":
+            # As llama-index-vector-stores-qdrant: a new collection is made for the nodes added; a
+            # read before any (a misspelt name) is an error naming the collections there (_read_check).
+            from ..config import StoreConfig
+            from ..opening import existing_collections
+
+            names = existing_collections(index_kwargs["location"], index_kwargs.get("store") or StoreConfig())
+            if names is not None and (index_kwargs.get("store") or StoreConfig()).collection not in names:
+                self._missing = (index_kwargs["location"], index_kwargs.get("store") or StoreConfig(), names)
         self._index = check_index(make_index(index, index_kwargs))
         self._members = MemberStore(self._index)
 
@@ -159,10 +170,30 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     def class_name(cls) -> str:
         return "DragKneeVectorStore"
 
+    def _read_check(self) -> None:
+        """A read of a collection this store opened new and nothing was added to: the name is
+        likely misspelt (CollectionNotFoundError naming the collections that existed)."""
+        if self._missing is not None:
+            if self._index.store.count() > 0:
+                self._missing = None
+                return
+            from ..opening import collection_not_found
+
+            raise collection_not_found(*self._missing)
+
     @property
     def client(self) -> Any:
-        """The :class:`DragKneeIndex` (LlamaIndex's name for a store's backend)."""
-        return self._index
+        """The ``QdrantClient`` holding the collection, as llama-index-vector-stores-qdrant's
+        (qdrant-client local mode, a server, or the client you passed); the embedded Edge engine
+        has none (AttributeError saying what to use). The index itself is :attr:`index`."""
+        from ._common import qdrant_client_of
+
+        return qdrant_client_of(self._index)
+
+    @property
+    def collection_name(self) -> str:
+        """The Qdrant collection the index lives in (``collection_name=``)."""
+        return self._index.store_config.collection
 
     @property
     def index(self) -> Any:
@@ -187,8 +218,11 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     def delete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
                      **delete_kwargs: Any) -> None:
+        """Remove the nodes with these ids and/or matching ``filters`` (both: those doing both).
+        Neither removes nothing (``clear()`` removes everything)."""
         if filters is not None:
-            raise InvalidQueryError("delete_nodes by filters is not supported; pass node_ids.")
+            ids = [m.id for m in self._members.matching(metadata_filters_to_dict(filters))]
+            node_ids = ids if node_ids is None else [i for i in node_ids if i in set(ids)]
         if node_ids:
             self._members.delete(list(node_ids))
 
@@ -207,10 +241,17 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     def get_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
         """The nodes added with these ids (as added), and tree nodes by node id (a parent with its
-        whole span's text); ids found nowhere are skipped."""
-        if filters is not None:
-            raise InvalidQueryError("get_nodes by filters is not supported; pass node_ids.")
-        ids = list(node_ids or [])
+        whole span's text); ids found nowhere are skipped. ``filters`` (``MetadataFilters``): the
+        added nodes whose metadata match (with ``node_ids``: those of them that match); neither:
+        every added node, as llama-index-vector-stores-qdrant's."""
+        self._read_check()
+        if filters is not None or node_ids is None:
+            matching = self._members.matching(metadata_filters_to_dict(filters) if filters is not None else None)
+            if node_ids is None:
+                return [_as_text_node(m) for m in matching]
+            wanted = set(node_ids)
+            return [_as_text_node(m) for m in matching if m.id in wanted]
+        ids = list(node_ids)
         found: Dict[str, BaseNode] = {m.id: _as_text_node(m) for m in self._members.get(ids)}
         rest = [i for i in ids if i not in found]
         for node in self._index.get_nodes(rest) if rest else ():
@@ -269,6 +310,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         return VectorStoreQueryResult(nodes=nodes, similarities=[s for _, s in ranked], ids=[n.node_id for n in nodes])
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        self._read_check()
         filters = self._query_filters(query)
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
@@ -277,6 +319,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         return self._tree_result(result)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        self._read_check()
         filters = self._query_filters(query)
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:

@@ -174,6 +174,24 @@ class MemberStore:
         by_id = {m.id: m for members in groups.values() for m in members}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
+    def matching(self, filters: Any) -> List[Member]:
+        """The stored members whose own metadata satisfies ``filters`` (the core filter dialect; a
+        member's ``doc_id`` is its tree's id); ``None``: every stored member. The trees holding a
+        matching node are read, then each member is checked on its own metadata."""
+        from types import SimpleNamespace
+
+        from ..store import node_matches, parse_filters
+
+        if filters is None:
+            groups = [info.doc_id for info in self.index.list_documents()]
+            return [m for members in self.load(groups).values() for m in members]
+        spec = parse_filters(filters)
+        self.index._check_filter_keys(spec)  # an unknown key is named, as in a search
+        groups = sorted({n.doc_id for n in self.index.store.scroll_nodes(filters=spec, with_text=False)})
+        return [m for members in self.load(groups).values() for m in members
+                if node_matches(SimpleNamespace(id=m.id, metadata=m.metadata, doc_id=m.group, level=0,  # type: ignore[arg-type]
+                                                is_leaf=True), spec)]
+
     def check(self, members: Sequence[Member]) -> List[Member]:
         """:func:`check_members`, and one name, one thing against what is stored (one request,
         before anything is written): a member's id may not name a stored tree of other members
@@ -388,10 +406,11 @@ def _leaf0_id(doc_id: str) -> str:
     return leaf_id(doc_id, 0)
 
 
-def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]]:
+def ranked_members(index: Any, hits: Sequence[Any], *, with_leaves: bool = False) -> List[Any]:
     """Flat hits (leaves, best first) as the members they lie in, each once at its best leaf's
-    score; a one-member text tree's member gets the tree's whole text (one fetch for all)."""
-    out: List[Tuple[Member, float]] = []
+    score; a one-member text tree's member gets the tree's whole text (one fetch for all).
+    ``with_leaves``: ``(member, score, id of that best leaf)`` triples (MMR reads its vector)."""
+    out: List[Tuple[Member, float, str]] = []
     seen = set()
     whole: Dict[str, str] = {}  # member id -> its one-member text tree
     for hit in hits:
@@ -404,15 +423,15 @@ def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]
         for m in members:
             if m.id not in seen:
                 seen.add(m.id)
-                out.append((m, hit.score))
+                out.append((m, hit.score, hit.node.id))
     if whole:
         texts = {d.doc_id: d.text for d in index.get_documents(sorted(set(whole.values())))}
-        out = [(replace(m, text=texts.get(whole[m.id], m.text)) if m.id in whole else m, s) for m, s in out]
-    return out
+        out = [(replace(m, text=texts.get(whole[m.id], m.text)) if m.id in whole else m, s, leaf) for m, s, leaf in out]
+    return out if with_leaves else [(m, s) for m, s, _ in out]
 
 
 def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: str = "hybrid",
-                 vectors: Any = None) -> List[Tuple[Member, float]]:
+                 vectors: Any = None, with_leaves: bool = False) -> List[Any]:
     """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`).
     ``k`` is checked by the caller (under its own name); the leaves fetched never exceed the index's
     limit on ``k``, which a large ``k`` times 4 did (the error then named a ``k`` the user never gave)."""
@@ -424,10 +443,22 @@ def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: s
     while True:
         fetch = min(want * 4, MAX_SETTING)
         hits = index.flat_search(query, k=fetch, mode=mode, filters=filters, query_vectors=vectors)
-        out = ranked_members(index, hits)
+        out = ranked_members(index, hits, with_leaves=with_leaves)
         if len(out) >= k or len(hits) < fetch or fetch == MAX_SETTING:
             return out[:k]
         want *= 4
+
+
+def leaf_vectors(index: Any, leaf_ids: Sequence[str], doc_ids: Sequence[str]) -> Dict[str, Any]:
+    """The stored dense vectors of these leaves (of documents ``doc_ids``), by leaf id."""
+    from ..store import parse_filters
+
+    if not leaf_ids:
+        return {}
+    wanted = set(leaf_ids)
+    spec = parse_filters({"doc_id": {"$in": sorted(set(doc_ids))}, "is_leaf": True})
+    return {node.id: vector for node, vector in index.store.scroll_dense(filters=spec)
+            if node.id in wanted and vector is not None}
 
 
 def split_runs(members: List[Member], group_of: Any) -> List[Member]:

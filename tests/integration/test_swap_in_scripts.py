@@ -134,3 +134,132 @@ def test_a_llamaindex_pipeline_script_runs_with_only_the_constructor_changed():
     # closing our store leaves the user's client (and its other collections) open
     mine["vector_store"].close()
     assert mine["client"].collection_exists("docs")
+
+
+def _swapped(script: str, theirs: dict, ours: dict, changed_lines: int) -> tuple:
+    original, mine = script.format(**theirs), script.format(**ours)
+    changed = [(a, b) for a, b in zip(original.splitlines(), mine.splitlines()) if a != b]
+    assert len(changed) == changed_lines, changed
+    return original, mine
+
+
+# Issue 40 item 6 and 7: the anchors' surface (client, collection_name, from_existing_collection,
+# MMR) and a misspelt collection name, which langchain-qdrant refuses (ours opened an empty index).
+LANGCHAIN_SURFACE_SCRIPT = textwrap.dedent('''
+    import tempfile
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    {import_line}
+
+    embeddings = DeterministicFakeEmbedding(size=64)  # your embedding model
+    folder = tempfile.mkdtemp()
+    docs = [Document(page_content=text, metadata={{"source": source}}) for text, source in [
+        ("Coral reefs bleach when the sea warms.", "a.txt"), ("Coral reefs bleach when the sea warms!", "b.txt"),
+        ("Mangrove forests protect coastlines.", "c.txt"), ("Sourdough bread rises slowly.", "d.txt")]]
+    {constructor_line}
+    assert store.collection_name == "my_documents"
+    assert store.client.collection_exists("my_documents")
+    picked = store.max_marginal_relevance_search("coral reefs", k=2, fetch_k=4, lambda_mult=0.5)
+    assert len(picked) == 2 and len({{d.page_content for d in picked}}) == 2
+    assert len(store.as_retriever(search_type="mmr", search_kwargs={{"k": 2, "fetch_k": 4}}).invoke("coral")) == 2
+    store.client.close()
+
+    try:
+        {bad_line}
+        missing = None
+    except Exception as exc:  # a misspelt name is an error naming it
+        missing = str(exc)
+    assert missing and "my_documnets" in missing
+    {good_line}
+    result = sorted(d.page_content for d in again.similarity_search("anything", k=10))
+    again.client.close()
+''')
+
+
+def test_langchain_qdrant_surface_client_collection_mmr_and_a_misspelt_collection():
+    pytest.importorskip("langchain_qdrant")
+    reopen = 'again = {cls}.from_existing_collection("{{name}}", embeddings, path=folder{extra})'
+    script = LANGCHAIN_SURFACE_SCRIPT
+    theirs = dict(import_line="from langchain_qdrant import QdrantVectorStore",
+                  constructor_line='store = QdrantVectorStore.from_documents(docs, embeddings, path=folder, '
+                                   'collection_name="my_documents")',
+                  bad_line=reopen.format(cls="QdrantVectorStore", extra="").format(name="my_documnets"),
+                  good_line=reopen.format(cls="QdrantVectorStore", extra="").format(name="my_documents"))
+    # qdrant-client local mode (what langchain-qdrant's path= is), so that there is a client
+    local = ", store=StoreConfig(engine='local')"
+    ours = dict(import_line="from drag_knee_retriever import StoreConfig; "
+                            "from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
+                constructor_line='store = DragKneeVectorStore.from_documents(docs, embeddings, path=folder, '
+                                 f'collection_name="my_documents"{local})',
+                bad_line=reopen.format(cls="DragKneeVectorStore", extra=local).format(name="my_documnets"),
+                good_line=reopen.format(cls="DragKneeVectorStore", extra=local).format(name="my_documents"))
+    original, mine = _swapped(script, theirs, ours, changed_lines=4)
+    assert _run(mine)["result"] == _run(original)["result"]
+
+
+def test_our_langchain_store_on_the_edge_engine_says_it_has_no_client_and_refuses_a_misspelt_name(tmp_path):
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from drag_knee_retriever import CollectionNotFoundError
+    from drag_knee_retriever.integrations.langchain import DragKneeVectorStore
+
+    emb = DeterministicFakeEmbedding(size=16)
+    store = DragKneeVectorStore.from_documents([Document(page_content="Corals bleach.")], emb, path=str(tmp_path),
+                                               collection_name="reefs")
+    with pytest.raises(AttributeError, match="engine='local'"):
+        store.client
+    store.close()
+    for opening in (lambda: DragKneeVectorStore.from_existing_collection("reef", emb, path=str(tmp_path)),
+                    lambda: DragKneeVectorStore(embedding=emb, path=str(tmp_path), collection_name="reef")):
+        with pytest.raises(CollectionNotFoundError, match=r"'reef' does not exist.*\['reefs'\]"):
+            opening()
+    assert not (tmp_path / "reef").exists()  # nothing was created for the misspelt name
+    with DragKneeVectorStore.from_existing_collection("reefs", emb, path=str(tmp_path)).index as index:
+        assert index.stats()["documents"] == 1
+
+
+LLAMAINDEX_SURFACE_SCRIPT = textwrap.dedent('''
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+    from qdrant_client import QdrantClient
+    {import_line}
+
+    embed_model = MockEmbedding(embed_dim=8)  # your embedding model
+    docs = [Document(id_=name, text=text, metadata={{"topic": topic}}) for name, text, topic in [
+        ("reefs", "Coral reefs bleach when the sea warms.", "sea"), ("tides", "Tides follow the moon.", "sea"),
+        ("bread", "Sourdough bread rises slowly.", "food")]]
+    client = QdrantClient(":memory:")
+    {constructor_line}
+    IngestionPipeline(transformations=[SentenceSplitter(), embed_model], vector_store=vector_store).run(documents=docs)
+    assert vector_store.client is client and vector_store.collection_name == "docs"
+    sea = MetadataFilters(filters=[MetadataFilter(key="topic", value="sea")])
+    found = sorted(n.get_content() for n in vector_store.get_nodes(filters=sea))
+    vector_store.delete_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="topic", value="food")]))
+    remaining = sorted(n.metadata["topic"] for n in vector_store.get_nodes())
+
+    {typo_line}
+    try:
+        VectorStoreIndex.from_vector_store(typo, embed_model=embed_model).as_retriever().retrieve("corals")
+        missing = None
+    except Exception as exc:  # a misspelt collection is an error naming it
+        missing = str(exc)
+    assert missing and "dosc" in missing
+''')
+
+
+def test_llamaindex_qdrant_surface_client_filters_and_a_misspelt_collection():
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    theirs = dict(import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
+                  constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="docs")',
+                  typo_line='typo = QdrantVectorStore(client=client, collection_name="dosc")')
+    ours = dict(import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
+                constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="docs")',
+                typo_line='typo = DragKneeVectorStore(client=client, collection_name="dosc")')
+    original, mine = _swapped(LLAMAINDEX_SURFACE_SCRIPT, theirs, ours, changed_lines=3)
+    theirs_ns, mine_ns = _run(original), _run(mine)
+    assert mine_ns["found"] == theirs_ns["found"] == ["Coral reefs bleach when the sea warms.", "Tides follow the moon."]
+    assert mine_ns["remaining"] == theirs_ns["remaining"] == ["sea", "sea"]
