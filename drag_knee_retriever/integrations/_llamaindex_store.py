@@ -115,12 +115,15 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     """A LlamaIndex vector store over a :class:`~drag_knee_retriever.DragKneeIndex`.
 
     ``DragKneeVectorStore(index)``, or ``DragKneeVectorStore(embed_model=..., **index_kwargs)`` for
-    a new index (``embed_model``: the index's dense model; else the offline MiniLM).
+    a new index (``embed_model``: the index's dense model; else ``Settings.embed_model`` if you set
+    one, else the offline MiniLM).
 
     - ``add(nodes)`` stores the nodes (ids kept; text and metadata exactly as given): nodes of one
       file's pages, or of one source document, are ONE tree whichever call brought them. The
-      index encodes them with its own model (an embedding the pipeline computed is not reused:
-      give the index the same ``embed_model`` to keep one vector space).
+      index's dense model is ``embed_model``, else ``Settings.embed_model`` if you set one, else
+      the offline MiniLM; with your model, the embeddings the nodes carry (a pipeline's) are the
+      leaves' vectors (not computed again) and the inner nodes are encoded with the same model.
+      Nodes carrying embeddings the store cannot use (no model of yours given) log a warning.
     - ``delete(ref_doc_id)`` removes every node that document brought; ``delete_nodes(ids)``,
       ``get_nodes(ids)`` (the added nodes, and tree nodes by node id), ``clear()``.
     - ``query``: ``query_mode="tree"`` (default) runs the tree search (the index's method, the
@@ -141,6 +144,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     _index: Any = PrivateAttr()
     _members: Any = PrivateAttr()
     _missing: Any = PrivateAttr(default=None)
+    _warned_embeddings: bool = PrivateAttr(default=False)
 
     def __init__(self, index: Any = None, *, query_mode: str = "tree", embed_model: Any = None,
                  **index_kwargs: Any) -> None:
@@ -149,8 +153,12 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         super().__init__(query_mode=query_mode)
         if index is not None and embed_model is not None:
             raise ConfigError("index was given, so embed_model cannot configure a new one; drop one of them.")
-        if index is None and embed_model is not None:
-            index_kwargs = {**index_kwargs, "embedding": embed_model}
+        if index is None:
+            from ._llamaindex_retriever import _with_embed_model
+
+            # embed_model=, else a Settings.embed_model you set (as VectorStoreIndex does); an
+            # existing collection checks it against the model it was built with.
+            index_kwargs = _with_embed_model(index_kwargs, embed_model)
         # llama-index-vector-stores-qdrant's spelling (client=, collection_name=, url=, api_key=)
         index_kwargs = qdrant_style_index_kwargs(index_kwargs)
         self._missing = None
@@ -202,9 +210,32 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     # -- writing ---------------------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
-        members = members_from_llamaindex(list(nodes), keep_ids=True)
-        self._members.add(members, progress=add_kwargs.get("progress"))
+        """Store the nodes (see the class docstring). Embeddings the nodes carry (an
+        IngestionPipeline's) are the leaves' vectors when the index encodes with your LlamaIndex
+        model (``embed_model=`` or ``Settings.embed_model``): those texts are not encoded again."""
+        nodes = list(nodes)
+        members = members_from_llamaindex(nodes, keep_ids=True)
+        self._members.add(members, progress=add_kwargs.get("progress"), vectors=self._node_vectors(nodes, members))
         return [m.id for m in members]
+
+    def _node_vectors(self, nodes: Sequence[BaseNode], members: Sequence[Member]) -> Optional[Dict[str, Any]]:
+        """member id -> the embedding its node carries, when the index's dense model is the user's
+        LlamaIndex model (the pipeline's); otherwise None, with a warning once if they carry some."""
+        from ..embeddings.frameworks import LlamaIndexEmbedder
+
+        carried = {m.id: n.embedding for n, m in zip(nodes, members) if getattr(n, "embedding", None) is not None}
+        if not carried:
+            return None
+        encoder = self._index.encoder
+        if isinstance(getattr(encoder, "dense", None), LlamaIndexEmbedder):
+            return carried
+        if not self._warned_embeddings:
+            self._warned_embeddings = True
+            size = len(next(iter(carried.values())))
+            log.warning("the nodes carry embeddings (%d dimensions) that this store does not use: it encodes with %s. "
+                        "Pass embed_model=your model (or set Settings.embed_model) to the store to keep yours.",
+                        size, encoder.model_id)
+        return None
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
         """:meth:`add` in a worker thread (encoding is CPU-bound): the event loop runs on."""

@@ -236,9 +236,11 @@ class MemberStore:
     # process at a time. The write itself goes through ``apply_documents``: journaled, so a kill
     # at any step leaves each source's old tree or its new one.
 
-    def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
+    def add(self, members: Sequence[Member], *, progress: Any = None,
+            vectors: Optional[Mapping[str, Any]] = None) -> Any:
         """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
-        report (``None`` when nothing was given)."""
+        report (``None`` when nothing was given). ``vectors``: member id -> its embedding by the
+        index's own dense model (a pipeline's): the leaf holding exactly that member's text takes it."""
         with self.index.write_lock:
             members = self.check(members)  # against what is stored, under the lock: no clash slips in
             if not members:
@@ -253,7 +255,8 @@ class MemberStore:
                 kept = stored.setdefault(member.group, [])
                 seq = max((m.seq for m in kept), default=-1) + 1
                 kept.append(replace(member, seq=seq))
-            return self._write(stored, progress=progress)
+            given = {m.text: vectors[m.id] for m in members if vectors and vectors.get(m.id) is not None}
+            return self._write(stored, progress=progress, leaf_vectors=given or None)
 
     def delete(self, ids: Sequence[str]) -> List[str]:
         """Remove members by id (an id that is a whole tree's removes the tree). Returns the ids
@@ -291,13 +294,14 @@ class MemberStore:
             self._write(stored)
         return removed
 
-    def _write(self, groups: Mapping[str, List[Member]], progress: Any = None) -> Any:
+    def _write(self, groups: Mapping[str, List[Member]], progress: Any = None, leaf_vectors: Any = None) -> Any:
         docs, empty = [], []
         for group, members in groups.items():
             (docs.append(self.document(group, members)) if members else empty.append(group))
         if not docs and not empty:
             return None
-        report = self.index.apply_documents(docs, delete=empty, progress=progress)
+        extra = {"leaf_vectors": leaf_vectors} if leaf_vectors else {}
+        report = self.index.apply_documents(docs, delete=empty, progress=progress, **extra)
         return report if docs else None
 
     def document(self, group: str, members: List[Member]) -> Document:

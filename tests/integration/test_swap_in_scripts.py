@@ -263,3 +263,59 @@ def test_llamaindex_qdrant_surface_client_filters_and_a_misspelt_collection():
     theirs_ns, mine_ns = _run(original), _run(mine)
     assert mine_ns["found"] == theirs_ns["found"] == ["Coral reefs bleach when the sea warms.", "Tides follow the moon."]
     assert mine_ns["remaining"] == theirs_ns["remaining"] == ["sea", "sea"]
+
+
+# Issue 40 item 2: the user's embedding model (Settings.embed_model) is the store's, and the
+# embeddings an IngestionPipeline computed are the leaves' vectors, not computed again.
+LLAMAINDEX_SETTINGS_SCRIPT = textwrap.dedent('''
+    from llama_index.core import Document, Settings, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.node_parser import SentenceSplitter
+    from qdrant_client import QdrantClient
+    {import_line}
+
+    class CountingEmbedding(MockEmbedding):  # your embedding model, counting what it embeds
+        def _get_text_embeddings(self, texts):
+            embedded.extend(texts)
+            return super()._get_text_embeddings(texts)
+
+    embedded = []
+    Settings.embed_model = CountingEmbedding(embed_dim=8)
+    text = " ".join(f"Paragraph {{i}} says coral reefs bleach when the sea warms by {{i}} degrees." for i in range(12))
+    docs = [Document(id_="reefs", text=text), Document(id_="bread", text="Sourdough bread rises slowly.")]
+    client = QdrantClient(":memory:")
+    {constructor_line}
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0),
+                                                  Settings.embed_model], vector_store=vector_store)
+    nodes = pipeline.run(documents=docs)
+    hits = VectorStoreIndex.from_vector_store(vector_store).as_retriever(similarity_top_k=2).retrieve("corals")
+    assert hits and all(isinstance(h.score, float) for h in hits)
+''')
+
+
+def test_llamaindex_settings_embed_model_is_used_and_pipeline_embeddings_are_not_recomputed():
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    from llama_index.core import Settings
+
+    theirs = dict(import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
+                  constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="docs")')
+    ours = dict(import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
+                constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="docs")')
+    original, mine = _swapped(LLAMAINDEX_SETTINGS_SCRIPT, theirs, ours, changed_lines=2)
+    saved = Settings._embed_model
+    try:
+        theirs_ns, mine_ns = _run(original), _run(mine)
+    finally:
+        Settings._embed_model = saved
+    chunks = [n.get_content(metadata_mode="embed") for n in mine_ns["nodes"]]
+    assert len(chunks) > 2  # the long document is several chunks: one tree with inner nodes
+    assert sorted(theirs_ns["embedded"]) == sorted(chunks)  # the pipeline embedded each chunk once
+    index = mine_ns["vector_store"].index
+    assert index.encoder.model_id.startswith("llamaindex:CountingEmbedding")  # the user's model, not MiniLM
+    # Ours embedded no chunk again: the pipeline's embeddings are the leaves' vectors; only the
+    # inner nodes (the summaries above the chunks) were encoded, with the same model.
+    stats = index.stats()
+    assert stats["nodes"] > stats["leaves"]
+    assert len(mine_ns["embedded"]) == len(chunks) + stats["nodes"] - stats["leaves"]
+    mine_ns["vector_store"].close()
