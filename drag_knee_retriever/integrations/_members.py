@@ -148,9 +148,11 @@ class MemberStore:
         if not ids:
             return {}
         found: Dict[str, str] = {}
+        wanted = set(ids)
         for node in self._scroll({MEMBER_IDS: {"$in": ids}}, with_text=False):
             for member_id in node.metadata.get(MEMBER_IDS) or ():
-                found.setdefault(member_id, node.doc_id)
+                if member_id in wanted:  # not its page-mates: delete(ids) removed those too
+                    found.setdefault(member_id, node.doc_id)
         # A tree made without members (the core API, an older release) is one member: itself.
         missing = [i for i in ids if i not in found]
         if missing:
