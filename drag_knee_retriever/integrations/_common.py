@@ -40,6 +40,9 @@ FIRST_LEAF = META_PREFIX + "first_leaf"
 LAST_LEAF = META_PREFIX + "last_leaf"
 FIRST_PAGE = META_PREFIX + "first_page"
 LAST_PAGE = META_PREFIX + "last_page"
+FIRST_CHUNK = META_PREFIX + "first_chunk"  # instead of the pages, on a tree of chunks (1-based)
+LAST_CHUNK = META_PREFIX + "last_chunk"
+UNITS = META_PREFIX + "units"  # "chunks": the tree's "pages" are a splitter's chunks (_members.UNITS)
 PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
@@ -365,6 +368,11 @@ def _position_metadata(node: TreeNode) -> Dict[str, Any]:
         LAST_PAGE: span.last_page,
         PARENT_ID: node.parent_id,
     }
+    if node.metadata.get(UNITS) == "chunks" and span.first_page is not None:
+        # Chunks of a text (a splitter's, no page numbers): numbered as chunks, not called pages.
+        first, last = span.first_page, span.last_page
+        out.update({SPAN: f"chunk {first}" if first == last else f"chunks {first}-{last}", FIRST_PAGE: None,
+                    LAST_PAGE: None, FIRST_CHUNK: first, LAST_CHUNK: last})
     if node.title is not None:
         out[TITLE] = node.title
     return out

@@ -70,8 +70,10 @@ def members_from_langchain(documents: Sequence[LCDocument], ids: Optional[Sequen
         given = (ids[position] if ids is not None else None) or getattr(doc, "id", None)
         member_id = str(given) if given else content_id(source, page, doc.page_content if isinstance(doc.page_content, str) else "")
         group = source if (source is not None and group_pages) else member_id
+        start = meta.get("start_index")  # a splitter's add_start_index=True
         members.append(Member(id=member_id, text=doc.page_content, metadata=meta, group=group, page=page,
-                              where=f"{where} (source={source!r})" if source else where))
+                              where=f"{where} (source={source!r})" if source else where,
+                              start=start if isinstance(start, int) and not isinstance(start, bool) else None))
     return members
 
 

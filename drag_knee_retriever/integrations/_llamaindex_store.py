@@ -97,8 +97,10 @@ def members_from_llamaindex(nodes: Sequence[Any], *, keep_ids: bool, group_pages
             group = ref  # chunks of one source document are one tree
         else:
             group = member_id
+        start = getattr(node, "start_char_idx", None)  # where a node parser cut it from its document
         members.append(Member(id=member_id, text=text, metadata=meta, group=group, page=page,
-                              ref=ref if ref != member_id else None, where=where))
+                              ref=ref if ref != member_id else None, where=where,
+                              start=start if isinstance(start, int) and not isinstance(start, bool) else None))
     if bare:
         members = split_runs(members, lambda m: m.group if m.group in bare else None)
     return members

@@ -44,6 +44,11 @@ MEMBERS = META_PREFIX + "members"
 MEMBER_IDS = META_PREFIX + "member_ids"
 #: Beside MEMBER_IDS: the ids of the source documents its members came from (LlamaIndex ``ref_doc_id``).
 MEMBER_REFS = META_PREFIX + "member_refs"
+#: On a tree whose members are chunks of a text (no page numbers), ``"chunks"``: its spans are
+#: labelled as chunks, not pages (see ``_common``).
+UNITS = META_PREFIX + "units"  # the same key as _common.UNITS
+# The shortest suffix / prefix overlap of two consecutive chunks taken for a splitter's overlap.
+_MIN_OVERLAP = 12
 
 # Filling a huge gap in page numbers with empty pages would make thousands of empty leaves.
 _MAX_GAP_FACTOR = 4
@@ -61,15 +66,19 @@ class Member:
     ref: Optional[str] = None
     seq: int = 0
     where: str = ""
+    #: Where the text starts in its source text (a splitter's ``start_index`` / ``start_char_idx``).
+    start: Optional[int] = None
 
     def record(self) -> Dict[str, Any]:
         return {"id": self.id, "text": self.text, "metadata": self.metadata, "page": self.page,
-                "ref": self.ref, "seq": self.seq}
+                "ref": self.ref, "seq": self.seq, "start": self.start}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], group: str) -> "Member":
+        start = record.get("start")
         return cls(id=str(record["id"]), text=str(record.get("text") or ""), metadata=dict(record.get("metadata") or {}),
-                   group=group, page=record.get("page"), ref=record.get("ref"), seq=int(record.get("seq") or 0))
+                   group=group, page=record.get("page"), ref=record.get("ref"), seq=int(record.get("seq") or 0),
+                   start=start if isinstance(start, int) and not isinstance(start, bool) else None)
 
 
 def content_id(group: Optional[str], page: Optional[int], text: str) -> str:
@@ -316,6 +325,9 @@ class MemberStore:
                 metadata[MEMBER_REFS] = [m.ref]
             return Document(id=group, text=m.text, metadata=metadata, keep_text=True)
         numbered = all(m.page is not None for m in members)
+        chunked = not numbered
+        if chunked and all(m.start is not None for m in members):
+            members = sorted(members, key=lambda m: (m.start, m.seq))  # the text's order, whatever the arrival
         slots: List[List[Member]]
         if numbered:
             by_page: Dict[int, List[Member]] = {}
@@ -331,7 +343,7 @@ class MemberStore:
                 slots = [by_page.get(p, []) for p in range(last + 1)]
         else:
             slots = [[m] for m in members]
-        pages = ["\n\n".join(m.text for m in slot) for slot in slots]
+        pages = _without_overlaps(members) if chunked else ["\n\n".join(m.text for m in slot) for slot in slots]
         page_metadata = []
         for slot in slots:
             meta = _common([m.metadata for m in slot]) if slot else {}
@@ -342,11 +354,43 @@ class MemberStore:
                 meta[MEMBER_REFS] = refs
             page_metadata.append(meta)
         metadata = _common([m.metadata for m in members])
+        if chunked:
+            metadata[UNITS] = "chunks"
         if numbered and self.ocr is not None:
             from ._pages import ocr_group
 
             pages = ocr_group(group, pages, metadata, self.ocr, f"the pages of {group!r}")
         return Document(id=group, pages=pages, metadata=metadata, page_metadata=page_metadata)
+
+
+def _without_overlaps(chunks: Sequence[Member]) -> List[str]:
+    """Consecutive chunks' texts with the overlap a splitter repeats (``chunk_overlap``) cut from
+    the start of each, so that a parent joining them reads the source text once. The overlap is
+    where the start offsets say (both known and consistent), else the longest suffix of the one
+    before that begins the chunk (at least ``_MIN_OVERLAP`` characters). A chunk is never cut to
+    nothing; the members keep their texts as given."""
+    out: List[str] = []
+    for i, chunk in enumerate(chunks):
+        text = chunk.text
+        if i:
+            prev = chunks[i - 1].text
+            cut = 0
+            if chunk.start is not None and chunks[i - 1].start is not None:
+                shared = chunks[i - 1].start + len(prev) - chunk.start  # type: ignore[operator]
+                if 0 < shared < len(text) and prev.endswith(text[:shared]):
+                    cut = shared
+            if not cut and len(text) > _MIN_OVERLAP:
+                head = text[:_MIN_OVERLAP]
+                at = prev.find(head, max(0, len(prev) - len(text) + 1))
+                while at != -1:  # earliest match first: the longest overlap
+                    if text.startswith(prev[at:]):
+                        cut = len(prev) - at
+                        break
+                    at = prev.find(head, at + 1)
+            if 0 < cut < len(text):
+                text = text[cut:].lstrip()
+        out.append(text)
+    return out
 
 
 def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:

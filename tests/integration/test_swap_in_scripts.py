@@ -383,3 +383,52 @@ def test_langchain_index_api_keeps_the_edited_page():
             p.page_content for p in pages)
     finally:
         store.close()
+
+
+# Issue 40 item 8: pre-chunked text (a splitter's chunks of a .txt, no page numbers) is labelled as
+# chunks, not pages, and a parent joining overlapping chunks reads the text once.
+CHUNKS_SCRIPT = textwrap.dedent('''
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    {import_line}
+
+    embeddings = DeterministicFakeEmbedding(size=32)  # your embedding model
+    text = " ".join(f"Section {{i}}. Coral reefs in region {{i}} bleached when the water warmed by {{i % 4}} degrees; "
+                    f"divers counted {{i * 13}} colonies." for i in range(40))
+    splitter = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=80, add_start_index={start_index})
+    chunks = splitter.split_documents([Document(page_content=text, metadata={{"source": "reefs.txt"}})])
+    {constructor_line}
+    found = sorted(d.page_content for d in store.similarity_search("colonies counted in region 12", k=len(chunks)))
+''')
+
+
+@pytest.mark.parametrize("start_index", [True, False])
+def test_splitter_chunks_are_labelled_as_chunks_and_parents_do_not_repeat_the_overlap(start_index):
+    pytest.importorskip("langchain_qdrant")
+    pytest.importorskip("langchain_text_splitters")
+    theirs = dict(import_line="from langchain_qdrant import QdrantVectorStore", start_index=start_index,
+                  constructor_line='store = QdrantVectorStore.from_documents(chunks, embeddings, location=":memory:", '
+                                   'collection_name="chunks")')
+    ours = dict(import_line="from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
+                start_index=start_index,
+                constructor_line='store = DragKneeVectorStore.from_documents(chunks, embeddings, location=":memory:", '
+                                 'collection_name="chunks")')
+    original, mine = _swapped(CHUNKS_SCRIPT, theirs, ours, changed_lines=2)
+    theirs_ns, mine_ns = _run(original), _run(mine)
+    assert mine_ns["found"] == theirs_ns["found"]  # the chunks come back as they were given
+    store, text = mine_ns["store"], mine_ns["text"]
+    chunks = mine_ns["chunks"]
+    # The splitter overlapped its chunks (else this test would show nothing).
+    assert any(a.page_content[-30:] in b.page_content for a, b in zip(chunks, chunks[1:]))
+    hits = store.as_retriever(search_kwargs={"k": 4}).invoke("colonies counted in region 12")
+    parents = store.get_by_ids([h.metadata["drag_parent_id"] for h in hits if h.metadata.get("drag_parent_id")])
+    assert parents
+    for node in [*hits, *parents]:
+        assert node.metadata["drag_span"].startswith("chunk") and node.metadata["drag_first_page"] is None
+        first, last = node.metadata["drag_first_chunk"], node.metadata["drag_last_chunk"]
+        assert node.metadata["drag_span"] == (f"chunk {first}" if first == last else f"chunks {first}-{last}")
+        # the span's text is the source text once (chunks joined without their overlap)
+        assert " ".join(node.page_content.split()) in text, node.page_content
+    assert any(p.metadata["drag_first_chunk"] < p.metadata["drag_last_chunk"] for p in parents)
+    store.close()
