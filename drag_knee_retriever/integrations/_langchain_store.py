@@ -329,7 +329,7 @@ class DragKneeVectorStore(VectorStore):
         if missing:  # a store that cannot read vectors back (the in-process one): encode those texts
             encoded = self.index.encoder.encode_dense([ranked[i][0].text for i in missing])
             stored.update({ranked[i][2]: encoded[row] for row, i in enumerate(missing)})
-        candidates = [np.asarray(stored[leaf], dtype=np.float32) for _, _, leaf in ranked]
+        candidates = [np.asarray(stored[leaf], dtype=np.float32).tolist() for _, _, leaf in ranked]
         picked = maximal_marginal_relevance(np.asarray(dense, dtype=np.float32), candidates, lambda_mult=lambda_mult, k=k)
         return [(member_document(ranked[i][0]), ranked[i][1]) for i in picked]
 

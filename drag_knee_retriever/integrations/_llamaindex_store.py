@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     metadata_filters_to_dict,
     to_node_with_score,
+    with_embed_model,
 )
 from ._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
 from ._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
@@ -156,11 +157,9 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         if index is not None and embed_model is not None:
             raise ConfigError("index was given, so embed_model cannot configure a new one; drop one of them.")
         if index is None:
-            from ._llamaindex_retriever import _with_embed_model
-
             # embed_model=, else a Settings.embed_model you set (as VectorStoreIndex does); an
             # existing collection checks it against the model it was built with.
-            index_kwargs = _with_embed_model(index_kwargs, embed_model)
+            index_kwargs = with_embed_model(index_kwargs, embed_model)
         # llama-index-vector-stores-qdrant's spelling (client=, collection_name=, url=, api_key=)
         index_kwargs = qdrant_style_index_kwargs(index_kwargs)
         self._missing = None
@@ -225,7 +224,8 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         LlamaIndex model (the pipeline's); otherwise None, with a warning once if they carry some."""
         from ..embeddings.frameworks import LlamaIndexEmbedder
 
-        carried = {m.id: n.embedding for n, m in zip(nodes, members) if getattr(n, "embedding", None) is not None}
+        carried: Dict[str, Any] = {m.id: n.embedding for n, m in zip(nodes, members)
+                                   if getattr(n, "embedding", None) is not None}
         if not carried:
             return None
         encoder = self._index.encoder
