@@ -147,6 +147,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     _index: Any = PrivateAttr()
     _members: Any = PrivateAttr()
     _missing: Any = PrivateAttr(default=None)
+    _pending: Any = PrivateAttr(default=None)
     _warned_embeddings: bool = PrivateAttr(default=False)
 
     def __init__(self, index: Any = None, *, query_mode: str = "tree", embed_model: Any = None,
@@ -172,23 +173,56 @@ class DragKneeVectorStore(BasePydanticVectorStore):
             names = existing_collections(index_kwargs["location"], index_kwargs.get("store") or StoreConfig())
             if names is not None and (index_kwargs.get("store") or StoreConfig()).collection not in names:
                 self._missing = (index_kwargs["location"], index_kwargs.get("store") or StoreConfig(), names)
-        self._index = check_index(make_index(index, index_kwargs))
-        self._members = MemberStore(self._index)
+        if self._missing is not None:
+            # Opened (and the collection made) by the first add, not here: a misspelt name read
+            # from leaves nothing behind.
+            self._index, self._members, self._pending = None, None, index_kwargs
+        else:
+            self._index = check_index(make_index(index, index_kwargs))
+            self._members = MemberStore(self._index)
+
+    @property
+    def _ix(self) -> Any:
+        """The index, opened (its collection made) on first use when it did not exist."""
+        if self._index is None:
+            self._index = check_index(make_index(None, self._pending))
+            self._members = MemberStore(self._index)
+            self._pending = None
+        return self._index
+
+    @property
+    def _mem(self) -> Any:
+        """The members of the index, opened as :attr:`_ix` is."""
+        return MemberStore(self._ix) if self._members is None else self._members
 
     @classmethod
     def class_name(cls) -> str:
         return "DragKneeVectorStore"
 
     def _read_check(self) -> None:
-        """A read of a collection this store opened new and nothing was added to: the name is
-        likely misspelt (CollectionNotFoundError naming the collections that existed)."""
-        if self._missing is not None:
-            if self._index.store.count() > 0:
-                self._missing = None
-                return
-            from ..opening import collection_not_found
+        """A read of a collection that did not exist when this store was made and that nothing
+        was added to since: the name is likely misspelt (CollectionNotFoundError naming the
+        collections there). One made since (by another process) is opened."""
+        if self._missing is None:
+            return
+        if self._index is None:
+            from ..opening import collection_not_found, existing_collections
 
-            raise collection_not_found(*self._missing)
+            location, config, _ = self._missing
+            names = existing_collections(location, config) or []
+            if config.collection not in names:
+                raise collection_not_found(location, config, names)
+        self._missing = None
+
+    def _absent(self) -> bool:
+        """Whether the collection still does not exist (a delete then has nothing to remove)."""
+        if self._missing is None or self._index is not None:
+            return False
+        try:
+            self._read_check()
+        except Exception:
+            return True
+        return False
 
     @property
     def client(self) -> Any:
@@ -197,16 +231,18 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         has none (AttributeError saying what to use). The index itself is :attr:`index`."""
         from ._common import qdrant_client_of
 
-        return qdrant_client_of(self._index)
+        return qdrant_client_of(self._ix)
 
     @property
     def collection_name(self) -> str:
         """The Qdrant collection the index lives in (``collection_name=``)."""
+        if self._index is None:  # not opened yet: no collection of that name exists
+            return self._missing[1].collection
         return self._index.store_config.collection
 
     @property
     def index(self) -> Any:
-        return self._index
+        return self._ix
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -216,7 +252,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         model (``embed_model=`` or ``Settings.embed_model``): those texts are not encoded again."""
         nodes = list(nodes)
         members = members_from_llamaindex(nodes, keep_ids=True)
-        self._members.add(members, progress=add_kwargs.get("progress"), vectors=self._node_vectors(nodes, members))
+        self._mem.add(members, progress=add_kwargs.get("progress"), vectors=self._node_vectors(nodes, members))
         return [m.id for m in members]
 
     def _node_vectors(self, nodes: Sequence[BaseNode], members: Sequence[Member]) -> Optional[Dict[str, Any]]:
@@ -228,7 +264,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
                                    if getattr(n, "embedding", None) is not None}
         if not carried:
             return None
-        encoder = self._index.encoder
+        encoder = self._ix.encoder
         if isinstance(getattr(encoder, "dense", None), LlamaIndexEmbedder):
             return carried
         if not self._warned_embeddings:
@@ -244,7 +280,8 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         return await asyncio.to_thread(self.add, nodes, **kwargs)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        self._members.delete_refs([ref_doc_id])
+        if not self._absent():
+            self._mem.delete_refs([ref_doc_id])
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
@@ -253,19 +290,23 @@ class DragKneeVectorStore(BasePydanticVectorStore):
                      **delete_kwargs: Any) -> None:
         """Remove the nodes with these ids and/or matching ``filters`` (both: those doing both).
         Neither removes nothing (``clear()`` removes everything)."""
+        if self._absent():
+            return
         if filters is not None:
-            ids = [m.id for m in self._members.matching(metadata_filters_to_dict(filters))]
+            ids = [m.id for m in self._mem.matching(metadata_filters_to_dict(filters))]
             node_ids = ids if node_ids is None else [i for i in node_ids if i in set(ids)]
         if node_ids:
-            self._members.delete(list(node_ids))
+            self._mem.delete(list(node_ids))
 
     async def adelete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
                             **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
     def clear(self) -> None:
-        for info in self._index.list_documents():
-            self._index.delete_document(info.doc_id)
+        if self._absent():
+            return
+        for info in self._ix.list_documents():
+            self._ix.delete_document(info.doc_id)
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
@@ -279,15 +320,15 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         every added node, as llama-index-vector-stores-qdrant's."""
         self._read_check()
         if filters is not None or node_ids is None:
-            matching = self._members.matching(metadata_filters_to_dict(filters) if filters is not None else None)
+            matching = self._mem.matching(metadata_filters_to_dict(filters) if filters is not None else None)
             if node_ids is None:
                 return [_as_text_node(m) for m in matching]
             wanted = set(node_ids)
             return [_as_text_node(m) for m in matching if m.id in wanted]
         ids = list(node_ids)
-        found: Dict[str, BaseNode] = {m.id: _as_text_node(m) for m in self._members.get(ids)}
+        found: Dict[str, BaseNode] = {m.id: _as_text_node(m) for m in self._mem.get(ids)}
         rest = [i for i in ids if i not in found]
-        for node in self._index.get_nodes(rest) if rest else ():
+        for node in self._ix.get_nodes(rest) if rest else ():
             found[node.node.id] = TextNode(id_=node.node.id, text=node.text, metadata=node_metadata(node.node))
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
@@ -315,7 +356,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
                                     f"search), got {doc_ids!r:.80}.")
         ids = list(doc_ids)
         try:
-            self._index._check_filter_keys(parse_filters({MEMBER_REFS: {"$in": ids}}))
+            self._ix._check_filter_keys(parse_filters({MEMBER_REFS: {"$in": ids}}))
         except InvalidQueryError:
             raise InvalidQueryError(
                 f"doc_ids={ids!r:.80} selects nodes by the document they came from (their ref_doc_id), but no "
@@ -335,10 +376,10 @@ class DragKneeVectorStore(BasePydanticVectorStore):
             if query.query_embedding is None:
                 raise InvalidQueryError("a query needs its text (query_str), or an embedding of the index's model "
                                         "(query_embedding).")
-            dense = check_dense(query.query_embedding, self._index.encoder.dense_size, "query_embedding")
+            dense = check_dense(query.query_embedding, self._ix.encoder.dense_size, "query_embedding")
             vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
             mode, text = "dense", "vector query"
-        ranked = flat_members(self._index, text, query.similarity_top_k, filters=filters, mode=mode, vectors=vectors)
+        ranked = flat_members(self._ix, text, query.similarity_top_k, filters=filters, mode=mode, vectors=vectors)
         nodes = [_as_text_node(m) for m, _ in ranked]
         return VectorStoreQueryResult(nodes=nodes, similarities=[s for _, s in ranked], ids=[n.node_id for n in nodes])
 
@@ -348,7 +389,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
             return self._flat(query, text or None, filters)
-        result = self._index.search(text, max_results=query.similarity_top_k, filters=filters)
+        result = self._ix.search(text, max_results=query.similarity_top_k, filters=filters)
         return self._tree_result(result)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
@@ -357,7 +398,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
             return await asyncio.to_thread(self._flat, query, text or None, filters)
-        result = await self._index.asearch(text, max_results=query.similarity_top_k, filters=filters)
+        result = await self._ix.asearch(text, max_results=query.similarity_top_k, filters=filters)
         return self._tree_result(result)
 
     @staticmethod
@@ -368,4 +409,5 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     def close(self) -> None:
         """Close the index (a Qdrant client you passed in stays open)."""
-        self._index.close()
+        if self._index is not None:
+            self._index.close()

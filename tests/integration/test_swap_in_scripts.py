@@ -248,6 +248,7 @@ LLAMAINDEX_SURFACE_SCRIPT = textwrap.dedent('''
     except Exception as exc:  # a misspelt collection is an error naming it
         missing = str(exc)
     assert missing and "dosc" in missing
+    assert not client.collection_exists("dosc")  # a read made no collection of the misspelt name
 ''')
 
 
@@ -432,3 +433,31 @@ def test_splitter_chunks_are_labelled_as_chunks_and_parents_do_not_repeat_the_ov
         assert " ".join(node.page_content.split()) in text, node.page_content
     assert any(p.metadata["drag_first_chunk"] < p.metadata["drag_last_chunk"] for p in parents)
     store.close()
+
+
+def test_our_llamaindex_store_on_a_folder_reads_no_misspelt_collection_and_creates_one_on_add(tmp_path):
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.schema import TextNode
+    from llama_index.core.vector_stores.types import VectorStoreQuery
+
+    from drag_knee_retriever import CollectionNotFoundError
+    from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore
+
+    embed_model = MockEmbedding(embed_dim=8)
+    store = DragKneeVectorStore(path=str(tmp_path), collection_name="reefs", embed_model=embed_model)
+    store.add([TextNode(id_="a", text="Corals bleach in warm water.")])
+    store.close()
+    typo = DragKneeVectorStore(path=str(tmp_path), collection_name="reef", embed_model=embed_model)
+    assert typo.collection_name == "reef"
+    with pytest.raises(CollectionNotFoundError, match=r"'reef' does not exist.*\['reefs'\]"):
+        typo.query(VectorStoreQuery(query_str="corals", similarity_top_k=2))
+    with pytest.raises(CollectionNotFoundError):
+        typo.get_nodes(["a"])
+    typo.delete("a")  # nothing to remove, nothing made
+    typo.close()
+    assert not (tmp_path / "reef").exists()
+    new = DragKneeVectorStore(path=str(tmp_path), collection_name="tides", embed_model=embed_model)
+    new.add([TextNode(id_="t", text="Tides follow the moon.")])  # adding creates it, as in llama-index-qdrant
+    assert [n.node_id for n in new.get_nodes(["t"])] == ["t"]
+    new.close()
