@@ -18,10 +18,10 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from ..errors import ConfigError, InvalidDocumentError
-from ._common import check_query, node_metadata, user_metadata
-from ._members import Member, MemberStore, content_id, flat_members
-from ..query_args import check_count, check_dense, check_threshold
+from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
+from drag_knee_retriever.integrations._common import check_query, node_metadata, user_metadata
+from drag_knee_retriever.integrations._members import Member, MemberStore, content_id, flat_members
+from drag_knee_retriever.model._query_args import check_count, check_dense, check_threshold
 
 log = logging.getLogger("drag_knee_retriever.integrations.langchain")
 
@@ -86,7 +86,7 @@ _QDRANT_FIXED = ("retrieval_mode", "vector_name", "sparse_vector_name", "distanc
 
 def _qdrant_store_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Keywords written for langchain-qdrant's QdrantVectorStore, in DragKneeIndex's spelling."""
-    from ._common import qdrant_style_index_kwargs
+    from drag_knee_retriever.integrations._common import qdrant_style_index_kwargs
 
     out = qdrant_style_index_kwargs(kwargs)
     fixed = sorted(k for k in out if k in _QDRANT_FIXED)
@@ -139,7 +139,7 @@ class DragKneeVectorStore(VectorStore):
 
     def __init__(self, index: Any = None, *, embedding: Optional[Embeddings] = None, ocr: Any = None,
                  create: bool = False, **index_kwargs: Any) -> None:
-        from ._common import check_index, make_index, require_existing_collection
+        from drag_knee_retriever.integrations._common import check_index, make_index, require_existing_collection
 
         if index is not None and embedding is not None:
             raise ConfigError("index was given, so embedding= cannot configure a new one; drop one of them.")
@@ -169,7 +169,7 @@ class DragKneeVectorStore(VectorStore):
     def client(self) -> Any:
         """The ``QdrantClient`` holding the collection (qdrant-client local mode, a server, or the
         client you passed); the embedded Edge engine has none (AttributeError saying what to use)."""
-        from ._common import qdrant_client_of
+        from drag_knee_retriever.integrations._common import qdrant_client_of
 
         return qdrant_client_of(self.index)
 
@@ -232,14 +232,14 @@ class DragKneeVectorStore(VectorStore):
     def similarity_search_with_score(self, query: str, k: int = 4, filter: Any = None,
                                      **kwargs: Any) -> List[Tuple[LCDocument, float]]:
         """The ``k`` added documents best ranked by flat hybrid search, with their scores (in
-        [0, 1], higher is better; see :mod:`~drag_knee_retriever.relevance`)."""
+        [0, 1], higher is better; see :mod:`~drag_knee_retriever.search._relevance`)."""
         query = check_query(query)
         return self._flat(query, k, filter, kwargs, vectors=None)
 
     def similarity_search_by_vector(self, embedding: List[float], k: int = 4, filter: Any = None,
                                     **kwargs: Any) -> List[LCDocument]:
         """Dense-only flat search with a query vector of the index's model (no text, no BM25)."""
-        from ..store import QueryVectors
+        from drag_knee_retriever.store import QueryVectors
 
         dense = check_dense(embedding, self.index.encoder.dense_size, "embedding")  # NaN ranked nothing, silently
         vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
@@ -293,7 +293,7 @@ class DragKneeVectorStore(VectorStore):
     def max_marginal_relevance_search_with_score_by_vector(
             self, embedding: List[float], k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
             filter: Any = None, **kwargs: Any) -> List[Tuple[LCDocument, float]]:
-        from ..store import QueryVectors
+        from drag_knee_retriever.store import QueryVectors
 
         dense = check_dense(embedding, self.index.encoder.dense_size, "embedding")
         vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
@@ -304,7 +304,7 @@ class DragKneeVectorStore(VectorStore):
         import numpy as np
         from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-        from ._members import leaf_vectors
+        from drag_knee_retriever.integrations._members import leaf_vectors
 
         k, fetch_k = check_count(k, "k"), check_count(fetch_k, "fetch_k")
         if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not 0 <= lambda_mult <= 1:
@@ -368,7 +368,7 @@ class DragKneeVectorStore(VectorStore):
         """The store over an existing collection (``location`` / ``path`` / ``url`` / ``client``
         say where), as langchain-qdrant's: a name that does not exist there raises
         :class:`~drag_knee_retriever.errors.CollectionNotFoundError` naming those that do."""
-        from ._common import require_existing_collection
+        from drag_knee_retriever.integrations._common import require_existing_collection
 
         if "create" in kwargs:
             raise TypeError("from_existing_collection opens an existing collection; create one with from_documents.")

@@ -15,14 +15,14 @@ import logging
 import uuid
 from typing import Any, Dict, List, Optional, Sequence
 
-from ._llamaindex_convert import (  # first: it raises the missing-framework ImportError
+from drag_knee_retriever.integrations._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     metadata_filters_to_dict,
     to_node_with_score,
     with_embed_model,
 )
-from ._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
-from ._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
-from ._pages import page_number_from_label
+from drag_knee_retriever.integrations._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
+from drag_knee_retriever.integrations._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
+from drag_knee_retriever.integrations._pages import page_number_from_label
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, ObjectType, RelatedNodeInfo, TextNode
@@ -34,8 +34,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError
-from ..query_args import check_count, check_dense
+from drag_knee_retriever.errors import ConfigError, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever.model._query_args import check_count, check_dense
 
 log = logging.getLogger("drag_knee_retriever.integrations.llamaindex")
 
@@ -167,8 +167,8 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         if index is None and index_kwargs.get("location", ":memory:") != ":memory:":
             # As llama-index-vector-stores-qdrant: a new collection is made for the nodes added; a
             # read before any (a misspelt name) is an error naming the collections there (_read_check).
-            from ..config import StoreConfig
-            from ..opening import existing_collections
+            from drag_knee_retriever.config import StoreConfig
+            from drag_knee_retriever.facade._opening import existing_collections
 
             names = existing_collections(index_kwargs["location"], index_kwargs.get("store") or StoreConfig())
             if names is not None and (index_kwargs.get("store") or StoreConfig()).collection not in names:
@@ -206,7 +206,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         if self._missing is None:
             return
         if self._index is None:
-            from ..opening import collection_not_found, existing_collections
+            from drag_knee_retriever.facade._opening import collection_not_found, existing_collections
 
             location, config, _ = self._missing
             names = existing_collections(location, config) or []
@@ -229,7 +229,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         """The ``QdrantClient`` holding the collection, as llama-index-vector-stores-qdrant's
         (qdrant-client local mode, a server, or the client you passed); the embedded Edge engine
         has none (AttributeError saying what to use). The index itself is :attr:`index`."""
-        from ._common import qdrant_client_of
+        from drag_knee_retriever.integrations._common import qdrant_client_of
 
         return qdrant_client_of(self._ix)
 
@@ -258,7 +258,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     def _node_vectors(self, nodes: Sequence[BaseNode], members: Sequence[Member]) -> Optional[Dict[str, Any]]:
         """member id -> the embedding its node carries, when the index's dense model is the user's
         LlamaIndex model (the pipeline's); otherwise None, with a warning once if they carry some."""
-        from ..embeddings.frameworks import LlamaIndexEmbedder
+        from drag_knee_retriever.embeddings.frameworks import LlamaIndexEmbedder
 
         carried: Dict[str, Any] = {m.id: n.embedding for n, m in zip(nodes, members)
                                    if getattr(n, "embedding", None) is not None}
@@ -349,7 +349,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     def _doc_ids(self, doc_ids: Any) -> List[str]:
         """``VectorStoreQuery.doc_ids``, checked in the user's words (the filter they become names
         an internal key, which the index's unknown-key check would otherwise quote)."""
-        from ..store import parse_filters
+        from drag_knee_retriever.store import parse_filters
 
         if isinstance(doc_ids, (str, bytes)) or not all(isinstance(d, str) and d for d in doc_ids):
             raise InvalidQueryError(f"doc_ids must be a list of document ids (the ref_doc_id of the nodes to "
@@ -371,7 +371,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         if query.mode == VectorStoreQueryMode.SPARSE:
             mode = "sparse"
         if text is None:
-            from ..store import QueryVectors
+            from drag_knee_retriever.store import QueryVectors
 
             if query.query_embedding is None:
                 raise InvalidQueryError("a query needs its text (query_str), or an embedding of the index's model "
