@@ -22,6 +22,7 @@ from drag_knee_retriever.config import (
 )
 from drag_knee_retriever.errors import (
     ConfigError,
+    CollectionNotFoundError,
     DragKneeError,
     InvalidDocumentError,
     InvalidOutputError,
@@ -83,6 +84,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "CollectionNotFoundError",
     "BuildConfig",
     "ConfigError",
     "Document",

@@ -83,3 +83,8 @@ class CliError(DragKneeError):
 
 class OcrUnavailableError(DragKneeError, RuntimeError):
     """OCR was needed or asked for, but the renderer, the engine or a language is not installed."""
+
+
+class CollectionNotFoundError(StoreError, ValueError):
+    """A collection opened for reading does not exist (a misspelt name would otherwise open a new,
+    empty index); the message names the collections that do."""

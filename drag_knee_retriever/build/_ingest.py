@@ -13,6 +13,7 @@ import hashlib
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
@@ -50,6 +51,8 @@ def progress_reporter(progress: Any) -> Iterator[Optional[Progress]]:
         raise ConfigError(f"progress must be a function progress(phase, done, total), True (progress bars) or "
                           f"None, got {type(progress).__name__}.")
 _INGEST_CHUNK_DOCS = 64
+# The most replaced vectors an index keeps in memory for a later write (~1.5 KB each at 384 dims).
+_RECENT_VECTORS = 20_000
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,14 @@ class Ingestor:
         self.summarizer = summarizer
         self.vectorizer = vectorizer
         self.lock = threading.RLock()
+        # Vectors of trees replaced in this session, by vector key (oldest first, bounded): a text
+        # removed by one write and given back by the next one is not encoded again. LangChain's
+        # index() does exactly that: its incremental cleanup after each batch removes a source's
+        # pages that later batches add back (a 300-page PDF edited on one page re-encoded 200).
+        self._recent: "OrderedDict[str, Any]" = OrderedDict()
 
-    def add_documents(self, documents: Iterable[Document], progress: Optional[Progress] = None) -> IngestReport:
+    def add_documents(self, documents: Iterable[Document], progress: Optional[Progress] = None,
+                      given: Optional[Dict[str, Any]] = None) -> IngestReport:
         """Every document is checked before anything is written, so bad input loses nothing stored.
 
         ``progress(phase, done, total)`` hears the phases of each chunk of documents (``building``,
@@ -138,7 +147,7 @@ class Ingestor:
                                   sum(page_count(d) for d, _ in todo))
             for start in range(0, len(todo), _INGEST_CHUNK_DOCS):
                 chunk = [d for d, _ in todo[start : start + _INGEST_CHUNK_DOCS]]
-                self._ingest_chunk(chunk, report, progress, pages, done_before=start, total=len(todo))
+                self._ingest_chunk(chunk, report, progress, pages, done_before=start, total=len(todo), given=given)
             self._sweep_after_ingest(report)
         if cost is not None and hasattr(cost, "as_dict"):
             report.summarizer = {**cost.as_dict(), "summary": str(cost)}
@@ -147,7 +156,8 @@ class Ingestor:
         return report
 
     def _ingest_chunk(self, docs: List[Document], report: IngestReport, progress: Optional[Progress],
-                      pages: "_PageProgress", done_before: int, total: int) -> None:
+                      pages: "_PageProgress", done_before: int, total: int,
+                      given: Optional[Dict[str, Any]] = None) -> None:
         timer = _PhaseTimer(report)
         summarizer = _TimedSummarizer(self.summarizer)
         with timer("building"):
@@ -167,7 +177,7 @@ class Ingestor:
                     pages.advance(chunk_pages * done / of)
 
         replaced = set(report.replaced)
-        known = self._stored_vectors([d.id for d in docs if d.id in replaced])
+        known = {**self._stored_vectors([d.id for d in docs if d.id in replaced]), **(given or {})}
         records = self.vectorizer.records([n for t in fresh for n in t.nodes], tick if progress else None,
                                           timer=timer, known=known)
         with timer("writing"):
@@ -180,9 +190,14 @@ class Ingestor:
         """The dense vectors of the stored trees being replaced, by the text they encode: a new
         version re-encodes only its changed texts (a chunk added to a 300-page source encodes the
         chunk and the summaries above it, not the 300 pages)."""
-        if not doc_ids:
-            return {}
-        return self.vectorizer.reusable(self.store.scroll_dense(filters=_docs_filter(doc_ids)))
+        stored = self.vectorizer.reusable(self.store.scroll_dense(filters=_docs_filter(doc_ids))) if doc_ids else {}
+        known = {**self._recent, **stored}
+        for key, vector in stored.items():
+            self._recent.pop(key, None)
+            self._recent[key] = vector
+        while len(self._recent) > _RECENT_VECTORS:
+            self._recent.popitem(last=False)
+        return known
 
     def add_nodes(self, nodes: Sequence[TreeNode], progress: Optional[Progress] = None) -> IngestReport:
         """Index pre-built trees: every document's full node set, checked before anything is written."""
@@ -375,7 +390,7 @@ class Ingestor:
         return known
 
     def apply(self, documents: Sequence[Document], deletes: Sequence[str] = (),
-              progress: Optional[Progress] = None) -> IngestReport:
+              progress: Optional[Progress] = None, given: Optional[Dict[str, Any]] = None) -> IngestReport:
         """Give ``documents`` their new version and remove the documents ``deletes`` names, so that
         a crash at any step leaves each document's old tree or its new one, never less.
 
@@ -400,7 +415,7 @@ class Ingestor:
             changes.update({doc_id: None for doc_id in gone})
             tokens = journal.record(changes) if journal is not None and changes else {}
             try:
-                report = self.add_documents(docs, progress) if docs else IngestReport()
+                report = self.add_documents(docs, progress, given) if docs else IngestReport()
                 for doc_id in gone:
                     self.delete_document(doc_id)
             except Exception:

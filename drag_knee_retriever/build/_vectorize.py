@@ -169,7 +169,8 @@ def vector_keys(nodes: Sequence[TreeNode], dense_texts: Sequence[str]) -> Dict[s
             return None
         node, text = by_id[node_id]
         if node.is_leaf:
-            value = "leaf\x1f" + text
+            keys[node_id] = leaf_key(text)
+            return keys[node_id]
         else:
             children = [key(c) for c in node.child_ids]
             if any(c is None for c in children):
@@ -181,3 +182,21 @@ def vector_keys(nodes: Sequence[TreeNode], dense_texts: Sequence[str]) -> Dict[s
     for node in nodes:
         key(node.id)
     return keys
+
+
+def leaf_key(text: str) -> str:
+    """The vector key (:func:`vector_keys`) of a leaf whose dense vector encodes ``text``."""
+    return hashlib.sha256(("leaf\x1f" + text).encode("utf-8")).hexdigest()
+
+
+def given_vectors(vectors: Mapping[str, Sequence[float]], dense_size: int) -> Dict[str, np.ndarray]:
+    """Vectors a caller computed with the index's own dense model (a framework pipeline's node
+    embeddings), by the text they encode -> ``{vector key: L2-normalised vector}`` for
+    :meth:`Vectorizer.records`' ``known``; vectors of another size or not finite are left out."""
+    out: Dict[str, np.ndarray] = {}
+    for text, vector in vectors.items():
+        array = np.asarray(vector, dtype=np.float32)
+        if array.shape != (dense_size,) or not np.all(np.isfinite(array)):
+            continue
+        out[leaf_key(text)] = array / (np.linalg.norm(array) or 1.0)
+    return out

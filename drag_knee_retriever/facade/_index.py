@@ -19,7 +19,7 @@ import inspect
 import logging
 import threading
 from dataclasses import replace
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar, Union,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union,
                     cast, overload)
 
 from drag_knee_retriever.search._compat import NO_LIMIT, check_collection_compatible, stored_collection_info, stored_language, stored_max_tokens
@@ -255,17 +255,24 @@ class DragKneeIndex:
             self._forget_identities()
 
     def apply_documents(self, documents: Sequence[Document] = (), *, delete: Sequence[str] = (),
-                        progress: Union[Progress, bool, None] = None) -> IngestReport:
+                        progress: Union[Progress, bool, None] = None,
+                        leaf_vectors: Optional[Mapping[str, Sequence[float]]] = None) -> IngestReport:
         """Replace ``documents`` and remove the documents whose ids ``delete`` lists, crash-safe.
 
         Unlike :meth:`add_documents` (whose files can be ingested again), the new versions are
         journaled first (beside an embedded index's files), so a process killed at any step leaves
         each document's old tree or its new one, never less: the next open of the index finishes
         the write. For documents that live only in the index (what the vector stores add).
+        ``leaf_vectors``: ``{text: dense vector}`` computed with this index's own dense model (a
+        framework pipeline's node embeddings): a leaf encoding exactly that text takes it instead of
+        being encoded again (vectors of another size are ignored).
         """
+        from drag_knee_retriever.build._vectorize import given_vectors
+
+        given = given_vectors(leaf_vectors, self.encoder.dense_size) if leaf_vectors else None
         try:
             with progress_reporter(progress) as report:
-                return self._ingestor.apply(list(documents), list(delete), report)
+                return self._ingestor.apply(list(documents), list(delete), report, given)
         finally:
             self._forget_identities()
 

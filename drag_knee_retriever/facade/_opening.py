@@ -172,3 +172,67 @@ def client_store(config: StoreConfig, client: Any) -> NodeStore:
     # The store reads from the client itself whether it is local mode or a server (IDF, lock, indexes).
     return QdrantClientStore(config.collection, client=client, async_client=async_client,
                              upsert_batch_size=config.upsert_batch_size)
+
+
+def existing_collections(location: Any, config: StoreConfig) -> Optional[list]:
+    """The collections (names, sorted) that ``location`` holds already, read without creating or
+    opening anything; None where that cannot be told (a ready NodeStore). ``":memory:"`` holds none.
+
+    What a reader checks before opening a collection by name (``from_existing_collection``): a
+    misspelt name would otherwise open a new, empty index without a word."""
+    from drag_knee_retriever.store.layout import EDGE_MARKER, LOCAL_DIR, LOCAL_MARKER, ROOTS_SUFFIX
+
+    if is_store(location):
+        return None
+    kind = type(location).__name__
+    if kind == "QdrantClient":
+        names = [c.name for c in location.get_collections().collections]
+    elif location is None or (isinstance(location, str) and location == ":memory:"):
+        return []
+    elif isinstance(location, str) and _URL.match(location):
+        from qdrant_client import QdrantClient
+
+        api_key = config.api_key or os.environ.get("QDRANT_API_KEY")
+        client = QdrantClient(url=location, api_key=api_key, timeout=int(config.timeout or 10),
+                              check_compatibility=False)
+        try:
+            names = [c.name for c in client.get_collections().collections]
+        finally:
+            client.close()
+    elif isinstance(location, (str, os.PathLike)):
+        from pathlib import Path
+
+        base = Path(os.fspath(location)).expanduser()
+        names = []
+        if base.is_dir():
+            names += [p.name for p in base.iterdir() if (p / EDGE_MARKER).exists()]
+            local = base / LOCAL_DIR
+            if local.is_dir():
+                names += [p.name for p in local.iterdir() if (p / LOCAL_MARKER).exists()]
+    else:
+        return None
+    return sorted({n for n in names if not n.endswith(ROOTS_SUFFIX)})
+
+
+def require_collection(location: Any, config: StoreConfig) -> None:
+    """Raise :class:`~drag_knee_retriever.errors.CollectionNotFoundError` when ``location`` holds no
+    collection ``config.collection`` (see :func:`existing_collections`), naming those it holds."""
+    names = existing_collections(location, config)
+    if names is not None and config.collection not in names:
+        raise collection_not_found(location, config, names)
+
+
+def collection_not_found(location: Any, config: StoreConfig, names: list) -> Exception:
+    """The error for a collection ``location`` does not hold, naming those it does (``names``)."""
+    from drag_knee_retriever.errors import CollectionNotFoundError
+
+    if location is None or location == ":memory:":
+        where = "in memory (a new in-memory index holds nothing)"
+    elif isinstance(location, (str, os.PathLike)):
+        where = f"in {redact_url(os.fspath(location)) if isinstance(location, str) else os.fspath(location)!r}"
+    else:
+        where = f"in the {type(location).__name__}'s Qdrant"
+    there = (f"the collections there are {names}" if names else "there is no collection there yet")
+    return CollectionNotFoundError(
+        f"Collection {config.collection!r} does not exist {where}; {there}. Check the name (collection_name=), "
+        "or create it by adding documents (LangChain: from_documents / from_texts; LlamaIndex: add, or an IngestionPipeline).")

@@ -40,6 +40,9 @@ FIRST_LEAF = META_PREFIX + "first_leaf"
 LAST_LEAF = META_PREFIX + "last_leaf"
 FIRST_PAGE = META_PREFIX + "first_page"
 LAST_PAGE = META_PREFIX + "last_page"
+FIRST_CHUNK = META_PREFIX + "first_chunk"  # instead of the pages, on a tree of chunks (1-based)
+LAST_CHUNK = META_PREFIX + "last_chunk"
+UNITS = META_PREFIX + "units"  # "chunks": the tree's "pages" are a splitter's chunks (_members.UNITS)
 PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
@@ -272,6 +275,32 @@ def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def qdrant_client_of(index: Any) -> Any:
+    """The ``QdrantClient`` an index's collection lives in (qdrant-client local mode, a server, or
+    the client you passed): what langchain-qdrant's and llama-index-vector-stores-qdrant's
+    ``.client`` is. The embedded Qdrant Edge engine has no client: AttributeError naming what does."""
+    store = getattr(index, "store", None)
+    client = getattr(store, "client", None)
+    if client is not None and type(client).__name__ == "QdrantClient":
+        return client
+    engine = getattr(store, "engine", type(store).__name__)
+    raise AttributeError(
+        f"This index runs on the embedded {engine!r} engine, which has no QdrantClient: the collection is a "
+        "Qdrant Edge shard in its folder (index.store.shard). For a QdrantClient, open the index with one "
+        "(client=QdrantClient(...)), a URL, or engine='local' (qdrant-client local mode); the documents are "
+        "read with get_by_ids / get_nodes, the index itself is .index."
+    )
+
+
+def require_existing_collection(index_kwargs: Mapping[str, Any]) -> None:
+    """Raise CollectionNotFoundError unless the collection ``index_kwargs`` (DragKneeIndex's
+    spelling, see :func:`qdrant_style_index_kwargs`) open exists (see ``opening.require_collection``)."""
+    from drag_knee_retriever.config import StoreConfig
+    from drag_knee_retriever.facade._opening import require_collection
+
+    require_collection(index_kwargs.get("location", ":memory:"), index_kwargs.get("store") or StoreConfig())
+
+
 def split_settings(kwargs: Mapping[str, Any], names: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """``from_documents``' keywords: (the retriever's search settings ``names``, the new index's).
 
@@ -359,6 +388,11 @@ def _position_metadata(node: TreeNode) -> Dict[str, Any]:
         LAST_PAGE: span.last_page,
         PARENT_ID: node.parent_id,
     }
+    if node.metadata.get(UNITS) == "chunks" and span.first_page is not None:
+        # Chunks of a text (a splitter's, no page numbers): numbered as chunks, not called pages.
+        first, last = span.first_page, span.last_page
+        out.update({SPAN: f"chunk {first}" if first == last else f"chunks {first}-{last}", FIRST_PAGE: None,
+                    LAST_PAGE: None, FIRST_CHUNK: first, LAST_CHUNK: last})
     if node.title is not None:
         out[TITLE] = node.title
     return out

@@ -70,8 +70,10 @@ def members_from_langchain(documents: Sequence[LCDocument], ids: Optional[Sequen
         given = (ids[position] if ids is not None else None) or getattr(doc, "id", None)
         member_id = str(given) if given else content_id(source, page, doc.page_content if isinstance(doc.page_content, str) else "")
         group = source if (source is not None and group_pages) else member_id
+        start = meta.get("start_index")  # a splitter's add_start_index=True
         members.append(Member(id=member_id, text=doc.page_content, metadata=meta, group=group, page=page,
-                              where=f"{where} (source={source!r})" if source else where))
+                              where=f"{where} (source={source!r})" if source else where,
+                              start=start if isinstance(start, int) and not isinstance(start, bool) else None))
     return members
 
 
@@ -124,7 +126,12 @@ class DragKneeVectorStore(VectorStore):
       leaves none of them covers), ``filter`` (any key, a page's too), ``score_threshold`` and the
       search settings; ``{"adaptive": True}`` lets the knee decide how many (``k`` then caps
       them); ``search_type="similarity_score_threshold"`` is the same with a threshold;
-      ``"mmr"`` is refused (there is no MMR here).
+      ``"mmr"`` returns LangChain's ``VectorStoreRetriever`` over :meth:`max_marginal_relevance_search`
+      (flat, ``k`` / ``fetch_k`` / ``lambda_mult``), as langchain-qdrant's does.
+    - ``max_marginal_relevance_search*``: MMR over the ``fetch_k`` best of the flat search, on the
+      stored dense vectors. ``client`` (the ``QdrantClient``; none on the embedded Edge engine),
+      ``collection_name``, ``from_existing_collection`` (an unknown name is an error naming those
+      that exist; the constructor opening a folder, URL or client by name checks the same).
     - ``get_by_ids`` takes the ids of added documents and the ids of tree nodes (a result's
       ``drag_node_id`` / ``drag_parent_id``: a parent comes back with its whole span's text).
     - ``filter``: a dict (``{"source": "a.pdf"}``, ``{"year": {"$gte": 2020}}``, ``$or`` ...) or a
@@ -135,12 +142,16 @@ class DragKneeVectorStore(VectorStore):
     retriever_class: Any = None
 
     def __init__(self, index: Any = None, *, embedding: Optional[Embeddings] = None, ocr: Any = None,
-                 **index_kwargs: Any) -> None:
-        from drag_knee_retriever.integrations._common import check_index, make_index
+                 create: bool = False, **index_kwargs: Any) -> None:
+        from drag_knee_retriever.integrations._common import check_index, make_index, require_existing_collection
 
         if index is not None and embedding is not None:
             raise ConfigError("index was given, so embedding= cannot configure a new one; drop one of them.")
         index_kwargs = _qdrant_store_kwargs(index_kwargs)
+        if index is None and not create and index_kwargs.get("location", ":memory:") != ":memory:":
+            # As langchain-qdrant's constructor: a store opened by name reads an existing collection
+            # (a misspelt name was a new, empty index); from_documents / from_texts create one.
+            require_existing_collection(index_kwargs)
         if index is None and embedding is not None:
             index_kwargs = {**index_kwargs, "embedding": embedding}
         self.index = check_index(make_index(index, index_kwargs))
@@ -152,6 +163,19 @@ class DragKneeVectorStore(VectorStore):
     @property
     def embeddings(self) -> Optional[Embeddings]:
         return self._embedding
+
+    @property
+    def collection_name(self) -> str:
+        """The Qdrant collection the index lives in (``collection_name=``)."""
+        return self.index.store_config.collection
+
+    @property
+    def client(self) -> Any:
+        """The ``QdrantClient`` holding the collection (qdrant-client local mode, a server, or the
+        client you passed); the embedded Edge engine has none (AttributeError saying what to use)."""
+        from drag_knee_retriever.integrations._common import qdrant_client_of
+
+        return qdrant_client_of(self.index)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -252,6 +276,67 @@ class DragKneeVectorStore(VectorStore):
             out = [(d, s) for d, s in out if s >= threshold]
         return out
 
+    # -- maximal marginal relevance ---------------------------------------------------------------
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                      filter: Any = None, **kwargs: Any) -> List[LCDocument]:
+        """The ``k`` documents picked by maximal marginal relevance among the ``fetch_k`` best of a
+        flat hybrid search (as langchain-qdrant: ``lambda_mult`` 1 is pure relevance, 0 pure
+        diversity), on the stored dense vectors of each document's best leaf and the query's."""
+        query = check_query(query)
+        vectors = self.index.encoder.encode_query(query)  # one encoding: the search's and MMR's
+        return [d for d, _ in self._mmr(query, vectors.dense, vectors, k, fetch_k, lambda_mult, filter, kwargs)]
+
+    def max_marginal_relevance_search_by_vector(self, embedding: List[float], k: int = 4, fetch_k: int = 20,
+                                                lambda_mult: float = 0.5, filter: Any = None,
+                                                **kwargs: Any) -> List[LCDocument]:
+        """:meth:`max_marginal_relevance_search` with a query vector of the index's model (dense only)."""
+        return [d for d, _ in self.max_marginal_relevance_search_with_score_by_vector(
+            embedding, k=k, fetch_k=fetch_k, lambda_mult=lambda_mult, filter=filter, **kwargs)]
+
+    def max_marginal_relevance_search_with_score_by_vector(
+            self, embedding: List[float], k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+            filter: Any = None, **kwargs: Any) -> List[Tuple[LCDocument, float]]:
+        from drag_knee_retriever.store import QueryVectors
+
+        dense = check_dense(embedding, self.index.encoder.dense_size, "embedding")
+        vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
+        return self._mmr("vector query", dense, vectors, k, fetch_k, lambda_mult, filter, dict(kwargs, mode="dense"))
+
+    def _mmr(self, query: str, dense: Any, vectors: Any, k: int, fetch_k: int, lambda_mult: float, filter: Any,
+             kwargs: Dict[str, Any]) -> List[Tuple[LCDocument, float]]:
+        import numpy as np
+        from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+        from drag_knee_retriever.integrations._members import leaf_vectors
+
+        k, fetch_k = check_count(k, "k"), check_count(fetch_k, "fetch_k")
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not 0 <= lambda_mult <= 1:
+            raise ConfigError(f"lambda_mult must be a number in [0, 1] (1: relevance only, 0: diversity only), "
+                              f"got {lambda_mult!r}.")
+        filters = kwargs.pop("filters", None)
+        if filter is not None and filters is not None:
+            raise ConfigError("filter= and filters= are the same setting; give only one of them.")
+        mode = kwargs.pop("mode", "hybrid")
+        threshold = check_threshold(kwargs.pop("score_threshold", None))
+        if kwargs:
+            raise TypeError(f"Unknown search option(s) {sorted(kwargs)}; the options are k, fetch_k, lambda_mult, "
+                            "filter, score_threshold.")
+        ranked = flat_members(self.index, query, max(k, fetch_k), filters=filter if filter is not None else filters,
+                              mode=mode, vectors=vectors, with_leaves=True)
+        if threshold is not None:
+            ranked = [r for r in ranked if r[1] >= threshold]
+        if not ranked:
+            return []
+        stored = leaf_vectors(self.index, [leaf for _, _, leaf in ranked], [m.group for m, _, _ in ranked])
+        missing = [i for i, (_, _, leaf) in enumerate(ranked) if leaf not in stored]
+        if missing:  # a store that cannot read vectors back (the in-process one): encode those texts
+            encoded = self.index.encoder.encode_dense([ranked[i][0].text for i in missing])
+            stored.update({ranked[i][2]: encoded[row] for row, i in enumerate(missing)})
+        candidates = [np.asarray(stored[leaf], dtype=np.float32).tolist() for _, _, leaf in ranked]
+        picked = maximal_marginal_relevance(np.asarray(dense, dtype=np.float32), candidates, lambda_mult=lambda_mult, k=k)
+        return [(member_document(ranked[i][0]), ranked[i][1]) for i in picked]
+
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         # The scores already are relevance scores in [0, 1] (relevance.py).
         return lambda score: score
@@ -264,7 +349,7 @@ class DragKneeVectorStore(VectorStore):
                    index: Any = None, **kwargs: Any) -> "DragKneeVectorStore":
         """A new store (or ``index``'s) holding ``texts``; ``kwargs`` go to :class:`DragKneeIndex`."""
         progress = kwargs.pop("progress", None)
-        store = cls(index=index, embedding=embedding, **kwargs)
+        store = cls(index=index, embedding=embedding, create=True, **kwargs)
         docs = [LCDocument(page_content=t, metadata=dict(m or {})) for t, m in
                 zip(texts, metadatas if metadatas is not None else [{}] * len(texts))]
         store.add_documents(docs, ids=ids, progress=progress)
@@ -277,9 +362,23 @@ class DragKneeVectorStore(VectorStore):
         ids = kwargs.pop("ids", None)
         progress = kwargs.pop("progress", None)
         index = kwargs.pop("index", None)
-        store = cls(index=index, embedding=embedding, **kwargs)
+        store = cls(index=index, embedding=embedding, create=True, **kwargs)
         store.add_documents(list(documents), ids=ids, progress=progress)
         return store
+
+    @classmethod
+    def from_existing_collection(cls, collection_name: str, embedding: Optional[Embeddings] = None,
+                                 **kwargs: Any) -> "DragKneeVectorStore":
+        """The store over an existing collection (``location`` / ``path`` / ``url`` / ``client``
+        say where), as langchain-qdrant's: a name that does not exist there raises
+        :class:`~drag_knee_retriever.errors.CollectionNotFoundError` naming those that do."""
+        from drag_knee_retriever.integrations._common import require_existing_collection
+
+        if "create" in kwargs:
+            raise TypeError("from_existing_collection opens an existing collection; create one with from_documents.")
+        index_kwargs = _qdrant_store_kwargs({**kwargs, "collection_name": collection_name})
+        require_existing_collection(index_kwargs)  # ":memory:" too: a new in-memory index holds nothing
+        return cls(embedding=embedding, create=True, **kwargs, collection_name=collection_name)
 
     @classmethod
     async def afrom_documents(cls, documents: List[LCDocument], embedding: Optional[Embeddings] = None,
@@ -297,12 +396,17 @@ class DragKneeVectorStore(VectorStore):
         DragKneeRetriever = self.retriever_class  # set by .langchain, which imports this module
         search_type = kwargs.pop("search_type", "similarity")
         search_kwargs = dict(kwargs.pop("search_kwargs", None) or {})
+        tags = kwargs.get("tags") or [*self._get_retriever_tags()]
         if search_type == "mmr":
-            raise ConfigError("search_type='mmr' is not supported: there is no MMR here. Use search_type="
-                              "'similarity' (k results) or 'similarity_score_threshold', or search_kwargs="
-                              "{'adaptive': True} to let the knee decide how many.")
-        if search_type not in ("similarity", "similarity_score_threshold"):
-            raise ConfigError(f"search_type must be 'similarity' or 'similarity_score_threshold', got {search_type!r}.")
+            # What langchain-qdrant returns for it: LangChain's own retriever over this store's
+            # max_marginal_relevance_search (flat; the tree search has a knee instead of MMR).
+            from langchain_core.vectorstores import VectorStoreRetriever
+
+            return VectorStoreRetriever(vectorstore=self, search_type="mmr", search_kwargs=search_kwargs,
+                                        **{**kwargs, "tags": tags})
+        if search_type not in ("similarity", "similarity_score_threshold", "mmr"):
+            raise ConfigError(f"search_type must be 'similarity', 'similarity_score_threshold' or 'mmr', got "
+                              f"{search_type!r}.")
         if search_type == "similarity_score_threshold" and not isinstance(search_kwargs.get("score_threshold"), float):
             given = search_kwargs.get("score_threshold")
             raise ConfigError("search_type='similarity_score_threshold' needs search_kwargs={'score_threshold': "

@@ -7,6 +7,7 @@ other parts), so a missing llama-index-core names the extra to install.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -262,3 +263,20 @@ def from_llamaindex_documents(
     config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
     return [doc for doc, _ in group_paged_documents(page_entries(documents, group_pages), ocr=config)]
 
+
+def with_embed_model(index_kwargs: Dict[str, Any], embed_model: Any) -> Dict[str, Any]:
+    """The new index's dense model: ``embed_model``, else a ``Settings.embed_model`` the user set
+    (for the retriever's ``from_documents`` and the vector store alike)."""
+    if embed_model is None and not any(k in index_kwargs for k in ("embedding", "encoder", "model_name", "model_path")):
+        from llama_index.core import Settings
+
+        # The private field, so that an unset model is not resolved (LlamaIndex would load OpenAI).
+        embed_model = getattr(Settings, "_embed_model", None)
+        if embed_model is not None:
+            logging.getLogger("drag_knee_retriever.integrations.llamaindex").info(
+                "using Settings.embed_model %s as the index's dense model", type(embed_model).__name__)
+    if embed_model is None:
+        return index_kwargs
+    if "embedding" in index_kwargs:
+        raise TypeError("embed_model and embedding are the same thing (the dense model); give only one.")
+    return {**index_kwargs, "embedding": embed_model}

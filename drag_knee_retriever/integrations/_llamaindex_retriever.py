@@ -18,6 +18,7 @@ from drag_knee_retriever.integrations._llamaindex_convert import (  # first: it 
     metadata_filters_to_dict,
     to_node_with_score,
     to_tree_node,
+    with_embed_model,
 )
 from drag_knee_retriever.integrations._common import (
     RetrieverOptions,
@@ -93,22 +94,6 @@ class DragKneeTraceEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "DragKneeTraceEvent"
-
-
-def _with_embed_model(index_kwargs: Dict[str, Any], embed_model: Any) -> Dict[str, Any]:
-    """The new index's dense model: ``embed_model``, else a ``Settings.embed_model`` the user set."""
-    if embed_model is None and not any(k in index_kwargs for k in ("embedding", "encoder", "model_name", "model_path")):
-        from llama_index.core import Settings
-
-        # The private field, so that an unset model is not resolved (LlamaIndex would load OpenAI).
-        embed_model = getattr(Settings, "_embed_model", None)
-        if embed_model is not None:
-            log.info("using Settings.embed_model %s as the index's dense model", type(embed_model).__name__)
-    if embed_model is None:
-        return index_kwargs
-    if "embedding" in index_kwargs:
-        raise TypeError("embed_model and embedding are the same thing (the dense model); give only one.")
-    return {**index_kwargs, "embedding": embed_model}
 
 
 def _dispatcher_has_handlers() -> bool:
@@ -322,7 +307,7 @@ class DragKneeRetriever(BaseRetriever):
             members = check_members(members_from_llamaindex(documents, keep_ids=False, group_pages=group_pages))
             config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)
             if index is None:
-                index_kwargs = _with_embed_model(index_kwargs, embed_model)
+                index_kwargs = with_embed_model(index_kwargs, embed_model)
             elif embed_model is not None:
                 raise TypeError("index was given, so embed_model cannot configure a new one; drop one of them.")
             index = make_index(index, index_kwargs)

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from drag_knee_retriever.integrations._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     metadata_filters_to_dict,
     to_node_with_score,
+    with_embed_model,
 )
 from drag_knee_retriever.integrations._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
 from drag_knee_retriever.integrations._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
@@ -97,8 +98,10 @@ def members_from_llamaindex(nodes: Sequence[Any], *, keep_ids: bool, group_pages
             group = ref  # chunks of one source document are one tree
         else:
             group = member_id
+        start = getattr(node, "start_char_idx", None)  # where a node parser cut it from its document
         members.append(Member(id=member_id, text=text, metadata=meta, group=group, page=page,
-                              ref=ref if ref != member_id else None, where=where))
+                              ref=ref if ref != member_id else None, where=where,
+                              start=start if isinstance(start, int) and not isinstance(start, bool) else None))
     if bare:
         members = split_runs(members, lambda m: m.group if m.group in bare else None)
     return members
@@ -115,12 +118,15 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     """A LlamaIndex vector store over a :class:`~drag_knee_retriever.DragKneeIndex`.
 
     ``DragKneeVectorStore(index)``, or ``DragKneeVectorStore(embed_model=..., **index_kwargs)`` for
-    a new index (``embed_model``: the index's dense model; else the offline MiniLM).
+    a new index (``embed_model``: the index's dense model; else ``Settings.embed_model`` if you set
+    one, else the offline MiniLM).
 
     - ``add(nodes)`` stores the nodes (ids kept; text and metadata exactly as given): nodes of one
       file's pages, or of one source document, are ONE tree whichever call brought them. The
-      index encodes them with its own model (an embedding the pipeline computed is not reused:
-      give the index the same ``embed_model`` to keep one vector space).
+      index's dense model is ``embed_model``, else ``Settings.embed_model`` if you set one, else
+      the offline MiniLM; with your model, the embeddings the nodes carry (a pipeline's) are the
+      leaves' vectors (not computed again) and the inner nodes are encoded with the same model.
+      Nodes carrying embeddings the store cannot use (no model of yours given) log a warning.
     - ``delete(ref_doc_id)`` removes every node that document brought; ``delete_nodes(ids)``,
       ``get_nodes(ids)`` (the added nodes, and tree nodes by node id), ``clear()``.
     - ``query``: ``query_mode="tree"`` (default) runs the tree search and returns tree nodes with
@@ -145,6 +151,9 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     _index: Any = PrivateAttr()
     _members: Any = PrivateAttr()
+    _missing: Any = PrivateAttr(default=None)
+    _pending: Any = PrivateAttr(default=None)
+    _warned_embeddings: bool = PrivateAttr(default=False)
 
     def __init__(self, index: Any = None, *, query_mode: str = "tree", adaptive: bool = False,
                  embed_model: Any = None, **index_kwargs: Any) -> None:
@@ -155,57 +164,156 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         super().__init__(query_mode=query_mode, adaptive=adaptive)
         if index is not None and embed_model is not None:
             raise ConfigError("index was given, so embed_model cannot configure a new one; drop one of them.")
-        if index is None and embed_model is not None:
-            index_kwargs = {**index_kwargs, "embedding": embed_model}
+        if index is None:
+            # embed_model=, else a Settings.embed_model you set (as VectorStoreIndex does); an
+            # existing collection checks it against the model it was built with.
+            index_kwargs = with_embed_model(index_kwargs, embed_model)
         # llama-index-vector-stores-qdrant's spelling (client=, collection_name=, url=, api_key=)
         index_kwargs = qdrant_style_index_kwargs(index_kwargs)
-        self._index = check_index(make_index(index, index_kwargs))
-        self._members = MemberStore(self._index)
+        self._missing = None
+        if index is None and index_kwargs.get("location", ":memory:") != ":memory:":
+            # As llama-index-vector-stores-qdrant: a new collection is made for the nodes added; a
+            # read before any (a misspelt name) is an error naming the collections there (_read_check).
+            from drag_knee_retriever.config import StoreConfig
+            from drag_knee_retriever.facade._opening import existing_collections
+
+            names = existing_collections(index_kwargs["location"], index_kwargs.get("store") or StoreConfig())
+            if names is not None and (index_kwargs.get("store") or StoreConfig()).collection not in names:
+                self._missing = (index_kwargs["location"], index_kwargs.get("store") or StoreConfig(), names)
+        if self._missing is not None:
+            # Opened (and the collection made) by the first add, not here: a misspelt name read
+            # from leaves nothing behind.
+            self._index, self._members, self._pending = None, None, index_kwargs
+        else:
+            self._index = check_index(make_index(index, index_kwargs))
+            self._members = MemberStore(self._index)
+
+    @property
+    def _ix(self) -> Any:
+        """The index, opened (its collection made) on first use when it did not exist."""
+        if self._index is None:
+            self._index = check_index(make_index(None, self._pending))
+            self._members = MemberStore(self._index)
+            self._pending = None
+        return self._index
+
+    @property
+    def _mem(self) -> Any:
+        """The members of the index, opened as :attr:`_ix` is."""
+        return MemberStore(self._ix) if self._members is None else self._members
 
     @classmethod
     def class_name(cls) -> str:
         return "DragKneeVectorStore"
 
+    def _read_check(self) -> None:
+        """A read of a collection that did not exist when this store was made and that nothing
+        was added to since: the name is likely misspelt (CollectionNotFoundError naming the
+        collections there). One made since (by another process) is opened."""
+        if self._missing is None:
+            return
+        if self._index is None:
+            from drag_knee_retriever.facade._opening import collection_not_found, existing_collections
+
+            location, config, _ = self._missing
+            names = existing_collections(location, config) or []
+            if config.collection not in names:
+                raise collection_not_found(location, config, names)
+        self._missing = None
+
+    def _absent(self) -> bool:
+        """Whether the collection still does not exist (a delete then has nothing to remove)."""
+        if self._missing is None or self._index is not None:
+            return False
+        try:
+            self._read_check()
+        except Exception:
+            return True
+        return False
+
     @property
     def client(self) -> Any:
-        """The :class:`DragKneeIndex` (LlamaIndex's name for a store's backend)."""
-        return self._index
+        """The ``QdrantClient`` holding the collection, as llama-index-vector-stores-qdrant's
+        (qdrant-client local mode, a server, or the client you passed); the embedded Edge engine
+        has none (AttributeError saying what to use). The index itself is :attr:`index`."""
+        from drag_knee_retriever.integrations._common import qdrant_client_of
+
+        return qdrant_client_of(self._ix)
+
+    @property
+    def collection_name(self) -> str:
+        """The Qdrant collection the index lives in (``collection_name=``)."""
+        if self._index is None:  # not opened yet: no collection of that name exists
+            return self._missing[1].collection
+        return self._index.store_config.collection
 
     @property
     def index(self) -> Any:
-        return self._index
+        return self._ix
 
     # -- writing ---------------------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
-        members = members_from_llamaindex(list(nodes), keep_ids=True)
-        self._members.add(members, progress=add_kwargs.get("progress"))
+        """Store the nodes (see the class docstring). Embeddings the nodes carry (an
+        IngestionPipeline's) are the leaves' vectors when the index encodes with your LlamaIndex
+        model (``embed_model=`` or ``Settings.embed_model``): those texts are not encoded again."""
+        nodes = list(nodes)
+        members = members_from_llamaindex(nodes, keep_ids=True)
+        self._mem.add(members, progress=add_kwargs.get("progress"), vectors=self._node_vectors(nodes, members))
         return [m.id for m in members]
+
+    def _node_vectors(self, nodes: Sequence[BaseNode], members: Sequence[Member]) -> Optional[Dict[str, Any]]:
+        """member id -> the embedding its node carries, when the index's dense model is the user's
+        LlamaIndex model (the pipeline's); otherwise None, with a warning once if they carry some."""
+        from drag_knee_retriever.embeddings.frameworks import LlamaIndexEmbedder
+
+        carried: Dict[str, Any] = {m.id: n.embedding for n, m in zip(nodes, members)
+                                   if getattr(n, "embedding", None) is not None}
+        if not carried:
+            return None
+        encoder = self._ix.encoder
+        if isinstance(getattr(encoder, "dense", None), LlamaIndexEmbedder):
+            return carried
+        if not self._warned_embeddings:
+            self._warned_embeddings = True
+            size = len(next(iter(carried.values())))
+            log.warning("the nodes carry embeddings (%d dimensions) that this store does not use: it encodes with %s. "
+                        "Pass embed_model=your model (or set Settings.embed_model) to the store to keep yours.",
+                        size, encoder.model_id)
+        return None
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
         """:meth:`add` in a worker thread (encoding is CPU-bound): the event loop runs on."""
         return await asyncio.to_thread(self.add, nodes, **kwargs)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        self._members.delete_refs([ref_doc_id])
+        if not self._absent():
+            self._mem.delete_refs([ref_doc_id])
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
 
     def delete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
                      **delete_kwargs: Any) -> None:
+        """Remove the nodes with these ids and/or matching ``filters`` (both: those doing both).
+        Neither removes nothing (``clear()`` removes everything)."""
+        if self._absent():
+            return
         if filters is not None:
-            raise InvalidQueryError("delete_nodes by filters is not supported; pass node_ids.")
+            ids = [m.id for m in self._mem.matching(metadata_filters_to_dict(filters))]
+            node_ids = ids if node_ids is None else [i for i in node_ids if i in set(ids)]
         if node_ids:
-            self._members.delete(list(node_ids))
+            self._mem.delete(list(node_ids))
 
     async def adelete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
                             **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
     def clear(self) -> None:
-        for info in self._index.list_documents():
-            self._index.delete_document(info.doc_id)
+        if self._absent():
+            return
+        for info in self._ix.list_documents():
+            self._ix.delete_document(info.doc_id)
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
@@ -214,13 +322,20 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     def get_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
         """The nodes added with these ids (as added), and tree nodes by node id (a parent with its
-        whole span's text); ids found nowhere are skipped."""
-        if filters is not None:
-            raise InvalidQueryError("get_nodes by filters is not supported; pass node_ids.")
-        ids = list(node_ids or [])
-        found: Dict[str, BaseNode] = {m.id: _as_text_node(m) for m in self._members.get(ids)}
+        whole span's text); ids found nowhere are skipped. ``filters`` (``MetadataFilters``): the
+        added nodes whose metadata match (with ``node_ids``: those of them that match); neither:
+        every added node, as llama-index-vector-stores-qdrant's."""
+        self._read_check()
+        if filters is not None or node_ids is None:
+            matching = self._mem.matching(metadata_filters_to_dict(filters) if filters is not None else None)
+            if node_ids is None:
+                return [_as_text_node(m) for m in matching]
+            wanted = set(node_ids)
+            return [_as_text_node(m) for m in matching if m.id in wanted]
+        ids = list(node_ids)
+        found: Dict[str, BaseNode] = {m.id: _as_text_node(m) for m in self._mem.get(ids)}
         rest = [i for i in ids if i not in found]
-        for node in self._index.get_nodes(rest) if rest else ():
+        for node in self._ix.get_nodes(rest) if rest else ():
             found[node.node.id] = TextNode(id_=node.node.id, text=node.text, metadata=node_metadata(node.node))
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
@@ -248,7 +363,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
                                     f"search), got {doc_ids!r:.80}.")
         ids = list(doc_ids)
         try:
-            self._index._check_filter_keys(parse_filters({MEMBER_REFS: {"$in": ids}}))
+            self._ix._check_filter_keys(parse_filters({MEMBER_REFS: {"$in": ids}}))
         except InvalidQueryError:
             raise InvalidQueryError(
                 f"doc_ids={ids!r:.80} selects nodes by the document they came from (their ref_doc_id), but no "
@@ -268,28 +383,30 @@ class DragKneeVectorStore(BasePydanticVectorStore):
             if query.query_embedding is None:
                 raise InvalidQueryError("a query needs its text (query_str), or an embedding of the index's model "
                                         "(query_embedding).")
-            dense = check_dense(query.query_embedding, self._index.encoder.dense_size, "query_embedding")
+            dense = check_dense(query.query_embedding, self._ix.encoder.dense_size, "query_embedding")
             vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())
             mode, text = "dense", "vector query"
-        ranked = flat_members(self._index, text, query.similarity_top_k, filters=filters, mode=mode, vectors=vectors)
+        ranked = flat_members(self._ix, text, query.similarity_top_k, filters=filters, mode=mode, vectors=vectors)
         nodes = [_as_text_node(m) for m, _ in ranked]
         return VectorStoreQueryResult(nodes=nodes, similarities=[s for _, s in ranked], ids=[n.node_id for n in nodes])
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        self._read_check()
         filters = self._query_filters(query)
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
             return self._flat(query, text or None, filters)
-        result = self._index.search(text, max_results=query.similarity_top_k, filters=filters,
+        result = self._ix.search(text, max_results=query.similarity_top_k, filters=filters,
                                     fill=not self._adaptive(kwargs))
         return self._tree_result(result)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        self._read_check()
         filters = self._query_filters(query)
         text = query.query_str
         if self.query_mode == "flat" or query.mode == VectorStoreQueryMode.SPARSE or not text:
             return await asyncio.to_thread(self._flat, query, text or None, filters)
-        result = await self._index.asearch(text, max_results=query.similarity_top_k, filters=filters,
+        result = await self._ix.asearch(text, max_results=query.similarity_top_k, filters=filters,
                                            fill=not self._adaptive(kwargs))
         return self._tree_result(result)
 
@@ -309,4 +426,5 @@ class DragKneeVectorStore(BasePydanticVectorStore):
 
     def close(self) -> None:
         """Close the index (a Qdrant client you passed in stays open)."""
-        self._index.close()
+        if self._index is not None:
+            self._index.close()

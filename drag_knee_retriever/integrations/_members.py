@@ -44,6 +44,11 @@ MEMBERS = META_PREFIX + "members"
 MEMBER_IDS = META_PREFIX + "member_ids"
 #: Beside MEMBER_IDS: the ids of the source documents its members came from (LlamaIndex ``ref_doc_id``).
 MEMBER_REFS = META_PREFIX + "member_refs"
+#: On a tree whose members are chunks of a text (no page numbers), ``"chunks"``: its spans are
+#: labelled as chunks, not pages (see ``_common``).
+UNITS = META_PREFIX + "units"  # the same key as _common.UNITS
+# The shortest suffix / prefix overlap of two consecutive chunks taken for a splitter's overlap.
+_MIN_OVERLAP = 12
 
 # Filling a huge gap in page numbers with empty pages would make thousands of empty leaves.
 _MAX_GAP_FACTOR = 4
@@ -61,15 +66,19 @@ class Member:
     ref: Optional[str] = None
     seq: int = 0
     where: str = ""
+    #: Where the text starts in its source text (a splitter's ``start_index`` / ``start_char_idx``).
+    start: Optional[int] = None
 
     def record(self) -> Dict[str, Any]:
         return {"id": self.id, "text": self.text, "metadata": self.metadata, "page": self.page,
-                "ref": self.ref, "seq": self.seq}
+                "ref": self.ref, "seq": self.seq, "start": self.start}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], group: str) -> "Member":
+        start = record.get("start")
         return cls(id=str(record["id"]), text=str(record.get("text") or ""), metadata=dict(record.get("metadata") or {}),
-                   group=group, page=record.get("page"), ref=record.get("ref"), seq=int(record.get("seq") or 0))
+                   group=group, page=record.get("page"), ref=record.get("ref"), seq=int(record.get("seq") or 0),
+                   start=start if isinstance(start, int) and not isinstance(start, bool) else None)
 
 
 def content_id(group: Optional[str], page: Optional[int], text: str) -> str:
@@ -148,9 +157,11 @@ class MemberStore:
         if not ids:
             return {}
         found: Dict[str, str] = {}
+        wanted = set(ids)
         for node in self._scroll({MEMBER_IDS: {"$in": ids}}, with_text=False):
             for member_id in node.metadata.get(MEMBER_IDS) or ():
-                found.setdefault(member_id, node.doc_id)
+                if member_id in wanted:  # not its page-mates: delete(ids) removed those too
+                    found.setdefault(member_id, node.doc_id)
         # A tree made without members (the core API, an older release) is one member: itself.
         missing = [i for i in ids if i not in found]
         if missing:
@@ -173,6 +184,24 @@ class MemberStore:
         groups = self.load(sorted(set(where.values())))
         by_id = {m.id: m for members in groups.values() for m in members}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+    def matching(self, filters: Any) -> List[Member]:
+        """The stored members whose own metadata satisfies ``filters`` (the core filter dialect; a
+        member's ``doc_id`` is its tree's id); ``None``: every stored member. The trees holding a
+        matching node are read, then each member is checked on its own metadata."""
+        from types import SimpleNamespace
+
+        from drag_knee_retriever.store import node_matches, parse_filters
+
+        if filters is None:
+            groups = [info.doc_id for info in self.index.list_documents()]
+            return [m for members in self.load(groups).values() for m in members]
+        spec = parse_filters(filters)
+        self.index._check_filter_keys(spec)  # an unknown key is named, as in a search
+        groups = sorted({n.doc_id for n in self.index.store.scroll_nodes(filters=spec, with_text=False)})
+        return [m for members in self.load(groups).values() for m in members
+                if node_matches(SimpleNamespace(id=m.id, metadata=m.metadata, doc_id=m.group, level=0,  # type: ignore[arg-type]
+                                                is_leaf=True), spec)]
 
     def check(self, members: Sequence[Member]) -> List[Member]:
         """:func:`check_members`, and one name, one thing against what is stored (one request,
@@ -218,9 +247,11 @@ class MemberStore:
     # process at a time. The write itself goes through ``apply_documents``: journaled, so a kill
     # at any step leaves each source's old tree or its new one.
 
-    def add(self, members: Sequence[Member], *, progress: Any = None) -> Any:
+    def add(self, members: Sequence[Member], *, progress: Any = None,
+            vectors: Optional[Mapping[str, Any]] = None) -> Any:
         """Add or replace members; every group touched is rebuilt as one tree. Returns the ingest
-        report (``None`` when nothing was given)."""
+        report (``None`` when nothing was given). ``vectors``: member id -> its embedding by the
+        index's own dense model (a pipeline's): the leaf holding exactly that member's text takes it."""
         with self.index.write_lock:
             members = self.check(members)  # against what is stored, under the lock: no clash slips in
             if not members:
@@ -235,7 +266,8 @@ class MemberStore:
                 kept = stored.setdefault(member.group, [])
                 seq = max((m.seq for m in kept), default=-1) + 1
                 kept.append(replace(member, seq=seq))
-            return self._write(stored, progress=progress)
+            given = {m.text: vectors[m.id] for m in members if vectors and vectors.get(m.id) is not None}
+            return self._write(stored, progress=progress, leaf_vectors=given or None)
 
     def delete(self, ids: Sequence[str]) -> List[str]:
         """Remove members by id (an id that is a whole tree's removes the tree). Returns the ids
@@ -273,13 +305,14 @@ class MemberStore:
             self._write(stored)
         return removed
 
-    def _write(self, groups: Mapping[str, List[Member]], progress: Any = None) -> Any:
+    def _write(self, groups: Mapping[str, List[Member]], progress: Any = None, leaf_vectors: Any = None) -> Any:
         docs, empty = [], []
         for group, members in groups.items():
             (docs.append(self.document(group, members)) if members else empty.append(group))
         if not docs and not empty:
             return None
-        report = self.index.apply_documents(docs, delete=empty, progress=progress)
+        extra = {"leaf_vectors": leaf_vectors} if leaf_vectors else {}
+        report = self.index.apply_documents(docs, delete=empty, progress=progress, **extra)
         return report if docs else None
 
     def document(self, group: str, members: List[Member]) -> Document:
@@ -292,6 +325,9 @@ class MemberStore:
                 metadata[MEMBER_REFS] = [m.ref]
             return Document(id=group, text=m.text, metadata=metadata, keep_text=True)
         numbered = all(m.page is not None for m in members)
+        chunked = not numbered
+        if chunked and all(m.start is not None for m in members):
+            members = sorted(members, key=lambda m: (m.start, m.seq))  # the text's order, whatever the arrival
         slots: List[List[Member]]
         if numbered:
             by_page: Dict[int, List[Member]] = {}
@@ -307,7 +343,7 @@ class MemberStore:
                 slots = [by_page.get(p, []) for p in range(last + 1)]
         else:
             slots = [[m] for m in members]
-        pages = ["\n\n".join(m.text for m in slot) for slot in slots]
+        pages = _without_overlaps(members) if chunked else ["\n\n".join(m.text for m in slot) for slot in slots]
         page_metadata = []
         for slot in slots:
             meta = _common([m.metadata for m in slot]) if slot else {}
@@ -318,11 +354,43 @@ class MemberStore:
                 meta[MEMBER_REFS] = refs
             page_metadata.append(meta)
         metadata = _common([m.metadata for m in members])
+        if chunked:
+            metadata[UNITS] = "chunks"
         if numbered and self.ocr is not None:
             from drag_knee_retriever.integrations._pages import ocr_group
 
             pages = ocr_group(group, pages, metadata, self.ocr, f"the pages of {group!r}")
         return Document(id=group, pages=pages, metadata=metadata, page_metadata=page_metadata)
+
+
+def _without_overlaps(chunks: Sequence[Member]) -> List[str]:
+    """Consecutive chunks' texts with the overlap a splitter repeats (``chunk_overlap``) cut from
+    the start of each, so that a parent joining them reads the source text once. The overlap is
+    where the start offsets say (both known and consistent), else the longest suffix of the one
+    before that begins the chunk (at least ``_MIN_OVERLAP`` characters). A chunk is never cut to
+    nothing; the members keep their texts as given."""
+    out: List[str] = []
+    for i, chunk in enumerate(chunks):
+        text = chunk.text
+        if i:
+            prev = chunks[i - 1].text
+            cut = 0
+            if chunk.start is not None and chunks[i - 1].start is not None:
+                shared = chunks[i - 1].start + len(prev) - chunk.start  # type: ignore[operator]
+                if 0 < shared < len(text) and prev.endswith(text[:shared]):
+                    cut = shared
+            if not cut and len(text) > _MIN_OVERLAP:
+                head = text[:_MIN_OVERLAP]
+                at = prev.find(head, max(0, len(prev) - len(text) + 1))
+                while at != -1:  # earliest match first: the longest overlap
+                    if text.startswith(prev[at:]):
+                        cut = len(prev) - at
+                        break
+                    at = prev.find(head, at + 1)
+            if 0 < cut < len(text):
+                text = text[cut:].lstrip()
+        out.append(text)
+    return out
 
 
 def members_of_tree(group: str, nodes: Sequence[TreeNode]) -> List[Member]:
@@ -388,10 +456,11 @@ def _leaf0_id(doc_id: str) -> str:
     return leaf_id(doc_id, 0)
 
 
-def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]]:
+def ranked_members(index: Any, hits: Sequence[Any], *, with_leaves: bool = False) -> List[Any]:
     """Flat hits (leaves, best first) as the members they lie in, each once at its best leaf's
-    score; a one-member text tree's member gets the tree's whole text (one fetch for all)."""
-    out: List[Tuple[Member, float]] = []
+    score; a one-member text tree's member gets the tree's whole text (one fetch for all).
+    ``with_leaves``: ``(member, score, id of that best leaf)`` triples (MMR reads its vector)."""
+    out: List[Tuple[Member, float, str]] = []
     seen = set()
     whole: Dict[str, str] = {}  # member id -> its one-member text tree
     for hit in hits:
@@ -404,15 +473,15 @@ def ranked_members(index: Any, hits: Sequence[Any]) -> List[Tuple[Member, float]
         for m in members:
             if m.id not in seen:
                 seen.add(m.id)
-                out.append((m, hit.score))
+                out.append((m, hit.score, hit.node.id))
     if whole:
         texts = {d.doc_id: d.text for d in index.get_documents(sorted(set(whole.values())))}
-        out = [(replace(m, text=texts.get(whole[m.id], m.text)) if m.id in whole else m, s) for m, s in out]
-    return out
+        out = [(replace(m, text=texts.get(whole[m.id], m.text)) if m.id in whole else m, s, leaf) for m, s, leaf in out]
+    return out if with_leaves else [(m, s) for m, s, _ in out]
 
 
 def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: str = "hybrid",
-                 vectors: Any = None) -> List[Tuple[Member, float]]:
+                 vectors: Any = None, with_leaves: bool = False) -> List[Any]:
     """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`).
     ``k`` is checked by the caller (under its own name); the leaves fetched never exceed the index's
     limit on ``k``, which a large ``k`` times 4 did (the error then named a ``k`` the user never gave)."""
@@ -424,10 +493,22 @@ def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: s
     while True:
         fetch = min(want * 4, MAX_SETTING)
         hits = index.flat_search(query, k=fetch, mode=mode, filters=filters, query_vectors=vectors)
-        out = ranked_members(index, hits)
+        out = ranked_members(index, hits, with_leaves=with_leaves)
         if len(out) >= k or len(hits) < fetch or fetch == MAX_SETTING:
             return out[:k]
         want *= 4
+
+
+def leaf_vectors(index: Any, leaf_ids: Sequence[str], doc_ids: Sequence[str]) -> Dict[str, Any]:
+    """The stored dense vectors of these leaves (of documents ``doc_ids``), by leaf id."""
+    from drag_knee_retriever.store import parse_filters
+
+    if not leaf_ids:
+        return {}
+    wanted = set(leaf_ids)
+    spec = parse_filters({"doc_id": {"$in": sorted(set(doc_ids))}, "is_leaf": True})
+    return {node.id: vector for node, vector in index.store.scroll_dense(filters=spec)
+            if node.id in wanted and vector is not None}
 
 
 def split_runs(members: List[Member], group_of: Any) -> List[Member]:

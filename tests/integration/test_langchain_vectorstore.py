@@ -84,14 +84,18 @@ def test_similarity_search_is_flat_and_returns_documents_as_added(store):
     assert only and all(d.metadata["page"] >= 2 for d in only)
 
 
-def test_as_retriever_is_the_tree_search_and_refuses_mmr(store):
+def test_as_retriever_is_the_tree_search_and_mmr_is_langchains_flat_one(store):
     store.add_documents(_pages("report.pdf", PAGES))
     retriever = store.as_retriever(search_type="similarity_score_threshold",
                                    search_kwargs={"score_threshold": 0.3, "k": 3})
     assert isinstance(retriever, DragKneeRetriever)
     assert all(d.metadata["drag_score"] >= 0.3 for d in retriever.invoke("coral bleaching heat"))
-    with pytest.raises(ConfigError, match="mmr"):
-        store.as_retriever(search_type="mmr")
+    from langchain_core.vectorstores import VectorStoreRetriever
+
+    mmr = store.as_retriever(search_type="mmr", search_kwargs={"k": 2, "fetch_k": 6, "lambda_mult": 0.3})
+    assert isinstance(mmr, VectorStoreRetriever) and len(mmr.invoke("coral bleaching heat")) == 2
+    with pytest.raises(ConfigError, match="search_type"):
+        store.as_retriever(search_type="nearest")
 
 
 def test_get_by_ids_fetches_a_parent_node_with_its_whole_span(store):
