@@ -54,6 +54,7 @@ from .ids import span_leaf_ids
 from .knee import knee_index
 from .magnitude import combine_rankings, magnitude_ranking  # combine_rankings: also imported from here
 from .nodes import Trace, TraceCandidate, TraceStep
+from .page_ranking import budget_page_steps
 from .store.base import FilterSpec, RankedHit, RankRequest
 from .store.filters import any_of
 
@@ -460,6 +461,10 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
     ranked = budget_order(pool, keep)
+    if config.focus.budget_order != "global":  # issue 41: the cut's documents' pages first
+        ranked = yield from budget_page_steps(ranked, keep, mode=config.focus.budget_order,
+                                              docs=config.focus.budget_docs, depth=deeper,
+                                              weights=_weights(config, config.max_depth), filters=filters)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
                      weights=_weights(config, config.max_depth))
     step.knee_index = keep
