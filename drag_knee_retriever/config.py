@@ -49,7 +49,7 @@ SparseTextSource = Literal["auto", "text+keywords", "keywords", "text"]
 InnerSparseSource = Literal["span", "description"]
 FocusScores = Literal["rrf", "magnitude"]
 GlobalScope = Literal["roots", "collection"]
-BudgetOrder = Literal["global", "documents", "pages"]
+BudgetOrder = Literal["global", "documents", "pages", "spread"]
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_BM25_LANGUAGE = "english"
 
@@ -158,14 +158,15 @@ class FocusConfig(Settings):
         doc="With global_scope='roots': how many best-ranked documents' leaves the global list ranks.")
     # Issue 41: a word budget spent on the best documents' best pages.
     budget_order: BudgetOrder = setting(
-        "global", kind="choice", choices=("global", "documents", "pages"),
+        "global", kind="choice", choices=("global", "documents", "pages", "spread"),
         doc="With a word budget (SearchConfig.max_tokens): what fills it after the focus cut's leaves. 'global': "
             "the global leaf ranking; 'documents': the leaves of the documents the cut chose (at most "
             "budget_docs), ranked among themselves, then the global ranking; 'pages': the same documents' pages, "
-            "each scored by all its passages, best page first (drag_knee_retriever.page_ranking).")
+            "each scored by all its passages, best page first, a page's passages together; 'spread': those pages' "
+            "best passages first, then their other passages (drag_knee_retriever.page_ranking).")
     budget_docs: int = setting(
         2, kind=int, low=1, high=MAX_SETTING,
-        doc="With budget_order 'documents' or 'pages': how many of the cut's documents the budget reads first.")
+        doc="With budget_order other than 'global': how many of the cut's documents the budget reads first.")
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
     # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(

@@ -90,9 +90,11 @@ def budget_documents(ranked: Sequence[RankedHit], keep: int, limit: int) -> List
     return docs
 
 
-def page_order(hits: Sequence[RankedHit], rrf_k: int = _PAGE_RRF_K) -> List[RankedHit]:
+def page_order(hits: Sequence[RankedHit], rrf_k: int = _PAGE_RRF_K, *, spread: bool = False) -> List[RankedHit]:
     """``hits`` (one ranking of leaves, best first) regrouped by page: pages by the sum of their
-    leaves' reciprocal ranks, best first, each page's leaves together in their rank order."""
+    leaves' reciprocal ranks, best first, each page's leaves together in their rank order.
+    ``spread``: each page's best leaf only, in that page order, then the other leaves as ranked
+    (as many pages as the words allow, each by its best passage)."""
     score: Dict[str, float] = {}
     members: Dict[str, List[RankedHit]] = {}
     for rank, hit in enumerate(hits):
@@ -100,6 +102,10 @@ def page_order(hits: Sequence[RankedHit], rrf_k: int = _PAGE_RRF_K) -> List[Rank
         score[key] = score.get(key, 0.0) + 1.0 / (rrf_k + rank)
         members.setdefault(key, []).append(hit)
     order = sorted(score, key=lambda key: -score[key])  # stable: ties keep their first leaf's rank
+    if spread:
+        heads = [members[key][0] for key in order]
+        taken = {id(h) for h in heads}
+        return heads + [h for h in hits if id(h) not in taken]
     return [hit for key in order for hit in members[key]]
 
 
@@ -115,7 +121,7 @@ def budget_page_steps(ranked: Sequence[RankedHit], keep: int, *, mode: str, docs
         return list(ranked)
     answer = (yield [RankRequest(limit=depth, weights=weights, leaves_only=True,
                                  filters=tuple(filters) + (any_of("doc_id", chosen),))])[0]
-    inside = page_order(answer) if mode == "pages" else list(answer)
+    inside = page_order(answer, spread=mode == "spread") if mode in ("pages", "spread") else list(answer)
     scored = {h.node.id: h for h in ranked}
     lowest = min(h.score for h in ranked)
     order = dict.fromkeys([h.node.id for h in ranked[:keep]] + [h.node.id for h in inside]

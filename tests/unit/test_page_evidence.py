@@ -49,3 +49,10 @@ def test_budget_order_is_checked():
     assert SearchConfig().focus.budget_order in ("global", "documents", "pages")
     with pytest.raises(ConfigError, match="budget_order"):
         SearchConfig().with_overrides(**{"focus": SearchConfig().focus.__class__(budget_order="nearest")})
+
+
+def test_spread_reads_each_page_by_its_best_passage_first():
+    hits = [_passage("a1", "d", 1, 1), _passage("b1", "d", 2, 1), _passage("b2", "d", 2, 2),
+            _passage("c1", "d", 3, 1), _passage("b3", "d", 2, 3)]
+    # pages in the same order as page_order (2, 1, 3), one passage each, then the rest as ranked
+    assert [h.node.id for h in page_order(hits, spread=True)] == ["b1", "a1", "c1", "b2", "b3"]
