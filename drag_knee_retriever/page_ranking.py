@@ -90,15 +90,24 @@ def budget_documents(ranked: Sequence[RankedHit], keep: int, limit: int) -> List
     return docs
 
 
+def _page_of(hit: RankedHit) -> Any:
+    """The page a ranked leaf lies on, read from its span's pages (a light node, as the walk ranks
+    them, carries no passage numbers): ``(document, page)``, or the leaf's own id off a paged document."""
+    span = hit.node.span
+    if span.first_page is not None and span.first_page == span.last_page:
+        return (hit.node.doc_id, span.first_page)
+    return hit.node.id
+
+
 def page_order(hits: Sequence[RankedHit], rrf_k: int = _PAGE_RRF_K, *, spread: bool = False) -> List[RankedHit]:
     """``hits`` (one ranking of leaves, best first) regrouped by page: pages by the sum of their
     leaves' reciprocal ranks, best first, each page's leaves together in their rank order.
     ``spread``: each page's best leaf only, in that page order, then the other leaves as ranked
     (as many pages as the words allow, each by its best passage)."""
-    score: Dict[str, float] = {}
-    members: Dict[str, List[RankedHit]] = {}
+    score: Dict[Any, float] = {}
+    members: Dict[Any, List[RankedHit]] = {}
     for rank, hit in enumerate(hits):
-        key = page_key(hit)
+        key = _page_of(hit)
         score[key] = score.get(key, 0.0) + 1.0 / (rrf_k + rank)
         members.setdefault(key, []).append(hit)
     order = sorted(score, key=lambda key: -score[key])  # stable: ties keep their first leaf's rank

@@ -11,7 +11,7 @@ from drag_knee_retriever.store import RankedHit
 
 def _passage(nid, doc, page, part, score=0.0):
     node = TreeNode(id=nid, doc_id=doc, level=2, is_leaf=True, parent_id=f"{doc}/p{page}",
-                    span=Span(0, 0, page, page, part, part), text="")
+                    span=Span(0, 0, page, page), text="")  # as a light node: no passage numbers
     return RankedHit(node=node, score=score)
 
 
