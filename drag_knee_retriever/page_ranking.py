@@ -118,13 +118,19 @@ def page_order(hits: Sequence[RankedHit], rrf_k: int = _PAGE_RRF_K, *, spread: b
     return [hit for key in order for hit in members[key]]
 
 
-def budget_page_steps(ranked: Sequence[RankedHit], keep: int, *, mode: str, docs: int, depth: int,
-                      weights: Any, filters: Any) -> Generator[List[RankRequest], Any, List[RankedHit]]:
-    """The budget's fill order with ``focus.budget_order`` ``"documents"`` or ``"pages"``: the cut's
+def budget_page_steps(ranked: Sequence[RankedHit], keep: int, config: Any, depth: int,
+                      filters: Any) -> Generator[List[RankRequest], Any, List[RankedHit]]:
+    """The budget's fill order with ``config.focus.budget_order`` (``config`` a :class:`~.config.SearchConfig`)
+    other than ``"global"``, at most ``focus.budget_docs`` documents: the cut's
     ``keep`` leaves, then the leaves of the cut's documents ranked among themselves (``depth`` of
     them; by page with ``"pages"``), then the rest of ``ranked`` (the default order). Yields one list
     of requests (a round trip), receives their hits; each leaf keeps its focus score where
     ``ranked`` has it (else the lowest)."""
+    mode, docs = config.focus.budget_order, config.focus.budget_docs
+    # The leaves' weights, as the focus ranks them (traversal.level_weights at max_depth; traversal
+    # imports this module).
+    schedule = config.fusion.weights
+    weights = schedule[min(config.max_depth, len(schedule) - 1)] if schedule else (1.0, 1.0)
     chosen = budget_documents(ranked, keep, docs)
     if not chosen or not ranked:
         return list(ranked)

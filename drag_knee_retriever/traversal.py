@@ -461,10 +461,8 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
     ranked = budget_order(pool, keep)
-    if config.focus.budget_order != "global":  # issue 41: the cut's documents' pages first
-        ranked = yield from budget_page_steps(ranked, keep, mode=config.focus.budget_order,
-                                              docs=config.focus.budget_docs, depth=deeper,
-                                              weights=_weights(config, config.max_depth), filters=filters)
+    if config.focus.budget_order != "global":  # issue 41: the cut's documents first (page_ranking.py)
+        ranked = yield from budget_page_steps(ranked, keep, config, deeper, filters)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
                      weights=_weights(config, config.max_depth))
     step.knee_index = keep

@@ -31,7 +31,8 @@ def test_the_budget_reads_the_cut_documents_at_most_budget_docs():
 
 def test_budget_pages_asks_one_ranking_of_the_chosen_documents_then_the_rest():
     ranked = [_passage("a1", "A", 5, 1, 3.0), _passage("g1", "G", 1, 1, 2.0), _passage("a9", "A", 9, 1, 1.0)]
-    steps = budget_page_steps(ranked, 1, mode="pages", docs=2, depth=50, weights=(1.0, 1.0), filters=())
+    config = SearchConfig().with_overrides(focus=SearchConfig().focus.__class__(budget_order="pages", budget_docs=2))
+    steps = budget_page_steps(ranked, 1, config, 50, ())
     requests = next(steps)
     assert len(requests) == 1 and requests[0].leaves_only and requests[0].limit == 50
     (condition,) = requests[0].filters
