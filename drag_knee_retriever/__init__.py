@@ -40,7 +40,7 @@ from .errors import (
 )
 from .knee import knee_cut, knee_index
 from .ocr import OcrConfig
-from .nodes import Document, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
+from .nodes import Document, NodeText, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
 from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 
 __version__ = "0.1.0"
@@ -52,10 +52,14 @@ if TYPE_CHECKING:  # what type checkers see; at run time the two are imported la
 
 # What the index's public methods take and return, imported when first used: the index pulls in
 # fastembed and onnxruntime, so `import drag_knee_retriever` stays cheap for users of the pure parts.
+# (Full module names, so a search for a module's dotted name finds them.)
 _LAZY = {
-    "DragKneeIndex": "index", "DocumentInfo": "index", "StoredDocument": "index",
-    "IngestReport": "ingest", "OrphanSweep": "ingest", "Progress": "ingest",
-    "Encoder": "embeddings", "NodeStore": "store", "QueryVectors": "nodes",
+    "DragKneeIndex": "drag_knee_retriever.index", "DocumentInfo": "drag_knee_retriever.index",
+    "StoredDocument": "drag_knee_retriever.index", "IngestReport": "drag_knee_retriever.ingest",
+    "OrphanSweep": "drag_knee_retriever.ingest", "Progress": "drag_knee_retriever.ingest",
+    "Encoder": "drag_knee_retriever.embeddings", "NodeStore": "drag_knee_retriever.store",
+    "RankedHit": "drag_knee_retriever.store",
+    "QueryVectors": "drag_knee_retriever.nodes",
 }
 
 
@@ -63,7 +67,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "CliError":
         from .errors import CliError
         from .settings import warn_deprecated
@@ -97,12 +101,14 @@ __all__ = [
     "LeafConfig",
     "ModelLoadError",
     "ModelMismatchError",
+    "NodeText",
     "NodeStore",
     "OcrConfig",
     "OcrUnavailableError",
     "OrphanSweep",
     "Progress",
     "QueryVectors",
+    "RankedHit",
     "ScoredNode",
     "SearchConfig",
     "SearchOptions",

@@ -121,7 +121,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("store", ("store",)),
     # search/: the one search pipeline (plan, roots, pipeline) and its two drivers, over the walk,
     # the budget fill, the context check and the relevance scores.
-    ("read", ("magnitude", "identity", "traversal", "context", "budget", "page_ranking", "relevance", "compat",
+    ("read", ("magnitude", "identity", "identity_terms", "traversal", "context", "budget", "page_ranking", "relevance", "compat",
               "search")),
     ("write", ("headings", "statements", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
     ("facade", ("index", "opening", "listing", "render", "sample", "settings_reference", "")),
@@ -183,7 +183,7 @@ class Rule:
 #: context fetch, the scores, the identities, the flat page ranking, the collection check, the store
 #: with its engines and the query encoder (``DragKneeIndex.search`` builds the plan and runs the
 #: pipeline; the facade itself serves both paths).
-SEARCH_PATH = _p("search", "traversal", "budget", "context", "relevance", "identity", "magnitude", "page_ranking",
+SEARCH_PATH = _p("search", "traversal", "budget", "context", "relevance", "identity", "identity_terms", "magnitude", "page_ranking",
                  "compat", "store", "embeddings", "knee")
 
 RULES = [
