@@ -42,16 +42,16 @@ CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 from cut_dump import drive  # noqa: E402
 
 from drag_knee_retriever import DragKneeIndex  # noqa: E402
-from drag_knee_retriever.ids import span_leaf_ids  # noqa: E402
+from drag_knee_retriever.model._ids import span_leaf_ids  # noqa: E402
 from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig  # noqa: E402
 from drag_knee_retriever.embeddings import Encoder  # noqa: E402
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.datasets import load_dataset  # noqa: E402
 from drag_knee_retriever.eval.encoding import CachingEncoder  # noqa: E402
-from drag_knee_retriever.nodes import ScoredNode, Trace  # noqa: E402
+from drag_knee_retriever.model._nodes import ScoredNode, Trace  # noqa: E402
 from drag_knee_retriever.store import RankRequest, parse_filters  # noqa: E402
-from drag_knee_retriever.traversal import _beam, _rank_roots, level_weights  # noqa: E402
+from drag_knee_retriever.search._traversal import _beam, _rank_roots, level_weights  # noqa: E402
 
 log = logging.getLogger("budget_dump")
 

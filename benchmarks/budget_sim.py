@@ -28,15 +28,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from drag_knee_retriever.budget import Group, fill
-from drag_knee_retriever.builder import leaf_id
+from drag_knee_retriever.search._budget import Group, fill
+from drag_knee_retriever.build._builder import leaf_id
 from drag_knee_retriever.eval.budget_metrics import _subset_gain, bootstrap_gain, cut_size_correlation
 from drag_knee_retriever.eval.metrics import interpolate_curve, question_metrics
-from drag_knee_retriever.knee import knee_distances, knee_index
-from drag_knee_retriever.magnitude import magnitude_ranking
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.common._knee import knee_distances, knee_index
+from drag_knee_retriever.search._magnitude import magnitude_ranking
+from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import RankedHit
-from drag_knee_retriever.traversal import FocusPool, budget_order
+from drag_knee_retriever.search._traversal import FocusPool, budget_order
 
 REPO = Path(__file__).resolve().parents[1]
 # Dumps live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.
@@ -373,7 +373,7 @@ def flat_budget_rule(budget: int, unit: str = "leaf") -> Rule:
 def library_rule(q: Q) -> List[str]:
     """The library's own cut (traversal.focus_cut with today's SearchConfig()), merged as the core merges."""
     from drag_knee_retriever.config import SearchConfig
-    from drag_knee_retriever.traversal import focus_cut
+    from drag_knee_retriever.search._traversal import focus_cut
 
     if not q.ranked:
         return list(q.regions)

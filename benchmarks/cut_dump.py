@@ -37,14 +37,14 @@ CACHE = Path(os.environ.get("DRAG_KNEE_BENCH_CACHE") or REPO.parent / "cache")
 
 from benchmarks.datasets import load_dataset  # noqa: E402
 from drag_knee_retriever import DragKneeIndex, EncoderRuntime, StoreConfig  # noqa: E402
-from drag_knee_retriever.ids import span_leaf_ids
+from drag_knee_retriever.model._ids import span_leaf_ids
 from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, SearchConfig
 from drag_knee_retriever.embeddings import Encoder
 from drag_knee_retriever.eval.baselines import _unit_hit, leaf_token_table
 from drag_knee_retriever.eval.encoding import CachingEncoder
-from drag_knee_retriever.nodes import ScoredNode, Trace
+from drag_knee_retriever.model._nodes import ScoredNode, Trace
 from drag_knee_retriever.store import RankRequest, parse_filters
-from drag_knee_retriever.traversal import _beam, _rank_roots, level_weights
+from drag_knee_retriever.search._traversal import _beam, _rank_roots, level_weights
 
 log = logging.getLogger("cut_dump")
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from drag_knee_retriever.eval.budget_metrics import _subset_gain, bootstrap_gain, cut_size_correlation
 from drag_knee_retriever.eval.metrics import interpolate_curve, question_metrics
-from drag_knee_retriever.knee import knee_index
+from drag_knee_retriever.common._knee import knee_index
 
 REPO = Path(__file__).resolve().parents[1]
 # Dumps live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.

@@ -80,7 +80,7 @@ class _LeadSentences:
     identity = "benchmark-lead-words"
 
     def describe(self, requests):
-        from drag_knee_retriever.summarize import Summary
+        from drag_knee_retriever.build._summarize import Summary
 
         return [Summary(None) if r.is_leaf else Summary(" ".join(t[:120] for t in r.child_texts)[:600]) for r in requests]
 
@@ -110,7 +110,7 @@ def synthetic_corpus(n_nodes: int, seed: int, docs_per_chunk: int = 64, shapes: 
     shapes, cycled: ``{"pages": n, "chars": per page, "outline": [(0-based page, level), ...]}``.
     """
     from drag_knee_retriever import BuildConfig, Document
-    from drag_knee_retriever.builder import build_document_trees
+    from drag_knee_retriever.build._builder import build_document_trees
     from drag_knee_retriever.store import NodeRecord
 
     rng = np.random.default_rng(seed)
@@ -191,7 +191,7 @@ def make_queries(records, count: int, seed: int):
 
 def _nodes_per_doc(config, summarizer, shape: dict) -> int:
     from drag_knee_retriever import Document
-    from drag_knee_retriever.builder import build_document_trees
+    from drag_knee_retriever.build._builder import build_document_trees
 
     outline = [{"title": f"s{i}", "page": p + 1, "level": lv} for i, (p, lv) in enumerate(shape["outline"])]
     # Pages as long as the corpus's (40 terms and the padding), so that long pages split into

@@ -284,7 +284,7 @@ def convert_child(size: int, scale_dir: str, target_dir: str, dense_on_disk: boo
     import qdrant_edge as qe
 
     from drag_knee_retriever.store import EdgeStore
-    from drag_knee_retriever.ids import META_ID
+    from drag_knee_retriever.model._ids import META_ID
 
     source_folder, target = folder_for(scale_dir, size), folder_for(target_dir, size)
     shutil.rmtree(target, ignore_errors=True)

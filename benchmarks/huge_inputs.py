@@ -37,15 +37,15 @@ def child(megabytes: float, shape: str) -> None:
     import resource
 
     from drag_knee_retriever import BuildConfig, Document
-    from drag_knee_retriever.builder import build_document_trees
-    from drag_knee_retriever.summarize import ExtractiveSummarizer
+    from drag_knee_retriever.build._builder import build_document_trees
+    from drag_knee_retriever.build._summarize import ExtractiveSummarizer
 
     text = make_text(megabytes, shape != "text", shape == "words")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     config = BuildConfig()
     started, cpu = time.perf_counter(), time.process_time()
     if shape == "split":  # the leaf split alone (where a long line was quadratic)
-        from drag_knee_retriever.builder import _paragraphs
+        from drag_knee_retriever.build._builder import _paragraphs
 
         leaves = _paragraphs(make_text(megabytes, True, True), config)
         print(json.dumps({"mb": megabytes, "shape": shape, "cpu_s": round(time.process_time() - cpu, 2),

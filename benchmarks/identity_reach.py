@@ -11,7 +11,7 @@ no document is searched exactly as with the identity off (the walk and the focus
 where ``fields`` (or ``two_fields``) names none the search is unchanged by construction.
 
 ``--against CHECKOUT`` compares, question by question, the documents this code's identity names
-with those another checkout's ``drag_knee_retriever/identity.py`` names (e.g. a worktree of main),
+with those another checkout's ``drag_knee_retriever/search/_identity.py`` names (e.g. a worktree of main),
 at ``--coverage`` (the default's ``two_fields``): a dataset whose named documents are the same for
 every question searches the same with either, by construction. Counts only (no question texts or
 ids: several datasets are CC BY-NC).
@@ -33,7 +33,7 @@ from typing import Dict, List, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.datasets import load_dataset  # noqa: E402
-from drag_knee_retriever.identity import IDENTITY_COVERAGES, IdentityIndex  # noqa: E402
+from drag_knee_retriever.search._identity import IDENTITY_COVERAGES, IdentityIndex  # noqa: E402
 
 
 def load_spec(spec: str):
@@ -47,7 +47,7 @@ def load_spec(spec: str):
 
 def _identity_module(checkout: str) -> ModuleType:
     """Another checkout's identity module, loaded on its own (it imports the standard library only)."""
-    path = Path(checkout) / "drag_knee_retriever" / "identity.py"
+    path = Path(checkout) / "drag_knee_retriever" / "search" / "_identity.py"
     spec = importlib.util.spec_from_file_location("_other_identity", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"no identity module at {path}")

@@ -82,8 +82,8 @@ def floor_run(args) -> None:
     """--corpus mmlongbench: the bare encoder, our ingest, the bare encoder again; one process."""
     os.environ.setdefault("DRAG_KNEE_MODEL_PATH", str(MODEL))
     from drag_knee_retriever import BuildConfig, DragKneeIndex, EmbeddingConfig, EncoderRuntime, StoreConfig
-    from drag_knee_retriever.builder import build_document_trees
-    from drag_knee_retriever.ingest import PHASES
+    from drag_knee_retriever.build._builder import build_document_trees
+    from drag_knee_retriever.build._ingest import PHASES
 
     started = time.perf_counter()
     docs, pages = load_mmlongbench()
@@ -219,7 +219,7 @@ def naive_ingest(index, docs) -> int:
     import numpy as np
     from fastembed import SparseTextEmbedding, TextEmbedding
 
-    from drag_knee_retriever.builder import build_document_trees
+    from drag_knee_retriever.build._builder import build_document_trees
     from drag_knee_retriever.store import NodeRecord
 
     dense_model = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=os.environ["DRAG_KNEE_MODEL_PATH"])

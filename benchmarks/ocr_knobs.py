@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drag_knee_retriever.ocr import OcrConfig, check_engine, recognize, render_page  # noqa: E402
+from drag_knee_retriever.build._ocr import OcrConfig, check_engine, recognize, render_page  # noqa: E402
 
 # $DRAG_KNEE_DATASETS, else ../shared/datasets beside the checkout.
 DATASETS = Path(os.environ.get("DRAG_KNEE_DATASETS") or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")

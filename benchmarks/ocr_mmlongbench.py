@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drag_knee_retriever.config import EmbeddingConfig, StoreConfig  # noqa: E402
 from drag_knee_retriever import DragKneeIndex, EmbeddingConfig, StoreConfig  # noqa: E402
-from drag_knee_retriever import ocr as ocr_module  # noqa: E402
+from drag_knee_retriever.build import _ocr as ocr_module  # noqa: E402
 from drag_knee_retriever.errors import InvalidDocumentError  # noqa: E402
 from drag_knee_retriever.loaders import load_file  # noqa: E402
-from drag_knee_retriever.ocr import OcrConfig  # noqa: E402
+from drag_knee_retriever.build._ocr import OcrConfig  # noqa: E402
 
 # Beside the checkout unless set: ../shared/datasets, ../shared/models, ../cache.
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -23,10 +23,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks.eval
 
-from drag_knee_retriever.context import fetch_context
+from drag_knee_retriever.search._context import fetch_context
 from drag_knee_retriever.eval.baselines import LeafTokens, Method, Retrieval, hits_from_scored
-from drag_knee_retriever.knee import knee_cut
-from drag_knee_retriever.nodes import ScoredNode
+from drag_knee_retriever.common._knee import knee_cut
+from drag_knee_retriever.model._nodes import ScoredNode
 
 #: Traced on the first questions, with the runner's defaults.
 TRACE_METHODS = ("drag_knee", "drag_branch", "proto_knee_minmax_refine")
@@ -41,7 +41,7 @@ FUSIONS = ("rrf", "minmax", "dense")
 
 
 class FusionRanker:
-    """A ranker for :func:`drag_knee_retriever.traversal.walk` with a chosen score fusion.
+    """A ranker for :func:`drag_knee_retriever.search._traversal.walk` with a chosen score fusion.
 
     ``"rrf"``: the store's own RRF ranking (what the index uses). ``"minmax"``: dense cosine and
     BM25 score each min-max normalised over the candidate list, combined with the request's
@@ -100,7 +100,7 @@ class FusionRanker:
     def _seed_roots(self, request: Any, roots: List[Any], leaves: List[Any]) -> List[Any]:
         """A document scores as the better of its root and its best leaf (MaxP); documents found
         only through a leaf have their root fetched (one more request, only when needed)."""
-        from drag_knee_retriever.ids import node_id
+        from drag_knee_retriever.model._ids import node_id
         from drag_knee_retriever.store import RankedHit
 
         best: Dict[str, float] = {}
@@ -110,7 +110,7 @@ class FusionRanker:
         missing = [doc for doc in best if doc not in by_doc]
         if missing:
             # A one-leaf document's root is its leaf: ask for both ids, keep the level-0 node.
-            from drag_knee_retriever.ids import leaf_id
+            from drag_knee_retriever.model._ids import leaf_id
 
             wanted = [i for doc in missing for i in (node_id(doc, "r"), leaf_id(doc, 0))]
             for node in self.store.retrieve(wanted):
@@ -141,7 +141,7 @@ def refine_to_leaves(hits: Sequence[Any], ranker: FusionRanker, sensitivity: flo
 
     With ``merge_ratio`` an inner node stays whole when more than that share of its leaves
     survive the knee (AutoMerging's rule: the evidence is spread over the node)."""
-    from drag_knee_retriever.ids import span_leaf_ids
+    from drag_knee_retriever.model._ids import span_leaf_ids
     from drag_knee_retriever.store import RankRequest
 
     inner = [h for h in hits if not h.node.is_leaf]
@@ -189,8 +189,8 @@ def prototype_variants() -> List[Tuple[str, Dict[str, Any]]]:
 def prototype_methods(index: Any, leaf_tokens: LeafTokens, *, label: str = "default",
                       variants: Optional[Sequence[Tuple[str, Dict[str, Any]]]] = None) -> List[Method]:
     """DRAG walks with a prototype ranker (see :class:`FusionRanker`) and optional leaf refinement."""
-    from drag_knee_retriever.nodes import Trace
-    from drag_knee_retriever.traversal import knee_sensitivity, level_weights, walk
+    from drag_knee_retriever.model._nodes import Trace
+    from drag_knee_retriever.search._traversal import knee_sensitivity, level_weights, walk
 
     suffix = "" if label == "default" else f"[{label}]"
     methods = []
@@ -253,7 +253,7 @@ def routed_methods(index: Any, leaf_tokens: LeafTokens, *, pool: int = 20,
     the leaves of those documents are ranked flat (top ``pool``) and cut at their knee. The tree
     is used for routing only; the context is leaves. Two round trips."""
     from drag_knee_retriever.store import RankRequest, parse_filters
-    from drag_knee_retriever.traversal import level_weights
+    from drag_knee_retriever.search._traversal import level_weights
 
     methods = []
     for fusion in fusions:
@@ -287,10 +287,10 @@ def per_document_methods(index: Any, leaf_tokens: LeafTokens, *, refine: Sequenc
     beam step can no longer drop a whole document that the root step kept (multi-document
     questions need both). Optionally each returned inner node is refined to its knee leaves.
     One walk per chosen document (sequential here; the core could batch them per level)."""
-    from drag_knee_retriever.nodes import Trace
+    from drag_knee_retriever.model._nodes import Trace
     from drag_knee_retriever.store import RankRequest, parse_filters
-    from drag_knee_retriever.traversal import level_weights
-    from drag_knee_retriever.traversal import knee_sensitivity, level_weights, walk
+    from drag_knee_retriever.search._traversal import level_weights
+    from drag_knee_retriever.search._traversal import knee_sensitivity, level_weights, walk
 
     methods = []
     for do_refine in refine:

@@ -13,7 +13,7 @@ package's modules into another. It prints
 - **import climbs**: imports of the visited modules that reach a higher layer (read from the
   source, as the layering test does; lazy imports count);
 - **build path**: the modules of the build path (``BUILD_PATH`` there) in the import closure of
-  the visited modules other than the facade (``index.py`` wires both paths).
+  the visited modules other than the facade (``facade/_index.py`` wires both paths).
 
 A call into the search's own ranker (the closure ``DragKneeIndex.search`` hands the walk) is an
 injected callback, not a dependency: it is listed apart and not counted as a climb.
@@ -114,11 +114,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     short = lambda m: m[len(layering.PACKAGE) + 1:] or layering.PACKAGE  # noqa: E731
     search_modules = set(visited)
     call_climbs = [(a, b, f, n) for (a, b, f), n in sorted(edges.items())
-                   if layer(b) > layer(a) and not (b == f"{layering.PACKAGE}.index" and f == "rank")]
+                   if layer(b) > layer(a) and not (b == f"{layering.PACKAGE}.facade._index" and f == "rank")]
     callbacks = [(a, b, f, n) for (a, b, f), n in sorted(edges.items())
-                 if b == f"{layering.PACKAGE}.index" and f == "rank"]
+                 if b == f"{layering.PACKAGE}.facade._index" and f == "rank"]
     import_climbs = sorted((a, b) for a in search_modules for b in layering.GRAPH[a] if layer(b) > layer(a))
-    reached = layering.closure(search_modules - {f"{layering.PACKAGE}.index"})
+    reached = layering.closure(search_modules - {f"{layering.PACKAGE}.facade._index"})
     build = sorted(short(m) for m in reached if layering._under(m, layering._p(*layering.BUILD_PATH)))
 
     print(f"files visited: {len(visited)}")

@@ -96,7 +96,8 @@ class _SentenceBreaks:
 
 def _regex_plain() -> None:
     """The rule before abbreviations were known: every full stop before a space ends a sentence."""
-    from drag_knee_retriever import builder, summarize
+    from drag_knee_retriever.build import _builder as builder
+    from drag_knee_retriever.build import _summarize as summarize
 
     def split_sentences(text: str) -> List[str]:
         parts: List[str] = []
@@ -121,7 +122,8 @@ def install(name: str) -> None:
     if name == "regex-plain":
         return _regex_plain()
     spans = {"punkt": _punkt_spans, "pysbd": _pysbd_spans}[name]()
-    from drag_knee_retriever import builder, summarize
+    from drag_knee_retriever.build import _builder as builder
+    from drag_knee_retriever.build import _summarize as summarize
 
     def split_sentences(text: str) -> List[str]:
         parts: List[str] = []

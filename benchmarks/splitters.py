@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable, List
 
-from drag_knee_retriever.builder import _markdown_sections
-from drag_knee_retriever.summarize import _SENTENCE_END, split_sentences
+from drag_knee_retriever.build._builder import _markdown_sections
+from drag_knee_retriever.build._summarize import _SENTENCE_END, split_sentences
 
 DATA = Path(os.environ.get("DRAG_KNEE_DATASETS", "../shared/datasets"))
 README = Path(__file__).resolve().parents[1] / "README.md"

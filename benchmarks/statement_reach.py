@@ -1,5 +1,5 @@
 """How many of a dataset's documents and pages are statement pages (``SectionConfig(statements=True)``,
-drag_knee_retriever.statements): the part of an index the setting changes at all. No index, no
+drag_knee_retriever.build._statements): the part of an index the setting changes at all. No index, no
 model: the documents' page texts as the loaders give them. Aggregate counts only.
 
     python benchmarks/statement_reach.py financebench hotpotqa covidqa:30 covidqa xquad-en xquad-ru mmlongbench mmlongbench-shared qmsum
@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.identity_reach import load_spec  # noqa: E402
-from drag_knee_retriever.statements import statement_pages  # noqa: E402
+from drag_knee_retriever.build._statements import statement_pages  # noqa: E402
 
 
 def reach(spec: str) -> str:

@@ -6,7 +6,7 @@ The core imports neither LangChain nor LlamaIndex; adapters live in
 
 from typing import TYPE_CHECKING
 
-from .config import (
+from drag_knee_retriever.config import (
     BuildConfig,
     EmbeddingConfig,
     EncoderRuntime,
@@ -20,7 +20,7 @@ from .config import (
     SummaryConfig,
     VectorConfig,
 )
-from .errors import (
+from drag_knee_retriever.errors import (
     ConfigError,
     DragKneeError,
     InvalidDocumentError,
@@ -38,28 +38,28 @@ from .errors import (
     StoreLockedError,
     SummarizerError,
 )
-from .knee import knee_cut, knee_index
-from .ocr import OcrConfig
-from .nodes import Document, NodeText, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
-from .summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
+from drag_knee_retriever.common._knee import knee_cut, knee_index
+from drag_knee_retriever.build._ocr import OcrConfig
+from drag_knee_retriever.model._nodes import Document, NodeText, ScoredNode, SearchResult, Span, Trace, TraceCandidate, TraceStep, TreeNode
+from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers see; at run time the two are imported lazily (below)
-    from .index import DragKneeIndex
-    from .ingest import IngestReport
+    from drag_knee_retriever.facade._index import DragKneeIndex
+    from drag_knee_retriever.build._ingest import IngestReport
 
 
 # What the index's public methods take and return, imported when first used: the index pulls in
 # fastembed and onnxruntime, so `import drag_knee_retriever` stays cheap for users of the pure parts.
 # (Full module names, so a search for a module's dotted name finds them.)
 _LAZY = {
-    "DragKneeIndex": "drag_knee_retriever.index", "DocumentInfo": "drag_knee_retriever.index",
-    "StoredDocument": "drag_knee_retriever.index", "IngestReport": "drag_knee_retriever.ingest",
-    "OrphanSweep": "drag_knee_retriever.ingest", "Progress": "drag_knee_retriever.ingest",
+    "DragKneeIndex": "drag_knee_retriever.facade._index", "DocumentInfo": "drag_knee_retriever.facade._index",
+    "StoredDocument": "drag_knee_retriever.facade._index", "IngestReport": "drag_knee_retriever.build._ingest",
+    "OrphanSweep": "drag_knee_retriever.build._ingest", "Progress": "drag_knee_retriever.build._ingest",
     "Encoder": "drag_knee_retriever.embeddings", "NodeStore": "drag_knee_retriever.store",
     "RankedHit": "drag_knee_retriever.store",
-    "QueryVectors": "drag_knee_retriever.nodes",
+    "QueryVectors": "drag_knee_retriever.model._nodes",
 }
 
 
@@ -69,8 +69,8 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "CliError":
-        from .errors import CliError
-        from .settings import warn_deprecated
+        from drag_knee_retriever.errors import CliError
+        from drag_knee_retriever.model._settings import warn_deprecated
 
         warn_deprecated("drag_knee_retriever.CliError", "drag_knee_retriever.cli.CliError (the command's own error)")
         return CliError

@@ -11,7 +11,7 @@
 - :class:`StoreConfig`: how the index talks to Qdrant (collection, engine, credentials, timeout);
   *where* it lives is :class:`~drag_knee_retriever.DragKneeIndex`'s first argument.
 
-Every field is declared with :func:`~drag_knee_retriever.settings.setting` (default, doc, rule);
+Every field is declared with :func:`~drag_knee_retriever.model._settings.setting` (default, doc, rule);
 the README's settings tables are generated from those declarations. A setting that does nothing
 under the chosen method is refused with a message naming the one that applies. Old flat spellings
 (``SearchConfig(focus_pool=20)``, ``BuildConfig(passage_words=None)``, ...) work for one release with
@@ -25,9 +25,9 @@ import re
 from dataclasses import fields, replace
 from typing import Any, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
-from .errors import ConfigError, InvalidSettingError
-from .languages import BM25_LANGUAGES, check_bm25_language
-from .settings import MAX_SETTING, Settings, off_when_none, setting, settings_class
+from drag_knee_retriever.errors import ConfigError, InvalidSettingError
+from drag_knee_retriever.model._languages import BM25_LANGUAGES, check_bm25_language
+from drag_knee_retriever.model._settings import MAX_SETTING, Settings, off_when_none, setting, settings_class
 
 __all__ = [
     "BuildConfig", "EmbeddingConfig", "EncoderRuntime", "FocusConfig", "FusionConfig", "LeafConfig",
@@ -163,7 +163,7 @@ class FocusConfig(Settings):
             "the global leaf ranking; 'documents': the leaves of the documents the cut chose (at most "
             "budget_docs), ranked among themselves, then the global ranking; 'pages': the same documents' pages, "
             "each scored by all its passages, best page first, a page's passages together; 'spread': those pages' "
-            "best passages first, then their other passages (drag_knee_retriever.page_ranking).")
+            "best passages first, then their other passages (drag_knee_retriever.search._page_ranking).")
     budget_docs: int = setting(
         2, kind=int, low=1, high=MAX_SETTING,
         doc="With budget_order other than 'global': how many of the cut's documents the budget reads first.")
@@ -173,7 +173,7 @@ class FocusConfig(Settings):
         4.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
             "match (the title or file name and the metadata that names it, against the query's words: "
-            "drag_knee_retriever.identity): a leaf inherits its document's match. Counts only where the query "
+            "drag_knee_retriever.search._identity): a leaf inherits its document's match. Counts only where the query "
             "names a document (SearchConfig.identity_coverage) and among leaves of several documents. 0: off "
             "(the default before 'filings5').")
     root_weight: float = setting(
@@ -268,7 +268,7 @@ class SearchConfig(Settings):
     identity_weight: float = setting(
         2.0, kind=float, low=0.0,
         doc="How much a document's identity (its title or file name and the metadata that names it, matched "
-            "against the query's words: drag_knee_retriever.identity) adds to its root's fused score; a "
+            "against the query's words: drag_knee_retriever.search._identity) adds to its root's fused score; a "
             "document the query names fully (a name only it holds, or its company and year) adds the full "
             "weight, and the roots of named documents join the roots ranking. focus.identity_weight passes the "
             "match on to the leaves. 0 (with focus.identity_weight=0): off, the default before 'filings5' "
@@ -402,13 +402,13 @@ class SectionConfig(Settings):
         False, kind=bool,
         doc="A document without an outline gets sections from headings found in its text (numbered '3.2 Results', "
             "'PART II' / 'Item 7.', Markdown, short title-like lines); tables of contents and running headers open "
-            "none (drag_knee_retriever.headings).")
+            "none (drag_knee_retriever.build._headings).")
     statements: bool = setting(
         True, kind=bool,
         doc="A page of a financial report's primary statement (balance sheet, income statement, cash flows, equity, "
             "comprehensive income: its heading atop a page of figures) is indexed with the statement's heading and "
             "its common names in front, so a question's 'income statement' reaches 'Consolidated Statements of "
-            "Operations' (drag_knee_retriever.statements). Other pages are unchanged.")
+            "Operations' (drag_knee_retriever.build._statements). Other pages are unchanged.")
 
 
 @settings_class

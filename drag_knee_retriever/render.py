@@ -25,9 +25,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from .errors import ConfigError
-from .knee import knee_distances, knee_index
-from .nodes import Trace, TraceCandidate, TraceStep
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.common._knee import knee_distances, knee_index
+from drag_knee_retriever.model._nodes import Trace, TraceCandidate, TraceStep
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
@@ -271,7 +271,7 @@ def plot_knee(
 ) -> "Figure":
     """Plot a descending score curve with its knee; write it to ``path`` (.png/.svg/.pdf) if given.
 
-    ``step_or_scores`` is a :class:`~drag_knee_retriever.nodes.TraceStep` (points coloured by what
+    ``step_or_scores`` is a :class:`~drag_knee_retriever.model._nodes.TraceStep` (points coloured by what
     happened to each candidate, the cut where the search made it) or a plain list of scores (cut
     at ``knee_index(scores, sensitivity)``). The dashed line is the chord from the first point to
     the last; the ringed point is the one farthest from it; the dotted line is the cut. Returns the

@@ -6,7 +6,7 @@ Five short documents on distinct topics, so that the example queries have clear 
 - ``sourdough.txt``: plain text (leaves are paragraphs);
 - ``lighthouse-manual.pdf`` and ``bicycle-repair.pdf``: paged documents (one leaf per page).
 
-:func:`sample_documents` returns them as :class:`~drag_knee_retriever.nodes.Document` objects (no
+:func:`sample_documents` returns them as :class:`~drag_knee_retriever.model._nodes.Document` objects (no
 file I/O); :func:`write_sample_files` writes them to a folder as real ``.md``, ``.txt`` and
 ``.pdf`` files (the PDFs made by :func:`text_pdf_bytes`, a tiny dependency-free PDF writer), to try
 the loaders and ``drag-knee ingest`` on. The first example query asks for one specific page; the
@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple, Union
 
-from .nodes import Document
+from drag_knee_retriever.model._nodes import Document
 
 EXAMPLE_QUERIES: Tuple[str, str] = (
     "What should a keeper do when fog rolls in?",

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from drag_knee_retriever.eval.dataset import DatasetError, EvalDataset, GoldLeaf, Question  # noqa: F401 (for loaders)
-from drag_knee_retriever.nodes import Document
+from drag_knee_retriever.model._nodes import Document
 
 log = logging.getLogger("benchmarks.datasets")
 

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from drag_knee_retriever.nodes import Document
+from drag_knee_retriever.model._nodes import Document
 
 from .common import EvalDataset, Question, clean_units, dataset, dataset_module, datasets_root, log, make_dataset
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from ..errors import CliError
-from . import commands as _commands  # noqa: F401  (registers the commands on `app`)
-from .commands import parse_filter_args
-from .errors import run
-from .index import default_index_dir
-from .options import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, Engine, Language, Method, Order, app
-from .output import PhaseProgress, configure_logging, err, out, print_results
+from drag_knee_retriever.errors import CliError
+from drag_knee_retriever.cli import commands as _commands  # noqa: F401  (registers the commands on `app`)
+from drag_knee_retriever.cli.commands import parse_filter_args
+from drag_knee_retriever.cli.errors import run
+from drag_knee_retriever.cli.index import default_index_dir
+from drag_knee_retriever.cli.options import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, Engine, Language, Method, Order, app
+from drag_knee_retriever.cli.output import PhaseProgress, configure_logging, err, out, print_results
 
 __all__ = [
     "EXIT_ERROR",

@@ -1,5 +1,5 @@
 """``python -m drag_knee_retriever.cli``: the same as the ``drag-knee`` script."""
 
-from . import main
+from drag_knee_retriever.cli import main
 
 main()

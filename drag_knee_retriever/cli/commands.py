@@ -16,10 +16,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..config import SEARCH_OPTIONS
-from ..errors import CliError
-from .index import index_exists, ocr_cache_dir, open_index, where
-from .options import (
+from drag_knee_retriever.config import SEARCH_OPTIONS
+from drag_knee_retriever.errors import CliError
+from drag_knee_retriever.cli.index import index_exists, ocr_cache_dir, open_index, where
+from drag_knee_retriever.cli.options import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     ApiKeyOption,
@@ -41,12 +41,12 @@ from .options import (
     docs_app,
     state,
 )
-from .output import PhaseProgress, configure_logging, count, err, one_line, out, print_results, quiet_native_logs, shown
+from drag_knee_retriever.cli.output import PhaseProgress, configure_logging, count, err, one_line, out, print_results, quiet_native_logs, shown
 
 
 def _print_version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from drag_knee_retriever import __version__
 
         typer.echo(f"drag-knee-retriever {__version__}")
         raise typer.Exit()
@@ -89,7 +89,7 @@ def ingest(
     ocr_languages: OcrLanguagesOption = None,
 ) -> None:
     """Read files (text, Markdown, PDF) and add them to the index; changed files replace their old version."""
-    from ..loaders import load_paths
+    from drag_knee_retriever.loaders import load_paths
 
     started = time.perf_counter()
 
@@ -284,7 +284,7 @@ def search(
             # Only now look at the whole index: listing it on every search would cost a scan.
             _ensure_not_empty(idx, where(index, url))
     if plot is not None:
-        from ..render import plot_trace
+        from drag_knee_retriever.render import plot_trace
 
         plot_trace(result.trace, plot)
         err.print(f"wrote the knee plot to {shown(plot)}")
@@ -293,7 +293,7 @@ def search(
         return
     print_results(result, chars=chars)
     if trace:
-        from ..render import trace_tree
+        from drag_knee_retriever.render import trace_tree
 
         out.print()
         out.print(trace_tree(result.trace))
@@ -421,9 +421,9 @@ def demo(
 
     Works offline: nothing is downloaded and nothing is written to disk.
     """
-    from ..index import DragKneeIndex
-    from ..render import trace_tree
-    from ..sample import EXAMPLE_QUERIES, sample_documents
+    from drag_knee_retriever.facade._index import DragKneeIndex
+    from drag_knee_retriever.render import trace_tree
+    from drag_knee_retriever.sample import EXAMPLE_QUERIES, sample_documents
 
     documents = sample_documents()
     out.print(
@@ -431,7 +431,7 @@ def demo(
         f"({', '.join(d.id for d in documents)})"
     )
     quiet_native_logs(state["verbose"])
-    from ..config import EmbeddingConfig, StoreConfig
+    from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
 
     embedding = EmbeddingConfig(**({"model_name": model} if model else {}),
                                 **({"model_path": str(model_path.expanduser())} if model_path is not None else {}))
@@ -467,7 +467,7 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
     the walk keeps the whole document, the focus picks the paragraph that answers)."""
     from dataclasses import replace
 
-    from ..traversal import focuses
+    from drag_knee_retriever.search._traversal import focuses
 
     settings = idx.search_config.with_overrides(method=result.method)
     if not focuses(settings):
@@ -495,7 +495,7 @@ def _print_walk_only(idx: Any, text: str, result: Any) -> None:
 def eval_command(ctx: typer.Context) -> None:
     """Evaluate retrieval quality on your corpus and questions (see `drag-knee eval --help`)."""
     try:
-        from ..eval import cli as eval_cli  # type: ignore[attr-defined]
+        from drag_knee_retriever.eval import cli as eval_cli  # type: ignore[attr-defined]
     except ImportError as exc:
         if exc.name and exc.name.startswith("drag_knee_retriever.eval"):
             raise CliError(

@@ -10,9 +10,9 @@ from typing import Optional, Sequence
 import typer
 from rich.markup import escape
 
-from ..errors import CliError, DragKneeError
-from .options import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, app, state
-from .output import configure_logging, err
+from drag_knee_retriever.errors import CliError, DragKneeError
+from drag_knee_retriever.cli.options import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, app, state
+from drag_knee_retriever.cli.output import configure_logging, err
 
 
 def _os_error_message(exc: OSError) -> str:

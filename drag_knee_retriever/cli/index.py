@@ -8,11 +8,11 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from ..errors import CliError, DragKneeError
-from ..redact import protect, redact_text, redact_url
-from ..store import detect_engine
-from .options import APP_NAME, EXIT_USAGE, INDEX_ENV, Engine, Language, state
-from .output import err, quiet_native_logs
+from drag_knee_retriever.errors import CliError, DragKneeError
+from drag_knee_retriever.common._redact import protect, redact_text, redact_url
+from drag_knee_retriever.store import detect_engine
+from drag_knee_retriever.cli.options import APP_NAME, EXIT_USAGE, INDEX_ENV, Engine, Language, state
+from drag_knee_retriever.cli.output import err, quiet_native_logs
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ def open_index(
         if not must_exist:
             folder.mkdir(parents=True, exist_ok=True)
     quiet_native_logs(state["verbose"])
-    from ..config import BuildConfig, EmbeddingConfig, LeafConfig, StoreConfig
-    from ..index import DragKneeIndex
+    from drag_knee_retriever.config import BuildConfig, EmbeddingConfig, LeafConfig, StoreConfig
+    from drag_knee_retriever.facade._index import DragKneeIndex
 
     store: Dict[str, Any] = {"collection": collection}
     if engine is not None and engine is not Engine.auto:
@@ -142,7 +142,7 @@ def open_index(
     except Exception as exc:
         # A refusal by the OS (no permission, read-only, full) is not damage: say which, and that
         # the index is intact, never "move the folder aside".
-        from ..disk import io_error
+        from drag_knee_retriever.common._disk import io_error
 
         refused = io_error(exc, "open the index", where) if folder is not None else None
         if refused is not None:

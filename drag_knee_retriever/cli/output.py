@@ -32,7 +32,7 @@ class CliConsole(Console):
     def _render_buffer(self, buffer: Any) -> str:
         from rich.segment import Segment
 
-        from ..render import visible
+        from drag_knee_retriever.render import visible
 
         return super()._render_buffer(
             segment if segment.control else Segment(visible(segment.text), segment.style, None) for segment in buffer
@@ -64,7 +64,7 @@ def one_line(value: Any) -> str:
     folder) as one line: every line-breaking character (``\\n \\r \\v \\f \\x1c-\\x1e \\x85 U+2028
     U+2029``) and tab shown as an escape, so a file named ``"a\\nIngested 999 document(s)"`` cannot
     print a forged line, or a row of its own in a table. For :class:`rich.text.Text` pieces."""
-    from ..render import visible
+    from drag_knee_retriever.render import visible
 
     return visible(value, single_line=True)
 

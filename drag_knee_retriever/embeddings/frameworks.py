@@ -12,10 +12,10 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ..config import EmbeddingConfig
-from ..errors import ConfigError, ModelLoadError
-from .base import DenseEmbedder
-from .fastembed import FastEmbedDense
+from drag_knee_retriever.config import EmbeddingConfig
+from drag_knee_retriever.errors import ConfigError, ModelLoadError
+from drag_knee_retriever.embeddings.base import DenseEmbedder
+from drag_knee_retriever.embeddings.fastembed import FastEmbedDense
 
 
 def _declared_size(obj: Any) -> Optional[int]:

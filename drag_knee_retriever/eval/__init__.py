@@ -13,15 +13,15 @@ benchmark datasets' loaders are not part of the package: they live in the reposi
 LlamaIndex, matplotlib) are imported only when a run starts.
 """
 
-from .dataset import DatasetError, EvalDataset, Question
-from .errors import EvalConsistencyError, EvalError, EvalSetupError, UnknownDocumentError
-from .metrics import METRIC_FORMULAS, METRIC_NAMES, ContextHit, QuestionMetrics, mean_metrics, question_metrics
-from .own import load_own_dataset
+from drag_knee_retriever.eval.dataset import DatasetError, EvalDataset, Question
+from drag_knee_retriever.eval.errors import EvalConsistencyError, EvalError, EvalSetupError, UnknownDocumentError
+from drag_knee_retriever.eval.metrics import METRIC_FORMULAS, METRIC_NAMES, ContextHit, QuestionMetrics, mean_metrics, question_metrics
+from drag_knee_retriever.eval.own import load_own_dataset
 
 
 def run_eval(*args, **kwargs):
     """Run the evaluation (see :func:`drag_knee_retriever.eval.runner.run_eval`)."""
-    from .runner import run_eval as _run_eval
+    from drag_knee_retriever.eval.runner import run_eval as _run_eval
 
     return _run_eval(*args, **kwargs)
 

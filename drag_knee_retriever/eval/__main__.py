@@ -3,7 +3,7 @@
 
 import sys
 
-from .cli import main
+from drag_knee_retriever.eval.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

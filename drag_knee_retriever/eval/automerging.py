@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .baselines import Method, Retrieval
-from .dataset import EvalDataset
-from .errors import EvalConsistencyError
-from .metrics import ContextHit, count_tokens
+from drag_knee_retriever.eval.baselines import Method, Retrieval
+from drag_knee_retriever.eval.dataset import EvalDataset
+from drag_knee_retriever.eval.errors import EvalConsistencyError
+from drag_knee_retriever.eval.metrics import ContextHit, count_tokens
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import FusionConfig
-from ..knee import knee_cut
-from ..nodes import ScoredNode
-from .dataset import EvalDataset
-from .errors import UnknownDocumentError
-from .metrics import ContextHit, count_tokens
+from drag_knee_retriever.config import FusionConfig
+from drag_knee_retriever.common._knee import knee_cut
+from drag_knee_retriever.model._nodes import ScoredNode
+from drag_knee_retriever.eval.dataset import EvalDataset
+from drag_knee_retriever.eval.errors import UnknownDocumentError
+from drag_knee_retriever.eval.metrics import ContextHit, count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -424,7 +424,7 @@ def search_takes(index: Any, option: str) -> bool:
     # ``**options: Unpack[SearchOptions]`` (DragKneeIndex.search since its keywords are checked):
     # the per-call settings are the names the index checks them against.
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        from ..config import SEARCH_OPTIONS
+        from drag_knee_retriever.config import SEARCH_OPTIONS
 
         return option in SEARCH_OPTIONS
     return False

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .metrics import interpolate_curve
+from drag_knee_retriever.eval.metrics import interpolate_curve
 
 REFERENCE_CURVE = "flat_hybrid"
 

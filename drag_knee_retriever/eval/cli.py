@@ -23,9 +23,9 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
-from ..errors import DragKneeError
-from ..render import visible
-from .dataset import DatasetError
+from drag_knee_retriever.errors import DragKneeError
+from drag_knee_retriever.render import visible
+from drag_knee_retriever.eval.dataset import DatasetError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def eval_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Evaluate every retriever on your corpus and questions; write the table, raw JSON and a recall-vs-tokens plot."""
-    from .runner import parse_build_variant, progress_log, run_eval
+    from drag_knee_retriever.eval.runner import parse_build_variant, progress_log, run_eval
 
     if not quiet and not sys.stderr.isatty() and not progress_log.handlers:
         # Without a terminal there are no bars: progress goes to stderr as log lines.
@@ -80,7 +80,7 @@ def eval_command(
         base_build = parse_build_variant(build).build if build else None
         variants = [parse_build_variant(v) for v in (build_variants or [])]
         if corpus:
-            from .own import load_own_dataset
+            from drag_knee_retriever.eval.own import load_own_dataset
 
             if language not in ("english", "russian"):
                 raise DatasetError(f"--language must be english or russian, got {language!r}.")
@@ -101,7 +101,7 @@ def eval_command(
         typer.echo(json.dumps({k: payload[k] for k in ("dataset", "summary", "headline", "files", "meta")},
                               ensure_ascii=False))
         return
-    from .report import headline_markdown
+    from drag_knee_retriever.eval.report import headline_markdown
 
     # Names from the user's files on one line each (a corpus folder named "a\nb" forges no line).
     typer.echo(f"{visible(report.dataset, single_line=True)}: {report.meta['dataset']['questions']} questions, "

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
-from ..nodes import Document
-from .errors import EvalError
+from drag_knee_retriever.model._nodes import Document
+from drag_knee_retriever.eval.errors import EvalError
 
 GoldLeaf = Tuple[str, int]
 

@@ -6,7 +6,7 @@ that caught those keeps working.
 
 from __future__ import annotations
 
-from ..errors import DragKneeError
+from drag_knee_retriever.errors import DragKneeError
 
 
 class EvalError(DragKneeError):

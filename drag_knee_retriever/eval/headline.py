@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .metrics import interpolate_curve
+from drag_knee_retriever.eval.metrics import interpolate_curve
 
 HEADLINE_METHOD = "drag_knee"
 REFERENCE_CURVE = "flat_hybrid"

@@ -31,8 +31,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import BuildConfig
-from .dataset import DatasetError, EvalDataset, Question
+from drag_knee_retriever.config import BuildConfig
+from drag_knee_retriever.eval.dataset import DatasetError, EvalDataset, Question
 
 _SPACE = re.compile(r"\s+")
 
@@ -64,8 +64,8 @@ def load_own_dataset(
     name: Optional[str] = None,
 ) -> EvalDataset:
     """Load a corpus and a JSON Lines questions file into an :class:`EvalDataset` (see module docs)."""
-    from ..builder import build_document_trees
-    from ..loaders import load_paths
+    from drag_knee_retriever.build._builder import build_document_trees
+    from drag_knee_retriever.loaders import load_paths
 
     paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
     report = load_paths(paths)

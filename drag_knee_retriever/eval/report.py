@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .baselines import RETURNED_FIELDS
-from .metrics import METRIC_FORMULAS
+from drag_knee_retriever.eval.baselines import RETURNED_FIELDS
+from drag_knee_retriever.eval.metrics import METRIC_FORMULAS
 
 log = logging.getLogger(__name__)
 

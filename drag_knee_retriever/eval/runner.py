@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import BuildConfig, SearchConfig
-from ..errors import ConfigError
-from .automerging import automerging_methods, build_automerging, llama_index_available
-from .baselines import (
+from drag_knee_retriever.config import BuildConfig, SearchConfig
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.eval.automerging import automerging_methods, build_automerging, llama_index_available
+from drag_knee_retriever.eval.baselines import (
     CURVE_KS,
     DEFAULT_FUSION_SCHEDULE,
     FLAT_KS,
@@ -39,12 +39,12 @@ from .baselines import (
     flat_methods,
     leaf_token_table,
 )
-from .dataset import EvalDataset
-from .encoding import CachingEncoder, encoder_fingerprint
-from .errors import EvalConsistencyError, EvalSetupError
-from .headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
-from .metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
-from .progress import ProgressBars, progress_log
+from drag_knee_retriever.eval.dataset import EvalDataset
+from drag_knee_retriever.eval.encoding import CachingEncoder, encoder_fingerprint
+from drag_knee_retriever.eval.errors import EvalConsistencyError, EvalSetupError
+from drag_knee_retriever.eval.headline import HEADLINE_METHOD, REFERENCE_CURVE, bootstrap_headline_gain, compute_headline, curve_points
+from drag_knee_retriever.eval.metrics import QuestionMetrics, interpolate_curve, mean_metrics, question_metrics
+from drag_knee_retriever.eval.progress import ProgressBars, progress_log
 
 #: Extra methods for an index: ``factory(index, leaf_tokens, label)`` (label "default" or a build
 #: variant's); benchmarks/prototypes.py adds its research walks this way.
@@ -77,7 +77,7 @@ def parse_build_variant(spec: str) -> BuildVariant:
     Keys are BuildConfig's settings as dotted paths (``leaves.passage_words``, ``vectors.context``);
     the flat names of earlier releases (``inner_vectors``) still work, with a DeprecationWarning.
     """
-    from ..settings import iter_settings
+    from drag_knee_retriever.model._settings import iter_settings
 
     build = BuildConfig()
     known = [name for name, _, _ in iter_settings(BuildConfig)]
@@ -116,7 +116,7 @@ def parse_search_variant(spec: str) -> Tuple[str, Dict[str, Any]]:
     Keys are SearchConfig's settings as dotted paths (``focus.near_best``, ``fusion.rrf_k``); each
     value is checked here (on the default SearchConfig), before any index is built.
     """
-    from ..settings import iter_settings
+    from drag_knee_retriever.model._settings import iter_settings
 
     known = [name for name, _, _ in iter_settings(SearchConfig)]
     changes: Dict[str, Any] = {}
@@ -184,9 +184,9 @@ def _wanted(name: str, patterns: Optional[Sequence[str]]) -> bool:
 
 def _open_index(dataset: EvalDataset, build: BuildConfig, *, encoder: Any, model_path: Optional[str],
                 engine: str, collection: str, folder: Optional[Path] = None) -> Any:
-    from .. import DragKneeIndex
+    from drag_knee_retriever import DragKneeIndex
 
-    from ..config import EmbeddingConfig, StoreConfig
+    from drag_knee_retriever.config import EmbeddingConfig, StoreConfig
 
     if encoder is None:
         encoder = EmbeddingConfig(language=dataset.language, **({"model_path": model_path} if model_path else {}))
@@ -336,8 +336,8 @@ def run_eval(
             raise EvalSetupError(f"the encoder given uses BM25 language {encoder.config.bm25_language!r} but {ds.name} "
                              f"needs {ds.language!r}; pass encoder=None or an encoder for that language.")
         if encoder is None:
-            from ..config import EmbeddingConfig
-            from ..embeddings import Encoder
+            from drag_knee_retriever.config import EmbeddingConfig
+            from drag_knee_retriever.embeddings import Encoder
 
             emb = EmbeddingConfig(language=ds.language, **({"model_path": model_path} if model_path else {}))
             encoder = Encoder(emb)
@@ -447,7 +447,7 @@ def run_eval(
     meta["seconds"] = round(time.perf_counter() - started, 1)
     report = EvalReport(ds.name, meta, summary, method_info, headline, per_question)
     if out_dir is not None:
-        from .report import write_report
+        from drag_knee_retriever.eval.report import write_report
 
         report.files = write_report(report, Path(out_dir), trace_rows=trace_rows, plot=plot)
     return report
@@ -501,7 +501,7 @@ def default_headline(rows: Mapping[str, Sequence[Any]], method_info: Mapping[str
     index (``gains_on_own_index``): a variant may change the leaves (passages), and flat hybrid
     on those same leaves is the fair reference there.
     """
-    from .budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation, word_budget_figures
+    from drag_knee_retriever.eval.budget_metrics import bootstrap_gain, budget_figures, cut_size_correlation, word_budget_figures
 
     out: Dict[str, Any] = {"default_method": DEFAULT_METHOD,
                            "default_recall_gain_at_equal_tokens": headline.get("knee_recall_gain_at_equal_tokens"),

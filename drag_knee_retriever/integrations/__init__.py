@@ -10,7 +10,7 @@ shared parts from :mod:`._common` (metadata, settings, index check, knee) and :m
 (framework documents -> core documents).
 """
 
-from ._common import (
+from drag_knee_retriever.integrations._common import (
     CHILD_IDS,
     DESCRIPTION,
     DOC_HASH,
@@ -43,7 +43,7 @@ from ._common import (
     tree_node_from_metadata,
     tree_node_metadata,
 )
-from ._pages import PageEntry, group_paged_documents, page_number_from_label
+from drag_knee_retriever.integrations._pages import PageEntry, group_paged_documents, page_number_from_label
 
 __all__ = [
     "META_PREFIX",

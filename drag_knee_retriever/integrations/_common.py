@@ -1,7 +1,7 @@
 """What both framework adapters share; imports neither framework.
 
 - the namespaced metadata a search hit carries (every key starts with :data:`META_PREFIX`) and its
-  reverse conversion into a core :class:`~drag_knee_retriever.nodes.TreeNode`;
+  reverse conversion into a core :class:`~drag_knee_retriever.model._nodes.TreeNode`;
 - (the grouping of per-page framework documents into one paged core document is in ``_pages``);
 - query validation, the retrievers' settings (validated once, when a retriever is built) and the
   merge of per-call overrides with them, the index check and the index factory of ``from_documents``;
@@ -16,14 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..config import FusionConfig, SearchConfig, WalkOptions
-from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
-from ..knee import knee_cut
-from ..nodes import FILE_STAMP_KEY, FILTER_FIELDS, OCR_PAGES_KEY, Document, ScoredNode, Span, TreeNode
-from ..point_schema import TEXT_SOURCE_KEY
-from ..query_args import check_count, check_threshold
-from ..settings import unexpected_keywords, warn_deprecated
-from ..store import parse_filters
+from drag_knee_retriever.config import FusionConfig, SearchConfig, WalkOptions
+from drag_knee_retriever.errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
+from drag_knee_retriever.common._knee import knee_cut
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, FILTER_FIELDS, OCR_PAGES_KEY, Document, ScoredNode, Span, TreeNode
+from drag_knee_retriever.model._point_schema import TEXT_SOURCE_KEY
+from drag_knee_retriever.model._query_args import check_count, check_threshold
+from drag_knee_retriever.model._settings import unexpected_keywords, warn_deprecated
+from drag_knee_retriever.store import parse_filters
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def qdrant_style_index_kwargs(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     and the key go in its ``StoreConfig``."""
     from dataclasses import replace as _replace
 
-    from ..config import StoreConfig
+    from drag_knee_retriever.config import StoreConfig
 
     out = dict(kwargs)
     where = [k for k in ("client", "location", "path", "url") if out.get(k) is not None]
@@ -260,7 +260,7 @@ def split_settings(kwargs: Mapping[str, Any], names: Any) -> Tuple[Dict[str, Any
 
     A keyword that is neither is refused here, naming the closest of both (``methd=`` -> ``method``),
     before anything is built."""
-    from ..index import INDEX_KEYWORDS
+    from drag_knee_retriever.facade._index import INDEX_KEYWORDS
 
     settings = {key: value for key, value in kwargs.items() if key in names}
     rest = {key: value for key, value in kwargs.items() if key not in names}
@@ -275,7 +275,7 @@ def split_settings(kwargs: Mapping[str, Any], names: Any) -> Tuple[Dict[str, Any
 def make_index(index: Any, index_kwargs: Mapping[str, Any]) -> Any:
     """``index`` itself, or a new :class:`DragKneeIndex` built from ``index_kwargs`` (not both)."""
     if index is None:
-        from ..index import DragKneeIndex
+        from drag_knee_retriever.facade._index import DragKneeIndex
 
         kwargs = dict(index_kwargs)
         return DragKneeIndex(kwargs.pop("location", ":memory:"), **kwargs)
@@ -380,7 +380,7 @@ def trace_payload(result: Any) -> Dict[str, Any]:
 def hit_metadata(hit: ScoredNode) -> Dict[str, Any]:
     """The metadata of a returned hit: the source document's metadata plus ``drag_*`` fields.
 
-    ``drag_score`` is the public score (:mod:`~drag_knee_retriever.relevance`: in [0, 1], higher
+    ``drag_score`` is the public score (:mod:`~drag_knee_retriever.search._relevance`: in [0, 1], higher
     is better, the same scale for every method), ``drag_raw_score`` what the method ranked on (an
     RRF sum, a z-score sum), ``drag_rank`` the 0-based rank in the method's order (the list
     position too, unless the search ordered results by document). Our bookkeeping keys stay

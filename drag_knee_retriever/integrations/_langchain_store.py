@@ -18,10 +18,10 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from ..errors import ConfigError, InvalidDocumentError
-from ._common import check_query, node_metadata, user_metadata
-from ._members import Member, MemberStore, content_id, flat_members
-from ..query_args import check_count, check_dense, check_threshold
+from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
+from drag_knee_retriever.integrations._common import check_query, node_metadata, user_metadata
+from drag_knee_retriever.integrations._members import Member, MemberStore, content_id, flat_members
+from drag_knee_retriever.model._query_args import check_count, check_dense, check_threshold
 
 log = logging.getLogger("drag_knee_retriever.integrations.langchain")
 
@@ -84,7 +84,7 @@ _QDRANT_FIXED = ("retrieval_mode", "vector_name", "sparse_vector_name", "distanc
 
 def _qdrant_store_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Keywords written for langchain-qdrant's QdrantVectorStore, in DragKneeIndex's spelling."""
-    from ._common import qdrant_style_index_kwargs
+    from drag_knee_retriever.integrations._common import qdrant_style_index_kwargs
 
     out = qdrant_style_index_kwargs(kwargs)
     fixed = sorted(k for k in out if k in _QDRANT_FIXED)
@@ -132,7 +132,7 @@ class DragKneeVectorStore(VectorStore):
 
     def __init__(self, index: Any = None, *, embedding: Optional[Embeddings] = None, ocr: Any = None,
                  **index_kwargs: Any) -> None:
-        from ._common import check_index, make_index
+        from drag_knee_retriever.integrations._common import check_index, make_index
 
         if index is not None and embedding is not None:
             raise ConfigError("index was given, so embedding= cannot configure a new one; drop one of them.")
@@ -208,14 +208,14 @@ class DragKneeVectorStore(VectorStore):
     def similarity_search_with_score(self, query: str, k: int = 4, filter: Any = None,
                                      **kwargs: Any) -> List[Tuple[LCDocument, float]]:
         """The ``k`` added documents best ranked by flat hybrid search, with their scores (in
-        [0, 1], higher is better; see :mod:`~drag_knee_retriever.relevance`)."""
+        [0, 1], higher is better; see :mod:`~drag_knee_retriever.search._relevance`)."""
         query = check_query(query)
         return self._flat(query, k, filter, kwargs, vectors=None)
 
     def similarity_search_by_vector(self, embedding: List[float], k: int = 4, filter: Any = None,
                                     **kwargs: Any) -> List[LCDocument]:
         """Dense-only flat search with a query vector of the index's model (no text, no BM25)."""
-        from ..store import QueryVectors
+        from drag_knee_retriever.store import QueryVectors
 
         dense = check_dense(embedding, self.index.encoder.dense_size, "embedding")  # NaN ranked nothing, silently
         vectors = QueryVectors(dense=dense, sparse_indices=(), sparse_values=())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._common import (
+from drag_knee_retriever.integrations._common import (
     DOC_ID,
     INSTALL_HINT,
     META_PREFIX,
@@ -19,8 +19,8 @@ from ._common import (
     tree_node_from_metadata,
     tree_node_metadata,
 )
-from ..loaders import ocr_settings
-from ._pages import PageEntry, group_paged_documents, page_number_from_label
+from drag_knee_retriever.loaders import ocr_settings
+from drag_knee_retriever.integrations._pages import PageEntry, group_paged_documents, page_number_from_label
 
 try:
     from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
@@ -39,8 +39,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"not installed. Install it with: {INSTALL_HINT['llamaindex']}"
     ) from exc
 
-from ..errors import InvalidDocumentError, InvalidQueryError
-from ..nodes import Document, ScoredNode, TreeNode
+from drag_knee_retriever.errors import InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever.model._nodes import Document, ScoredNode, TreeNode
 
 # Metadata keys a file reader puts on each page; they differ per page, so a paged document keeps
 # only what its pages agree on.
@@ -256,7 +256,7 @@ def from_llamaindex_documents(
     labels order the pages (and keep the file's page numbers), otherwise input order is kept.
     Pages of a PDF file on disk (``file_path``) whose text is empty or too thin (scanned or
     image-only) are OCR'd like the core loader's: ``ocr="auto"|"always"|"never"`` (or an
-    :class:`~drag_knee_retriever.ocr.OcrConfig`), ``ocr_languages``, ``ocr_cache_dir``; needs the
+    :class:`~drag_knee_retriever.build._ocr.OcrConfig`), ``ocr_languages``, ``ocr_cache_dir``; needs the
     ``ocr`` extra and Tesseract; each leaf records ``text_source``.
     """
     config = ocr_settings(ocr, ocr_languages, ocr_cache_dir)

@@ -13,13 +13,13 @@ import contextvars
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence
 
-from ._llamaindex_convert import (  # first: it raises the missing-framework ImportError
+from drag_knee_retriever.integrations._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     from_llamaindex_documents,
     metadata_filters_to_dict,
     to_node_with_score,
     to_tree_node,
 )
-from ._common import (
+from drag_knee_retriever.integrations._common import (
     RetrieverOptions,
     RetrieverSettings,
     check_index,
@@ -37,12 +37,12 @@ from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent,
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
-from ..errors import InvalidQueryError
-from ..query_args import check_dense
-from ..loaders import ocr_settings
-from ..store import QueryVectors
-from ._llamaindex_store import members_from_llamaindex
-from ._members import MemberStore, check_members
+from drag_knee_retriever.errors import InvalidQueryError
+from drag_knee_retriever.model._query_args import check_dense
+from drag_knee_retriever.loaders import ocr_settings
+from drag_knee_retriever.store import QueryVectors
+from drag_knee_retriever.integrations._llamaindex_store import members_from_llamaindex
+from drag_knee_retriever.integrations._members import MemberStore, check_members
 
 # The public module's name (see the module docstring).
 _PUBLIC_NAME = "drag_knee_retriever.integrations.llamaindex"

@@ -15,13 +15,13 @@ import logging
 import uuid
 from typing import Any, Dict, List, Optional, Sequence
 
-from ._llamaindex_convert import (  # first: it raises the missing-framework ImportError
+from drag_knee_retriever.integrations._llamaindex_convert import (  # first: it raises the missing-framework ImportError
     metadata_filters_to_dict,
     to_node_with_score,
 )
-from ._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
-from ._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
-from ._pages import page_number_from_label
+from drag_knee_retriever.integrations._common import check_index, make_index, node_metadata, qdrant_style_index_kwargs
+from drag_knee_retriever.integrations._members import MEMBER_REFS, Member, MemberStore, content_id, flat_members, split_runs
+from drag_knee_retriever.integrations._pages import page_number_from_label
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, ObjectType, RelatedNodeInfo, TextNode
@@ -33,8 +33,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from ..errors import ConfigError, InvalidDocumentError, InvalidQueryError
-from ..query_args import check_count, check_dense
+from drag_knee_retriever.errors import ConfigError, InvalidDocumentError, InvalidQueryError
+from drag_knee_retriever.model._query_args import check_count, check_dense
 
 log = logging.getLogger("drag_knee_retriever.integrations.llamaindex")
 
@@ -234,7 +234,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
     def _doc_ids(self, doc_ids: Any) -> List[str]:
         """``VectorStoreQuery.doc_ids``, checked in the user's words (the filter they become names
         an internal key, which the index's unknown-key check would otherwise quote)."""
-        from ..store import parse_filters
+        from drag_knee_retriever.store import parse_filters
 
         if isinstance(doc_ids, (str, bytes)) or not all(isinstance(d, str) and d for d in doc_ids):
             raise InvalidQueryError(f"doc_ids must be a list of document ids (the ref_doc_id of the nodes to "
@@ -256,7 +256,7 @@ class DragKneeVectorStore(BasePydanticVectorStore):
         if query.mode == VectorStoreQueryMode.SPARSE:
             mode = "sparse"
         if text is None:
-            from ..store import QueryVectors
+            from drag_knee_retriever.store import QueryVectors
 
             if query.query_embedding is None:
                 raise InvalidQueryError("a query needs its text (query_str), or an embedding of the index's model "

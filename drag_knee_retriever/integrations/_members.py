@@ -32,9 +32,9 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import InvalidDocumentError
-from ..nodes import Document, TreeNode
-from ._common import META_PREFIX, check_source_metadata, user_metadata
+from drag_knee_retriever.errors import InvalidDocumentError
+from drag_knee_retriever.model._nodes import Document, TreeNode
+from drag_knee_retriever.integrations._common import META_PREFIX, check_source_metadata, user_metadata
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class MemberStore:
     # -- reading ---------------------------------------------------------------------------------
 
     def _scroll(self, filters: Mapping[str, Any], *, with_text: bool) -> List[TreeNode]:
-        from ..store import parse_filters
+        from drag_knee_retriever.store import parse_filters
 
         return self.index.store.scroll_nodes(filters=parse_filters(filters), with_text=with_text)
 
@@ -319,7 +319,7 @@ class MemberStore:
             page_metadata.append(meta)
         metadata = _common([m.metadata for m in members])
         if numbered and self.ocr is not None:
-            from ._pages import ocr_group
+            from drag_knee_retriever.integrations._pages import ocr_group
 
             pages = ocr_group(group, pages, metadata, self.ocr, f"the pages of {group!r}")
         return Document(id=group, pages=pages, metadata=metadata, page_metadata=page_metadata)
@@ -377,13 +377,13 @@ def _common(metadatas: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
 
 
 def _root_id(doc_id: str) -> str:
-    from ..builder import node_id
+    from drag_knee_retriever.build._builder import node_id
 
     return node_id(doc_id, "r")
 
 
 def _leaf0_id(doc_id: str) -> str:
-    from ..builder import leaf_id
+    from drag_knee_retriever.build._builder import leaf_id
 
     return leaf_id(doc_id, 0)
 
@@ -416,7 +416,7 @@ def flat_members(index: Any, query: str, k: int, *, filters: Any = None, mode: s
     """The ``k`` members best ranked by flat search over the leaves (see :func:`ranked_members`).
     ``k`` is checked by the caller (under its own name); the leaves fetched never exceed the index's
     limit on ``k``, which a large ``k`` times 4 did (the error then named a ``k`` the user never gave)."""
-    from ..settings import MAX_SETTING
+    from drag_knee_retriever.model._settings import MAX_SETTING
 
     if index.store.count() == 0:
         return []

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import InvalidDocumentError
-from ..nodes import Document
-from ._common import check_source_metadata
+from drag_knee_retriever.errors import InvalidDocumentError
+from drag_knee_retriever.model._nodes import Document
+from drag_knee_retriever.integrations._common import check_source_metadata
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def ocr_group(key: str, pages: List[str], metadata: Dict[str, Any], ocr: Any, wh
     """
     from pathlib import Path
 
-    from ..ocr import fill_pages
-    from ..point_schema import OCR_PAGES_KEY
+    from drag_knee_retriever.build._ocr import fill_pages
+    from drag_knee_retriever.model._point_schema import OCR_PAGES_KEY
 
     path = Path(key)
     if ocr is None or ocr.mode == "never" or path.suffix.lower() != ".pdf" or not path.is_file():
@@ -115,7 +115,7 @@ def group_paged_documents(
     group has no number, the group keeps input order. Every other entry becomes a text document
     with id: the framework's id, else its ``source``, else a hash of its text; later duplicates get
     ``#2``, ``#3``... Returns ``(document, input positions)`` pairs in first-appearance order.
-    ``ocr`` (an :class:`~drag_knee_retriever.ocr.OcrConfig`, None: no OCR): the pages of a
+    ``ocr`` (an :class:`~drag_knee_retriever.build._ocr.OcrConfig`, None: no OCR): the pages of a
     group whose name is a PDF file on disk are OCR'd where their text is empty or too thin, as
     the core loader does (metadata ``ocr_pages``; each leaf's ``text_source``).
     Raises :class:`InvalidDocumentError` (naming the input position) before anything is ingested.

@@ -5,7 +5,7 @@ Install with ``pip install "drag-knee-retriever[langchain]"``.
 
 The adapter converts types and delegates to the core: :meth:`DragKneeIndex.search` /
 :meth:`~DragKneeIndex.asearch` for queries, :meth:`~DragKneeIndex.add_documents` for ingestion and
-:func:`drag_knee_retriever.knee.knee_cut` for the compressor. It scores, encodes and stores nothing
+:func:`drag_knee_retriever.common._knee.knee_cut` for the compressor. It scores, encodes and stores nothing
 itself.
 
 Example::
@@ -23,7 +23,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
-from ._common import (
+from drag_knee_retriever.integrations._common import (
     INSTALL_HINT,
     RAW_SCORE,
     SCORE,
@@ -38,9 +38,9 @@ from ._common import (
     make_index,
     split_settings,
 )
-from ..loaders import ocr_settings
-from ._members import MEMBER_IDS, MemberStore, check_members
-from ._pages import PageEntry, group_paged_documents
+from drag_knee_retriever.loaders import ocr_settings
+from drag_knee_retriever.integrations._members import MEMBER_IDS, MemberStore, check_members
+from drag_knee_retriever.integrations._pages import PageEntry, group_paged_documents
 
 try:
     from langchain_core.callbacks import (
@@ -58,10 +58,10 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"installed. Install it with: {INSTALL_HINT['langchain']}"
     ) from exc
 
-from ..errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidScoresError
-from ..nodes import Document, ScoredNode
-from ..settings import unexpected_keywords
-from ._langchain_store import (
+from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidScoresError
+from drag_knee_retriever.model._nodes import Document, ScoredNode
+from drag_knee_retriever.model._settings import unexpected_keywords
+from drag_knee_retriever.integrations._langchain_store import (
     DragKneeVectorStore,
     member_document,
     members_from_langchain,
@@ -132,7 +132,7 @@ def from_langchain_documents(
 
     - Pages of a PDF file that is on disk (``source``) whose text is empty or too thin (a scanned
       or image-only page) are OCR'd like the core loader's (``ocr="auto"|"always"|"never"`` or an
-      :class:`~drag_knee_retriever.ocr.OcrConfig`, ``ocr_languages="english+russian"``, ``ocr_cache_dir``;
+      :class:`~drag_knee_retriever.build._ocr.OcrConfig`, ``ocr_languages="english+russian"``, ``ocr_cache_dir``;
       needs the ``ocr`` extra and Tesseract); each leaf records ``text_source``.
 
     The ids are stable, so ingesting the same files again replaces nothing that did not change.

@@ -4,9 +4,9 @@ during ingestion, and the knee as a ``BaseNodePostprocessor`` for any other retr
 Install with ``pip install "drag-knee-retriever[llamaindex]"``.
 
 The adapter converts types and delegates to the core: :meth:`DragKneeIndex.search` /
-:meth:`~DragKneeIndex.asearch` for queries, :func:`drag_knee_retriever.builder.build_trees` for the
+:meth:`~DragKneeIndex.asearch` for queries, :func:`drag_knee_retriever.build._builder.build_trees` for the
 hierarchy, :meth:`~DragKneeIndex.add_documents` / :meth:`~DragKneeIndex.add_nodes` for ingestion
-and :func:`drag_knee_retriever.knee.knee_cut` for the postprocessor. It scores, encodes and stores
+and :func:`drag_knee_retriever.common._knee.knee_cut` for the postprocessor. It scores, encodes and stores
 nothing itself.
 
 The retriever is in ``_llamaindex_retriever``, the conversions in ``_llamaindex_convert``;
@@ -28,7 +28,7 @@ import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # First: _llamaindex_convert raises the ImportError naming the extra when LlamaIndex is missing.
-from ._llamaindex_convert import (
+from drag_knee_retriever.integrations._llamaindex_convert import (
     page_entries,
     from_llamaindex_documents,
     index_parsed_nodes,
@@ -37,19 +37,19 @@ from ._llamaindex_convert import (
     to_text_node,
     to_tree_node,
 )
-from ._llamaindex_retriever import DragKneeRetriever, DragKneeTraceEvent
-from ._llamaindex_store import DragKneeVectorStore, members_from_llamaindex
-from ._common import knee_keep
-from ._pages import group_paged_documents
+from drag_knee_retriever.integrations._llamaindex_retriever import DragKneeRetriever, DragKneeTraceEvent
+from drag_knee_retriever.integrations._llamaindex_store import DragKneeVectorStore, members_from_llamaindex
+from drag_knee_retriever.integrations._common import knee_keep
+from drag_knee_retriever.integrations._pages import group_paged_documents
 
 from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
-from ..config import BuildConfig
-from ..errors import ConfigError
-from ..nodes import TreeNode
+from drag_knee_retriever.config import BuildConfig
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.model._nodes import TreeNode
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +126,8 @@ class DragTreeNodeParser(NodeParser):
         return "DragTreeNodeParser"
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> List[BaseNode]:
-        from ..builder import build_trees
-        from ..summarize import ExtractiveSummarizer
+        from drag_knee_retriever.build._builder import build_trees
+        from drag_knee_retriever.build._summarize import ExtractiveSummarizer
 
         nodes = list(nodes)
         entries = page_entries(nodes, self.group_pages)

@@ -10,18 +10,18 @@ Importing this package imports neither framework: each adapter imports its frame
 constructed and raises ImportError naming the extra to install when it is missing.
 """
 
-from ..errors import InvalidOutputError, SummarizerError
-from .answers import parse_answer_text, validate_answer
-from .backend import ChatBackend, ModelReply, PromptMessage, StructuredFallback, Usage
-from .cache import SummaryCache
-from .core import LLMSummarizer
-from .prompts import detect_language
-from .report import SummarizerReport
-from .settings import SummarizerSettings
-from .langchain import LangChainBackend, LangChainSummarizer
-from .llamaindex import LlamaIndexBackend, LlamaIndexSummarizer
-from .prompts import DEFAULT_PROMPTS, SummaryPrompts
-from .self_query import LangChainSelfQuery, LlamaIndexSelfQuery, SelfQuery, validate_filters
+from drag_knee_retriever.errors import InvalidOutputError, SummarizerError
+from drag_knee_retriever.llm.answers import parse_answer_text, validate_answer
+from drag_knee_retriever.llm.backend import ChatBackend, ModelReply, PromptMessage, StructuredFallback, Usage
+from drag_knee_retriever.llm.cache import SummaryCache
+from drag_knee_retriever.llm.core import LLMSummarizer
+from drag_knee_retriever.llm.prompts import detect_language
+from drag_knee_retriever.llm.report import SummarizerReport
+from drag_knee_retriever.llm.settings import SummarizerSettings
+from drag_knee_retriever.llm.langchain import LangChainBackend, LangChainSummarizer
+from drag_knee_retriever.llm.llamaindex import LlamaIndexBackend, LlamaIndexSummarizer
+from drag_knee_retriever.llm.prompts import DEFAULT_PROMPTS, SummaryPrompts
+from drag_knee_retriever.llm.self_query import LangChainSelfQuery, LlamaIndexSelfQuery, SelfQuery, validate_filters
 
 __all__ = [
     "DEFAULT_PROMPTS",

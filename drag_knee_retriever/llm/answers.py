@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Dict, List, Mapping, Tuple
 
-from ..errors import InvalidOutputError
+from drag_knee_retriever.errors import InvalidOutputError
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 SPACES = re.compile(r"\s+")

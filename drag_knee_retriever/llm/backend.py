@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Mapping, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
-from ..errors import ConfigError, InvalidOutputError
+from drag_knee_retriever.errors import ConfigError, InvalidOutputError
 
 #: A chat message as the core builds it: ``(role, text)`` with role ``"system"``, ``"user"`` or
 #: ``"assistant"``.

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Dict, Optional, Tuple, Union
 
-from ..errors import ConfigError
+from drag_knee_retriever.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The framework-free LLM summariser.
 
-:class:`LLMSummarizer` implements the :class:`~drag_knee_retriever.summarize.Summarizer` protocol on
+:class:`LLMSummarizer` implements the :class:`~drag_knee_retriever.build._summarize.Summarizer` protocol on
 top of any :class:`ChatBackend` (an object with an ``identity`` and an async ``acall(messages)``).
 It owns everything that does not depend on LangChain or LlamaIndex: prompts, validation of answers
 (:mod:`.answers`), bounded retries, the per-node LLM-free fallback, the cache, the bounded async
@@ -26,16 +26,16 @@ import time
 import weakref
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ..config import BuildConfig
-from ..errors import InvalidOutputError, SummarizerError
-from ..summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
-from .answers import SPACES, parse_answer_text, validate_answer
-from .backend import ChatBackend, ModelReply, PromptMessage, Usage, usage_from_mapping
-from .cache import SummaryCache
-from .loop import LoopThread
-from .prompts import SCHEMA_VERSION, SummaryPrompts, detect_language, fill
-from .report import SummarizerReport
-from .settings import SummarizerSettings
+from drag_knee_retriever.config import BuildConfig
+from drag_knee_retriever.errors import InvalidOutputError, SummarizerError
+from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
+from drag_knee_retriever.llm.answers import SPACES, parse_answer_text, validate_answer
+from drag_knee_retriever.llm.backend import ChatBackend, ModelReply, PromptMessage, Usage, usage_from_mapping
+from drag_knee_retriever.llm.cache import SummaryCache
+from drag_knee_retriever.llm.loop import LoopThread
+from drag_knee_retriever.llm.prompts import SCHEMA_VERSION, SummaryPrompts, detect_language, fill
+from drag_knee_retriever.llm.report import SummarizerReport
+from drag_knee_retriever.llm.settings import SummarizerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ CacheSetting = Union[bool, str, "os.PathLike[str]", SummaryCache, None]
 class LLMSummarizer:
     """Node descriptions and keywords written by an LLM, with a per-node LLM-free fallback.
 
-    Implements :class:`~drag_knee_retriever.summarize.Summarizer`. Leaves (pages) are described
+    Implements :class:`~drag_knee_retriever.build._summarize.Summarizer`. Leaves (pages) are described
     from their own text; parents from their children's descriptions (a generalising summary of the
     whole scope). Each node gets ``Summary(text=description, keywords=(...))``; which of them feeds
     the dense and the sparse vector is chosen by ``BuildConfig.leaf_text`` / ``sparse_text``.

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from ..errors import ConfigError
-from .backend import (
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.llm.backend import (
     ModelReply,
     PromptMessage,
     StructuredFallback,
@@ -20,7 +20,7 @@ from .backend import (
     check_structured_mode,
     usage_from_mapping,
 )
-from .core import LLMSummarizer
+from drag_knee_retriever.llm.core import LLMSummarizer
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class LangChainBackend:
         self._identity = model_identity or _model_identity(chat_model)
         self._structured: Any = None
         if structured is not False:
-            from .schema import NodeDescription
+            from drag_knee_retriever.llm.schema import NodeDescription
 
             try:
                 # include_raw keeps the AIMessage: its usage_metadata and its text when parsing fails.

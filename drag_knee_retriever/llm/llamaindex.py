@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from pydantic import ValidationError
 
-from ..errors import InvalidOutputError
-from .backend import (
+from drag_knee_retriever.errors import InvalidOutputError
+from drag_knee_retriever.llm.backend import (
     ModelReply,
     PromptMessage,
     StructuredFallback,
@@ -26,7 +26,7 @@ from .backend import (
     first_line,
     usage_from_mapping,
 )
-from .core import LLMSummarizer
+from drag_knee_retriever.llm.core import LLMSummarizer
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class LlamaIndexBackend:
     async def _structured_predict(self, li_messages: list) -> Any:
         from llama_index.core.prompts import ChatPromptTemplate
 
-        from .schema import NodeDescription
+        from drag_knee_retriever.llm.schema import NodeDescription
 
         # The messages are already filled in; the template only carries them to the program.
         prompt = ChatPromptTemplate(message_templates=li_messages)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
-from ..errors import ConfigError
+from drag_knee_retriever.errors import ConfigError
 
 #: Bump when the expected answer shape changes: it is part of every cache key.
 SCHEMA_VERSION = "1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .backend import Usage
+from drag_knee_retriever.llm.backend import Usage
 
 _MAX_FAILURE_SAMPLES = 10
 

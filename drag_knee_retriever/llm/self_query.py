@@ -1,7 +1,7 @@
 """Metadata filters read from a question by the user's own LLM (the self-query pattern).
 
 Without a model, a query that names its document ("Acme's FY2023 capital expenditure") is routed by
-the document's identity (:mod:`drag_knee_retriever.identity`: title, file name and metadata matched
+the document's identity (:mod:`drag_knee_retriever.search._identity`: title, file name and metadata matched
 against the query's words, a soft preference). With a model, :class:`SelfQuery` asks it which of
 the index's metadata values the question names and turns its answer into a filter, so the search
 only reads those documents; abbreviations and paraphrases a word match cannot see ("JnJ", "the
@@ -27,10 +27,10 @@ import json
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ..errors import InvalidOutputError
-from .answers import parse_answer_text
-from .backend import ChatBackend
-from .loop import LoopThread
+from drag_knee_retriever.errors import InvalidOutputError
+from drag_knee_retriever.llm.answers import parse_answer_text
+from drag_knee_retriever.llm.backend import ChatBackend
+from drag_knee_retriever.llm.loop import LoopThread
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class LangChainSelfQuery(SelfQuery):
     """:class:`SelfQuery` over a LangChain chat model (``ChatOpenAI``, ``ChatOllama``, ...)."""
 
     def __init__(self, chat_model: Any, *, run_config: Optional[Mapping[str, Any]] = None, **options: Any) -> None:
-        from .langchain import LangChainBackend
+        from drag_knee_retriever.llm.langchain import LangChainBackend
 
         super().__init__(LangChainBackend(chat_model, structured=False, run_config=run_config), **options)
 
@@ -147,6 +147,6 @@ class LlamaIndexSelfQuery(SelfQuery):
     """:class:`SelfQuery` over a LlamaIndex LLM (``OpenAI``, ``Ollama``, ...)."""
 
     def __init__(self, llm: Any, *, llm_kwargs: Optional[Mapping[str, Any]] = None, **options: Any) -> None:
-        from .llamaindex import LlamaIndexBackend
+        from drag_knee_retriever.llm.llamaindex import LlamaIndexBackend
 
         super().__init__(LlamaIndexBackend(llm, structured=False, llm_kwargs=llm_kwargs), **options)

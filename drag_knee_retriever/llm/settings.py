@@ -1,15 +1,15 @@
 """The LLM summariser's settings: one frozen, validated dataclass (checked once, when built, from the
-rules declared with each field; see :mod:`drag_knee_retriever.settings`)."""
+rules declared with each field; see :mod:`drag_knee_retriever.model._settings`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Literal, Optional
 
-from ..errors import ConfigError
-from ..languages import check_name, display_name
-from ..settings import Settings, setting, settings_class
-from .prompts import DEFAULT_PROMPTS, SummaryPrompts
+from drag_knee_retriever.errors import ConfigError
+from drag_knee_retriever.model._languages import check_name, display_name
+from drag_knee_retriever.model._settings import Settings, setting, settings_class
+from drag_knee_retriever.llm.prompts import DEFAULT_PROMPTS, SummaryPrompts
 
 
 def _prompts(name: str, value: Any) -> SummaryPrompts:

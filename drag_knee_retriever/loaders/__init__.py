@@ -1,4 +1,4 @@
-"""Files to :class:`~drag_knee_retriever.nodes.Document` objects: text, Markdown and PDF.
+"""Files to :class:`~drag_knee_retriever.model._nodes.Document` objects: text, Markdown and PDF.
 
 - **Text** (``.txt``, ``.text``, ``.rst``, ``.log``, or any file named by an ``include`` glob that
   decodes as UTF-8): the text as it is; the builder makes leaves from its paragraphs.
@@ -44,7 +44,7 @@ outline) and :mod:`.load` (``load_file`` / ``load_paths``). Everything is re-exp
 
 from __future__ import annotations
 
-from .discover import (
+from drag_knee_retriever.loaders.discover import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
     MARKDOWN_SUFFIXES,
@@ -60,9 +60,9 @@ from .discover import (
     hard_link_problem,
     kind_of,
 )
-from .load import LoadReport, load_file, load_paths
-from .pdf import DEFAULT_PDF_LIMITS, PdfLimits, ocr_settings, pdf_outline
-from .text import (
+from drag_knee_retriever.loaders.load import LoadReport, load_file, load_paths
+from drag_knee_retriever.loaders.pdf import DEFAULT_PDF_LIMITS, PdfLimits, ocr_settings, pdf_outline
+from drag_knee_retriever.loaders.text import (
     load_stream,
     load_text,
     markdown_title,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
-from ..errors import InvalidDocumentError
+from drag_knee_retriever.errors import InvalidDocumentError
 
 log = logging.getLogger("drag_knee_retriever.loaders")  # one logger for the package: the CLI quiets it by this name
 

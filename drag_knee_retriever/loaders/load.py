@@ -9,11 +9,11 @@ from pathlib import Path
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Union
 
-from ..errors import InvalidDocumentError, OcrUnavailableError
-from ..nodes import FILE_STAMP_KEY, Document
-from ..ocr import OcrConfig
-from ..point_schema import OCR_PAGES_KEY
-from .discover import (
+from drag_knee_retriever.errors import InvalidDocumentError, OcrUnavailableError
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, Document
+from drag_knee_retriever.build._ocr import OcrConfig
+from drag_knee_retriever.model._point_schema import OCR_PAGES_KEY
+from drag_knee_retriever.loaders.discover import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
     STDIN,
@@ -25,11 +25,11 @@ from .discover import (
     file_stamp,
     kind_of,
 )
-from .pdf import PdfLimits, pdf_failure, read_pdf, ocr_settings, pdf_outline
-from .text import check_file, check_byte_limit, check_text_size, read_text, load_stream, markdown_title, text_title
+from drag_knee_retriever.loaders.pdf import PdfLimits, pdf_failure, read_pdf, ocr_settings, pdf_outline
+from drag_knee_retriever.loaders.text import check_file, check_byte_limit, check_text_size, read_text, load_stream, markdown_title, text_title
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ocr import OcrMode
+    from drag_knee_retriever.build._ocr import OcrMode
 
 log = logging.getLogger("drag_knee_retriever.loaders")  # one logger for the package: the CLI quiets it by this name
 

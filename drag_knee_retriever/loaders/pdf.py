@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
-from ..errors import InvalidDocumentError
-from ..ocr import OcrConfig
-from .discover import FoundFile, PathLike, ProgressCallback
-from .text import read_bytes, has_visible_text
+from drag_knee_retriever.errors import InvalidDocumentError
+from drag_knee_retriever.build._ocr import OcrConfig
+from drag_knee_retriever.loaders.discover import FoundFile, PathLike, ProgressCallback
+from drag_knee_retriever.loaders.text import read_bytes, has_visible_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ocr import OcrMode
+    from drag_knee_retriever.build._ocr import OcrMode
 
 log = logging.getLogger("drag_knee_retriever.loaders")  # one logger for the package: the CLI quiets it by this name
 
@@ -278,7 +278,7 @@ def _ocr_pages(
     where: str,
     progress: Optional[ProgressCallback],
 ) -> Tuple[List[str], List[int], Optional[str]]:
-    from ..ocr import fill_pages
+    from drag_knee_retriever.build._ocr import fill_pages
 
     return fill_pages(raw, pages, ocr, name=path.name, progress=progress)
 

@@ -9,9 +9,9 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Dict, Optional, TextIO, Union
 
-from ..errors import InvalidDocumentError
-from ..nodes import Document
-from .discover import DEFAULT_MAX_TEXT_BYTES, FoundFile, kind_of_entry, kind_of
+from drag_knee_retriever.errors import InvalidDocumentError
+from drag_knee_retriever.model._nodes import Document
+from drag_knee_retriever.loaders.discover import DEFAULT_MAX_TEXT_BYTES, FoundFile, kind_of_entry, kind_of
 
 # Enough bytes to tell text from binary without reading a whole large file twice.
 _SNIFF_BYTES = 8192

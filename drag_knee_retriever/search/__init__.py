@@ -12,8 +12,8 @@
 - :mod:`.drivers`: :func:`~.drivers.run` and :func:`~.drivers.arun`, the only places a search calls
   the store, the encoder or a self-query model.
 
-The walk (:mod:`~drag_knee_retriever.traversal`), the budget fill (:mod:`~drag_knee_retriever.budget`)
-and the context check (:mod:`~drag_knee_retriever.context`) stay sans-IO modules of their own; the
+The walk (:mod:`~drag_knee_retriever.search._traversal`), the budget fill (:mod:`~drag_knee_retriever.search._budget`)
+and the context check (:mod:`~drag_knee_retriever.search._context`) stay sans-IO modules of their own; the
 pipeline strings them together. This ``__init__`` imports nothing, so that a lower module may use
 :mod:`.ops` / :mod:`.drivers` without importing the pipeline.
 """

@@ -6,14 +6,14 @@
 
 Engines share :mod:`.base` (the interface, request planning, hit order), :mod:`.filters` (one
 filter parser and one translator into Qdrant's filter types) and the stored point's schema
-(:mod:`drag_knee_retriever.point_schema`, ids in :mod:`drag_knee_retriever.ids`), and never import
+(:mod:`drag_knee_retriever.model._point_schema`, ids in :mod:`drag_knee_retriever.model._ids`), and never import
 each other. This module re-exports the interface (``from drag_knee_retriever.store import
 RankRequest``) and the engines; the search path imports :mod:`.base` itself, so that ranking
 does not load an engine it does not use.
 """
 
-from ..nodes import QueryVectors
-from .base import (
+from drag_knee_retriever.model._nodes import QueryVectors
+from drag_knee_retriever.store.base import (
     EDGE_MARKER,
     MIN_SIDE_LIMIT,
     TIE_MARGIN,
@@ -26,19 +26,19 @@ from .base import (
     fetch_limit,
     side_limit,
 )
-from .filters import TOP_LEVEL_FIELDS, node_matches, parse_filters
-from .qdrant import QdrantClientStore
+from drag_knee_retriever.store.filters import TOP_LEVEL_FIELDS, node_matches, parse_filters
+from drag_knee_retriever.store.qdrant import QdrantClientStore
 
 
 def __getattr__(name: str):
     # The Edge and memory engines load on first use: importing the store interface (as the walk
     # and the encoder do) should not load numpy-heavy engine modules it does not need.
     if name == "EdgeStore":
-        from .edge import EdgeStore
+        from drag_knee_retriever.store.edge import EdgeStore
 
         return EdgeStore
     if name == "MemoryStore":
-        from .memory import MemoryStore
+        from drag_knee_retriever.store.memory import MemoryStore
 
         return MemoryStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

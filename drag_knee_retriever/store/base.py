@@ -1,7 +1,7 @@
 """The store interface every engine implements, its request and hit types, and what engines share.
 
 Engines (``qdrant.py``, ``edge/``, ``memory.py``) import only this module and ``filters`` of the
-store package (and the stored point's schema, :mod:`drag_knee_retriever.point_schema`), never each
+store package (and the stored point's schema, :mod:`drag_knee_retriever.model._point_schema`), never each
 other: what two engines would otherwise repeat (request planning, side limits, hit order, the
 bookkeeping of :class:`NodeStore`) lives here, or in the modules this one re-exports: the folder
 layouts (:mod:`.layout`) and the roots' copy's rules (:mod:`.copies`).
@@ -21,26 +21,26 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..bm25_idf import SCHEME as IDF_SCHEME
+from drag_knee_retriever.common._bm25_idf import SCHEME as IDF_SCHEME
 # The two engine constants that shape a search are declared and documented with the settings.
-from ..config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
+from drag_knee_retriever.config import MIN_SIDE_LIMIT, TIE_MARGIN  # noqa: F401 - the engines read them from here
 # Checked by StoreConfig too, so it lives with the settings; the engines read it from here.
-from ..config import check_collection_name  # noqa: F401
-from ..errors import InvalidQueryError, ModelMismatchError
-from ..ids import root_ids
-from ..nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
-from ..point_schema import SCHEMA_VERSION, meta_payload
-from .pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
+from drag_knee_retriever.config import check_collection_name  # noqa: F401
+from drag_knee_retriever.errors import InvalidQueryError, ModelMismatchError
+from drag_knee_retriever.model._ids import root_ids
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, QueryVectors, TreeNode
+from drag_knee_retriever.model._point_schema import SCHEMA_VERSION, meta_payload
+from drag_knee_retriever.store.pending import PENDING_FILE, PendingDocs  # noqa: F401 - engines import it from here
 # The roots' copy: which requests it answers, how its versions compare.
-from .copies import payload_stamp, root_version, roots_ranking, stamp_ids  # noqa: F401
+from drag_knee_retriever.store.copies import payload_stamp, root_version, roots_ranking, stamp_ids  # noqa: F401
 # Folder layouts (and which engine a folder holds): the engines and callers read them from here.
-from .layout import (EDGE_MARKER, EDGE_ROOTS_DIR, LOCAL_DIR, LOCAL_MARKER, ROOTS_SUFFIX,  # noqa: F401
+from drag_knee_retriever.store.layout import (EDGE_MARKER, EDGE_ROOTS_DIR, LOCAL_DIR, LOCAL_MARKER, ROOTS_SUFFIX,  # noqa: F401
                      detect_engine, lock_file_error)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..bm25_idf import ClientIdf
-    from .integrity import RecordFile
-    from .journal import WriteJournal
+    from drag_knee_retriever.common._bm25_idf import ClientIdf
+    from drag_knee_retriever.store.integrity import RecordFile
+    from drag_knee_retriever.store.journal import WriteJournal
 
 # A parsed user filter: filters.Condition values that must all hold (see filters.parse_filters).
 FilterSpec = Tuple[Any, ...]
@@ -263,7 +263,7 @@ class NodeStore(abc.ABC):
     journal: Optional["WriteJournal"] = None
 
     #: The BM25 IDF this store applies itself, in exact arithmetic (embedded Qdrant engines; None:
-    #: the engine's own, or none). See :mod:`~drag_knee_retriever.bm25_idf`.
+    #: the engine's own, or none). See :mod:`~drag_knee_retriever.common._bm25_idf`.
     _idf: Optional["ClientIdf"] = None
 
     #: The record file of an embedded folder (None: the collection's bookkeeping points only).
@@ -290,11 +290,11 @@ class NodeStore(abc.ABC):
         """Before any write: refused on a read-only index; the first one of a session marks the
         record's counts as no longer valid (see :mod:`.integrity`)."""
         if self.read_only:
-            from ..errors import StoreError
+            from drag_knee_retriever.errors import StoreError
 
             raise StoreError(self.read_only)
         if self.record is not None and not self._write_noted:
-            from .integrity import note_write
+            from drag_knee_retriever.store.integrity import note_write
 
             note_write(self)
 
@@ -387,7 +387,7 @@ class NodeStore(abc.ABC):
 
     def retrieve_roots(self, ids: Sequence[str]) -> List[TreeNode]:
         """The stored roots among ``ids`` (missing ids and non-roots skipped), with at least the
-        walk's fields (:data:`~drag_knee_retriever.point_schema.WALK_FIELDS`: doc_id, level,
+        walk's fields (:data:`~drag_knee_retriever.model._point_schema.WALK_FIELDS`: doc_id, level,
         doc_hash...), in one request: what an ingest's change check reads (the engines read those
         payload fields only, no text)."""
         return [node for node in self.retrieve(ids) if node.level == 0]
@@ -395,7 +395,7 @@ class NodeStore(abc.ABC):
     def root_stamps(self, doc_ids: Sequence[str]) -> Dict[str, str]:
         """doc_id -> the file stamp stored on the root of each stored document among ``doc_ids``
         that has one (``metadata["file_stamp"]``, build key included), in one request: what a
-        re-ingest's stamp check reads (:meth:`~drag_knee_retriever.ingest.Ingestor.file_stamps`).
+        re-ingest's stamp check reads (:meth:`~drag_knee_retriever.build._ingest.Ingestor.file_stamps`).
 
         A store with a roots' collection reads the stamps from there (only roots, the stamp alone)
         and counts them only once the nodes' collection confirms those roots (Edge: a count of
@@ -435,7 +435,7 @@ class NodeStore(abc.ABC):
         """Run several hybrid rankings in one round trip; one hit list per request, best first.
 
         ``explain``: fill each hit's dense and sparse rank. ``light``: the hits' nodes carry only
-        :data:`~drag_knee_retriever.point_schema.WALK_FIELDS`; rankings and scores are the same either way.
+        :data:`~drag_knee_retriever.model._point_schema.WALK_FIELDS`; rankings and scores are the same either way.
         """
 
     @abc.abstractmethod
@@ -468,7 +468,7 @@ class NodeStore(abc.ABC):
         """An existing collection: its format, its model (against every record of it) and its
         integrity, checked before it answers (:func:`.integrity.open_existing`); lost records are
         written again, a model is never adopted."""
-        from .integrity import open_existing
+        from drag_knee_retriever.store.integrity import open_existing
 
         open_existing(self, dense_size=dense_size, model_id=model_id, sparse_model=sparse_model,
                       current_format=SCHEMA_VERSION, compatible=check_collection_compatible)
@@ -508,8 +508,8 @@ class NodeStore(abc.ABC):
 
     @abc.abstractmethod
     def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:
-        """Write ``payload`` as both bookkeeping points (ids :data:`~drag_knee_retriever.ids.META_IDS`,
-        dense vector :func:`~drag_knee_retriever.point_schema.meta_vector`), durably."""
+        """Write ``payload`` as both bookkeeping points (ids :data:`~drag_knee_retriever.model._ids.META_IDS`,
+        dense vector :func:`~drag_knee_retriever.model._point_schema.meta_vector`), durably."""
 
     # -- the roots' copy (stores that keep one, see roots_ranking) ------------------------------------
 
@@ -566,7 +566,7 @@ class NodeStore(abc.ABC):
         """At close, after the writes were flushed: record the counts (see :mod:`.integrity`)."""
         if self.record is None or self.read_only or not self._checked:
             return
-        from .integrity import record_counts
+        from drag_knee_retriever.store.integrity import record_counts
 
         try:
             record_counts(self)

@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..point_schema import WALK_FIELDS
+from drag_knee_retriever.model._point_schema import WALK_FIELDS
 
 #: The payload field that holds a node's check (one short string; see the module docstring).
 CHECK_FIELD = "drag_check"

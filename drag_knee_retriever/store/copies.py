@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Sequence, TYPE_CHECKING
 
-from ..ids import root_ids
-from ..nodes import FILE_STAMP_KEY
+from drag_knee_retriever.model._ids import root_ids
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .base import RankRequest
+    from drag_knee_retriever.store.base import RankRequest
 
 
 def stamp_ids(doc_ids: Sequence[str]) -> Dict[str, str]:
-    """Point id -> doc_id for the two ids each document's root can have (:func:`~drag_knee_retriever.ids.root_ids`)."""
+    """Point id -> doc_id for the two ids each document's root can have (:func:`~drag_knee_retriever.model._ids.root_ids`)."""
     return {pid: d for d in doc_ids for pid in root_ids(d)}
 
 
 def payload_stamp(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """The file stamp in a payload read with :data:`~drag_knee_retriever.point_schema.STAMP_FIELDS` (None: none)."""
+    """The file stamp in a payload read with :data:`~drag_knee_retriever.model._point_schema.STAMP_FIELDS` (None: none)."""
     metadata = payload.get("metadata") if payload else None
     stamp = metadata.get(FILE_STAMP_KEY) if isinstance(metadata, Mapping) else None
     return stamp if isinstance(stamp, str) else None

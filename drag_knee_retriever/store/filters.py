@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..errors import InvalidQueryError
-from ..nodes import FILTER_FIELDS, TreeNode, check_unicode
-from .base import FilterSpec, RankRequest
+from drag_knee_retriever.errors import InvalidQueryError
+from drag_knee_retriever.model._nodes import FILTER_FIELDS, TreeNode, check_unicode
+from drag_knee_retriever.store.base import FilterSpec, RankRequest
 
 # Payload fields a filter may name directly; any other key is looked up in the document metadata
 # (a Document refuses metadata keys of these names: nodes.FILTER_FIELDS).

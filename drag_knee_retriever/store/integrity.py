@@ -6,7 +6,7 @@ older release never writes a layout it does not know), and, for an embedded fold
 and documents it held when it was last closed (so that lost files are noticed).
 
 **Where.** The records live in two bookkeeping points of the collection (``META_ID`` and its copy
-``META_COPY_ID``, see :mod:`drag_knee_retriever.ids`: no search or count sees them) and, for an embedded folder,
+``META_COPY_ID``, see :mod:`drag_knee_retriever.model._ids`: no search or count sees them) and, for an embedded folder,
 in a file beside the engine's (:data:`RECORD_FILE`: ``<folder>/<collection>/drag_knee_index.json``
 for Qdrant Edge, ``<folder>/drag_knee_index.json.<collection>`` for local mode). Any one of them
 may be lost (a deleted point, a removed segment, a deleted file): the others still say which model
@@ -57,9 +57,9 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..errors import IndexDamagedError, StoreError, StoreIOError
-from ..point_schema import library
-from . import checksums
+from drag_knee_retriever.errors import IndexDamagedError, StoreError, StoreIOError
+from drag_knee_retriever.model._point_schema import library
+from drag_knee_retriever.store import checksums
 
 log = logging.getLogger(__name__)
 

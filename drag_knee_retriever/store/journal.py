@@ -31,8 +31,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..errors import StoreIOError
-from ..nodes import Document
+from drag_knee_retriever.errors import StoreIOError
+from drag_knee_retriever.model._nodes import Document
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ LOCAL_MARKER = "storage.sqlite"
 def lock_file_error(lock: Union[str, os.PathLike], exc: OSError) -> Optional[Exception]:
     """A clear error for an index's lock file that cannot be opened because it is not a file
     (replaced by a folder, a FIFO ...), or None for other failures."""
-    from ..errors import StoreError
+    from drag_knee_retriever.errors import StoreError
 
     path = Path(os.fspath(lock))
     if not (isinstance(exc, IsADirectoryError) or (path.exists() and not path.is_file() and not path.is_symlink())):

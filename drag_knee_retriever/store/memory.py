@@ -5,7 +5,7 @@ given, honours every request field and filter, counts round trips) with no engin
 unit test can run the index or the walk without Qdrant. It computes what the Qdrant engines do:
 
 - dense: exact cosine, vectors normalised to float32 on write, the query on search, a float32 dot;
-- BM25: the embedded stores' exact scheme (:mod:`~drag_knee_retriever.bm25_idf`): stored values
+- BM25: the embedded stores' exact scheme (:mod:`~drag_knee_retriever.common._bm25_idf`): stored values
   on the ``1 / TF_SCALE`` grid, the query weighted by ``ln((N - df + 0.5) / (df + 0.5) + 1)`` over
   the live collection (``N`` the points holding a sparse vector, ``df`` those holding the term) on
   the ``1 / IDF_SCALE`` grid, terms no point holds dropped; a point sharing no term with the query
@@ -31,16 +31,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..bm25_idf import IDF_SCALE, quantize_document
-from ..errors import ConfigError, StoreError
-from ..ids import META_ID, META_IDS
-from ..nodes import TreeNode
-from ..point_schema import TEXT_FIELDS, collection_info, full_node, is_node, light_node, meta_vector, node_payload
-from . import filters as F
-from .base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
-from .base import check_rrf_k, score_limit, side_scores, stable_order
-from .integrity import recorded_meta
-from .journal import WriteJournal
+from drag_knee_retriever.common._bm25_idf import IDF_SCALE, quantize_document
+from drag_knee_retriever.errors import ConfigError, StoreError
+from drag_knee_retriever.model._ids import META_ID, META_IDS
+from drag_knee_retriever.model._nodes import TreeNode
+from drag_knee_retriever.model._point_schema import TEXT_FIELDS, collection_info, full_node, is_node, light_node, meta_vector, node_payload
+from drag_knee_retriever.store import filters as F
+from drag_knee_retriever.store.base import FilterSpec, NodeRecord, NodeStore, QueryVectors, RankedHit, RankRequest, side_limit
+from drag_knee_retriever.store.base import check_rrf_k, score_limit, side_scores, stable_order
+from drag_knee_retriever.store.integrity import recorded_meta
+from drag_knee_retriever.store.journal import WriteJournal
 
 
 def _canonical(point_id: Any) -> str:

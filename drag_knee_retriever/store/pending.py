@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Set
 
-from ..errors import StoreIOError
+from drag_knee_retriever.errors import StoreIOError
 
 log = logging.getLogger(__name__)
 

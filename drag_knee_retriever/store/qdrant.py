@@ -17,22 +17,22 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
-from ..disk import io_error
-from ..errors import ConfigError, DragKneeError, StoreError, StoreLockedError
-from ..ids import META_IDS
-from ..nodes import TreeNode
-from ..point_schema import (DENSE, ROOT_FIELDS, SPARSE, collection_info, full_node, is_node, meta_vector, node_payload,
+from drag_knee_retriever.common._bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
+from drag_knee_retriever.common._disk import io_error
+from drag_knee_retriever.errors import ConfigError, DragKneeError, StoreError, StoreLockedError
+from drag_knee_retriever.model._ids import META_IDS
+from drag_knee_retriever.model._nodes import TreeNode
+from drag_knee_retriever.model._point_schema import (DENSE, ROOT_FIELDS, SPARSE, collection_info, full_node, is_node, meta_vector, node_payload,
                             root_node)
-from ..redact import protect, redact_text, redact_url
-from . import filters as F
-from .base import (EDGE_MARKER, PENDING_FILE, ROOTS_SUFFIX, FilterSpec, NodeRecord, NodeStore, PendingDocs,
+from drag_knee_retriever.common._redact import protect, redact_text, redact_url
+from drag_knee_retriever.store import filters as F
+from drag_knee_retriever.store.base import (EDGE_MARKER, PENDING_FILE, ROOTS_SUFFIX, FilterSpec, NodeRecord, NodeStore, PendingDocs,
                    check_collection_name, lock_file_error)
-from .checksums import SAMPLE_FIELDS, Sample, add_checks, sparse_pair
-from .integrity import RECORD_FILE, RecordFile, recorded_meta
-from .journal import JOURNAL_DIR, WriteJournal
-from .qdrant_rank import QdrantRanking
-from .qdrant_roots import QdrantRoots
+from drag_knee_retriever.store.checksums import SAMPLE_FIELDS, Sample, add_checks, sparse_pair
+from drag_knee_retriever.store.integrity import RECORD_FILE, RecordFile, recorded_meta
+from drag_knee_retriever.store.journal import JOURNAL_DIR, WriteJournal
+from drag_knee_retriever.store.qdrant_rank import QdrantRanking
+from drag_knee_retriever.store.qdrant_roots import QdrantRoots
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..point_schema import DENSE, SPARSE, WALK_FIELDS, full_node, is_node, light_node
-from .base import (TIE_MARGIN, check_rrf_k, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking, score_limit,
+from drag_knee_retriever.model._point_schema import DENSE, SPARSE, WALK_FIELDS, full_node, is_node, light_node
+from drag_knee_retriever.store.base import (TIE_MARGIN, check_rrf_k, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking, score_limit,
                    side_limit, side_order, side_scores, stable_order)
 
 #: The class these methods are mixed into (QdrantClientStore), Any to a type checker: mypy

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import StoreError
-from ..point_schema import STAMP_FIELDS, is_node
-from .base import payload_stamp, root_version, stamp_ids
+from drag_knee_retriever.errors import StoreError
+from drag_knee_retriever.model._point_schema import STAMP_FIELDS, is_node
+from drag_knee_retriever.store.base import payload_stamp, root_version, stamp_ids
 
 #: The class these methods are mixed into (QdrantClientStore), Any to a type checker: mypy
 #: cannot check a mixin against its host class.

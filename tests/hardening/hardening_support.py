@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from drag_knee_retriever.builder import build_document_trees
-from drag_knee_retriever.nodes import TreeNode
+from drag_knee_retriever.build._builder import build_document_trees
+from drag_knee_retriever.model._nodes import TreeNode
 from drag_knee_retriever.store import QdrantClientStore
 from support import make_store  # noqa: F401  (re-exported: the hardening tests import it from here)
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from drag_knee_retriever import BuildConfig, Document, LeafConfig, SectionConfig
-from drag_knee_retriever.builder import build_document_trees
-from drag_knee_retriever.ids import leaf_id, node_id
+from drag_knee_retriever.build._builder import build_document_trees
+from drag_knee_retriever.model._ids import leaf_id, node_id
 
 COUNTS = {"documents": 0, "nodes": 0}
 

@@ -26,7 +26,7 @@ from typing import Dict, List, Sequence, Tuple
 import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreLockedError, StoreConfig
-from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.build._builder import build_document_trees
 from hardening_support import METHODS, WritePlan, install_write_hook, make_store
 
 STABLE = [

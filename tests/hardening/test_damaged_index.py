@@ -29,8 +29,8 @@ import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.errors import IndexDamagedError, ModelMismatchError, StoreError
-from drag_knee_retriever.point_schema import SCHEMA_VERSION
-from drag_knee_retriever.ids import META_COPY_ID, META_ID
+from drag_knee_retriever.model._point_schema import SCHEMA_VERSION
+from drag_knee_retriever.model._ids import META_COPY_ID, META_ID
 from hardening_support import cli, cli_all
 from support import ENGINES
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
-from drag_knee_retriever.disk import edge_open_needs, free_bytes, io_error, os_errno
+from drag_knee_retriever.common._disk import edge_open_needs, free_bytes, io_error, os_errno
 from drag_knee_retriever.errors import StoreError, StoreIOError
 from hardening_support import bounded
 from support import ENGINES
@@ -271,7 +271,7 @@ def test_an_old_format_index_on_a_full_disk_opens_read_only_and_is_brought_up_on
     SIGBUS) but open read-only, say why, and search as format 1 did; with room again it migrates."""
     import shutil
 
-    from drag_knee_retriever.ids import META_IDS
+    from drag_knee_retriever.model._ids import META_IDS
     from drag_knee_retriever.store.base import EDGE_ROOTS_DIR
 
     fs = tmpfs(200)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, DragKneeIndex, FusionConfig, StoreConfig
-from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.build._builder import build_document_trees
 from drag_knee_retriever.errors import ConfigError, DragKneeError, InvalidDocumentError, InvalidQueryError
 from hardening_support import bounded, make_store
 

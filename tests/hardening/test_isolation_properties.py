@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
-from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.build._builder import build_document_trees
 from drag_knee_retriever.store import node_matches, parse_filters
 from hardening_support import METHODS, make_store
 

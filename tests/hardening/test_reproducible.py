@@ -4,7 +4,7 @@ HotpotQA's sample (994 documents) ingested twice, each time in a fresh process i
 gave different ``flat_search(k=20)`` lists for 25 of 100 questions (scores for 48) on Qdrant Edge:
 the engine sums IDF-weighted BM25 terms in float32 in an order that changes between processes.
 The stores now weigh the query by a collection-wide IDF themselves, on grids where every sum is
-exact (``drag_knee_retriever/bm25_idf.py``). Each engine ingests the corpus in two fresh
+exact (``drag_knee_retriever/common/_bm25_idf.py``). Each engine ingests the corpus in two fresh
 processes (the first engine's first process encodes with the real model and records the dense
 vectors, every other process replays them: see ``reproducible_child.py``) and every ranking, flat
 and default search, must be equal bit for bit. The default run uses the first 300 documents; the

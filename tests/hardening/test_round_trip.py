@@ -21,7 +21,7 @@ li_schema = pytest.importorskip("llama_index.core.schema")
 from llama_index.core.vector_stores.types import VectorStoreQuery  # noqa: E402
 
 from drag_knee_retriever import Document  # noqa: E402
-from drag_knee_retriever.builder import build_document_trees  # noqa: E402
+from drag_knee_retriever.build._builder import build_document_trees  # noqa: E402
 from drag_knee_retriever.integrations.langchain import DragKneeVectorStore as LCStore  # noqa: E402
 from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore as LIStore  # noqa: E402
 

@@ -18,7 +18,7 @@ import pytest
 
 from drag_knee_retriever import DragKneeIndex, StoreConfig
 from drag_knee_retriever.errors import StoreError
-from drag_knee_retriever.redact import redact_url, secrets_in_url
+from drag_knee_retriever.common._redact import redact_url, secrets_in_url
 
 KEY = "sEcReT-kEy-4711"
 

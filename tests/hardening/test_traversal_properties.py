@@ -24,13 +24,13 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from drag_knee_retriever import knee_cut, knee_index
-from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.model._ids import leaf_id
 from drag_knee_retriever.config import SearchConfig
-from drag_knee_retriever.traversal import focuses
+from drag_knee_retriever.search._traversal import focuses
 from drag_knee_retriever.errors import InvalidScoresError
-from drag_knee_retriever.nodes import Span, Trace, TreeNode
+from drag_knee_retriever.model._nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import node_matches, parse_filters
-from drag_knee_retriever.traversal import walk
+from drag_knee_retriever.search._traversal import walk
 from support import FakeRanker
 
 METHODS = ("fixed", "knee", "sensitive_knee", "branch")

@@ -26,7 +26,7 @@ import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, StoreConfig
 from drag_knee_retriever.errors import DragKneeError, InvalidQueryError
-from drag_knee_retriever.nodes import QueryVectors
+from drag_knee_retriever.model._nodes import QueryVectors
 from hardening_support import cli_command, cli_env
 
 NAN, INF = float("nan"), float("inf")

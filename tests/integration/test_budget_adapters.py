@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from drag_knee_retriever import BuildConfig, LeafConfig
-from drag_knee_retriever.budget import count_words
+from drag_knee_retriever.search._budget import count_words
 from drag_knee_retriever.sample import sample_documents
 
 QUESTION = "how do tidal stream turbines turn the tide into electricity?"

@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from drag_knee_retriever import BuildConfig, LeafConfig, SearchConfig
-from drag_knee_retriever.budget import count_words
+from drag_knee_retriever.search._budget import count_words
 from drag_knee_retriever.errors import InvalidSettingError
 from support import CountingRank
 

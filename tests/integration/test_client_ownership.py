@@ -89,7 +89,7 @@ def test_the_store_over_a_users_client_is_decided_from_that_client(make, engine,
     # The index used to build a local-mode store and relabel it "server" afterwards, so a server
     # client kept client-side BM25 IDF (a new collection made without the server's IDF modifier)
     # and a lock serialising every call. Nothing here contacts a server: the store is only built.
-    from drag_knee_retriever.index import _open_store
+    from drag_knee_retriever.facade._index import _open_store
 
     client = make(tmp_path)
     store, _ = _open_store(client, StoreConfig(collection="ours"))

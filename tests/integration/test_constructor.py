@@ -111,7 +111,7 @@ def test_a_misspelled_keyword_names_the_one_meant_and_old_spellings_still_work(e
 
 
 def test_the_api_key_comes_from_the_config_or_the_environment(encoder, monkeypatch):
-    from drag_knee_retriever.index import _open_store
+    from drag_knee_retriever.facade._index import _open_store
 
     monkeypatch.setenv("QDRANT_API_KEY", "from-env")
     store, config = _open_store("http://127.0.0.1:9", StoreConfig(timeout=1))

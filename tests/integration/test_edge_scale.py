@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest
 from drag_knee_retriever.store.edge import EdgeStore
 

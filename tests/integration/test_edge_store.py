@@ -21,8 +21,8 @@ import pytest
 
 from drag_knee_retriever.store.edge import LOCK_FILE, EdgeStore
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
-from drag_knee_retriever.nodes import Span, TreeNode
-from drag_knee_retriever.point_schema import SCHEMA_VERSION, node_payload
+from drag_knee_retriever.model._nodes import Span, TreeNode
+from drag_knee_retriever.model._point_schema import SCHEMA_VERSION, node_payload
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
 
 DIM = 16

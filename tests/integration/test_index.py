@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from drag_knee_retriever import Document, DragKneeIndex, EmbeddingConfig, StoreConfig
-from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.build._builder import build_document_trees
 from drag_knee_retriever.errors import InvalidDocumentError, ModelLoadError, ModelMismatchError
 from drag_knee_retriever.store import QdrantClientStore
 

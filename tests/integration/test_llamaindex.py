@@ -25,7 +25,7 @@ from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 from llama_index.core.tools import QueryEngineTool, RetrieverTool
 
 from drag_knee_retriever import BuildConfig, ConfigError, InvalidDocumentError, InvalidQueryError, LeafConfig
-from drag_knee_retriever.builder import build_trees
+from drag_knee_retriever.build._builder import build_trees
 from drag_knee_retriever.errors import InvalidScoresError
 from drag_knee_retriever.integrations.llamaindex import (
     DragKneeRetriever,

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from drag_knee_retriever import DragKneeError
-from drag_knee_retriever import ocr as ocr_module
-from drag_knee_retriever.builder import build_trees
+from drag_knee_retriever.build import _ocr as ocr_module
+from drag_knee_retriever.build._builder import build_trees
 from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
 from drag_knee_retriever.loaders import load_file, load_paths
-from drag_knee_retriever.ocr import OcrConfig, OcrUnavailableError, install_hint, needs_ocr, ocr_pdf_pages, render_page
+from drag_knee_retriever.build._ocr import OcrConfig, OcrUnavailableError, install_hint, needs_ocr, ocr_pdf_pages, render_page
 from drag_knee_retriever.sample import text_pdf_bytes
 
 pypdf = pytest.importorskip("pypdf")

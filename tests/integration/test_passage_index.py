@@ -3,7 +3,7 @@
 import pytest
 
 from drag_knee_retriever import BuildConfig, FocusConfig, LeafConfig
-from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.model._ids import leaf_id
 from support import CountingRank, ancestors
 
 METHODS = ["fixed", "knee", "sensitive_knee", "branch"]

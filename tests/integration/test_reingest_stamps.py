@@ -15,7 +15,7 @@ import pytest
 from drag_knee_retriever import BuildConfig
 from drag_knee_retriever.loaders import load as load_module
 from drag_knee_retriever.loaders import load_paths
-from drag_knee_retriever.nodes import FILE_STAMP_KEY
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY
 
 TEXTS = {
     "bees.txt": "Honey bees dance to tell the hive where the flowers are.\n\nThe waggle run points to the sun.",
@@ -191,7 +191,7 @@ def test_the_stamp_lookup_answers_what_the_stored_roots_hold(engine, make_index,
     store = index.store
     meta = dict(store._meta_payloads()[0])
     meta["schema_version"] = 1
-    from drag_knee_retriever.ids import META_IDS
+    from drag_knee_retriever.model._ids import META_IDS
 
     if engine == "edge":
         import shutil
@@ -220,7 +220,7 @@ def test_a_format_1_edge_index_opened_read_only_reads_the_stamps_of_its_roots(ma
     first leaf, fetched with its root's other possible id, never counts)."""
     import shutil
 
-    from drag_knee_retriever.ids import META_IDS
+    from drag_knee_retriever.model._ids import META_IDS
     from drag_knee_retriever.store.base import EDGE_ROOTS_DIR
     from drag_knee_retriever.store.edge import roots as edge_roots  # where the free-space check is (_room_for_roots)
 

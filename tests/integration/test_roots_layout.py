@@ -17,12 +17,12 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from drag_knee_retriever.nodes import Span, TreeNode
-from drag_knee_retriever.point_schema import SCHEMA_VERSION
+from drag_knee_retriever.model._nodes import Span, TreeNode
+from drag_knee_retriever.model._point_schema import SCHEMA_VERSION
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
 from drag_knee_retriever.store.base import EDGE_ROOTS_DIR
-from drag_knee_retriever.ids import META_ID
-from drag_knee_retriever.point_schema import meta_payload
+from drag_knee_retriever.model._ids import META_ID
+from drag_knee_retriever.model._point_schema import meta_payload
 from support.engines import make_store
 
 DIM = 16

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from drag_knee_retriever import ConfigError, Document, FocusConfig, FusionConfig, InvalidQueryError, SearchConfig
-from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.model._ids import leaf_id
 from drag_knee_retriever.render import trace_text
 from support import CountingRank, ancestors
 
@@ -282,8 +282,8 @@ def test_the_final_fetch_reads_the_roots_each_document_version_can_have(make_ind
     with a parent only its inner root's id (its first leaf is no root), else both ids a root can
     have (a one-leaf document's root is that leaf). The same results and trace as reading both ids
     of every document."""
-    import drag_knee_retriever.context as context
-    from drag_knee_retriever.ids import root_ids
+    import drag_knee_retriever.search._context as context
+    from drag_knee_retriever.model._ids import root_ids
 
     docs, questions = covid_corpus
     index = make_index(collection="final_fetch_roots")

@@ -15,7 +15,7 @@ from typing import List
 import numpy as np
 import pytest
 
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest
 from drag_knee_retriever.store.edge.split import SplitRule
 from drag_knee_retriever.store.filters import any_of

@@ -39,7 +39,7 @@ def test_pdf_pages_from_langchain_and_llamaindex_loaders_get_the_statement_title
     from langchain_core.documents import Document as LCDocument
     from llama_index.core import Document as LIDocument
 
-    from drag_knee_retriever.builder import build_document_trees
+    from drag_knee_retriever.build._builder import build_document_trees
     from drag_knee_retriever.integrations.langchain import from_langchain_documents
     from drag_knee_retriever.integrations.llamaindex import from_llamaindex_documents
 

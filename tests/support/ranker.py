@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Dict, List, Optional, Sequence
 
-from drag_knee_retriever.nodes import TreeNode
+from drag_knee_retriever.model._nodes import TreeNode
 from drag_knee_retriever.store import RankedHit, RankRequest, node_matches
 
 

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from drag_knee_retriever.bm25_idf import EXACT_BELOW, DocumentFrequencies, idf, quantize_document
+from drag_knee_retriever.common._bm25_idf import EXACT_BELOW, DocumentFrequencies, idf, quantize_document
 
 
 def test_sums_of_quantized_products_do_not_depend_on_the_order():

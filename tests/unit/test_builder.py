@@ -3,8 +3,8 @@
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, LeafConfig, VectorConfig
-from drag_knee_retriever.builder import build_document_trees
-from drag_knee_retriever.ids import leaf_id, node_id
+from drag_knee_retriever.build._builder import build_document_trees
+from drag_knee_retriever.model._ids import leaf_id, node_id
 from drag_knee_retriever.errors import ConfigError, InvalidDocumentError
 
 MARKDOWN = """# Install
@@ -146,7 +146,7 @@ def test_bad_build_config(kwargs):
 def test_setext_headings_make_sections():
     """Issue 27 item 10: 'Title\\n=====' and 'Part\\n-----' are headings (CommonMark), as '#' ones are."""
     from drag_knee_retriever import Document
-    from drag_knee_retriever.builder import build_trees
+    from drag_knee_retriever.build._builder import build_trees
 
     text = ("Beekeeping\n==========\n\nA colony is one organism.\n\nSpring\n------\n\nThe colony grows.\n\n"
             "```\ncode\n=====\n```\n\nWinter\n------\n\nThe colony clusters.")

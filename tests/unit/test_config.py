@@ -3,7 +3,7 @@
 import pytest
 
 from drag_knee_retriever import FusionConfig, SearchConfig, StoreConfig
-from drag_knee_retriever.traversal import knee_sensitivity, level_weights
+from drag_knee_retriever.search._traversal import knee_sensitivity, level_weights
 from drag_knee_retriever.errors import ConfigError, InvalidQueryError
 from drag_knee_retriever.store import parse_filters
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from drag_knee_retriever.disk import MIB, OPEN_MARGIN, edge_open_needs
+from drag_knee_retriever.common._disk import MIB, OPEN_MARGIN, edge_open_needs
 
 SEGMENT = "segments/0a1b"
 

@@ -7,7 +7,7 @@ from benchmarks.datasets import DatasetError, datasets_root, load_dataset
 from benchmarks.datasets.covidqa import covidqa_lines, load_covidqa, resolve_answer_span
 from benchmarks.datasets.hotpotqa import load_hotpotqa
 from benchmarks.datasets.xquad import load_xquad
-from drag_knee_retriever.nodes import Document
+from drag_knee_retriever.model._nodes import Document
 
 try:
     datasets_root()

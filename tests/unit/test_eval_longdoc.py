@@ -14,7 +14,7 @@ from drag_knee_retriever.eval.budget_metrics import (
 from benchmarks.datasets import DatasetError, datasets_root, load_dataset
 from drag_knee_retriever.eval.dataset import EvalDataset
 from drag_knee_retriever.eval.metrics import QuestionMetrics, question_metrics
-from drag_knee_retriever.nodes import Document, ScoredNode, Span, TreeNode
+from drag_knee_retriever.model._nodes import Document, ScoredNode, Span, TreeNode
 
 try:
     ROOT = datasets_root()

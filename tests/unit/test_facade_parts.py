@@ -7,16 +7,16 @@ from typing import List, Sequence
 
 import pytest
 
-from drag_knee_retriever.builder import build_document_trees
-from drag_knee_retriever.compat import check_collection_compatible, stored_language
+from drag_knee_retriever.build._builder import build_document_trees
+from drag_knee_retriever.search._compat import check_collection_compatible, stored_language
 from drag_knee_retriever.config import BuildConfig, LeafConfig
-from drag_knee_retriever.context import context_ids, live_with_text
+from drag_knee_retriever.search._context import context_ids, live_with_text
 from drag_knee_retriever.errors import ModelMismatchError
-from drag_knee_retriever.ingest import IngestReport, Ingestor
-from drag_knee_retriever.nodes import Document
+from drag_knee_retriever.build._ingest import IngestReport, Ingestor
+from drag_knee_retriever.model._nodes import Document
 from drag_knee_retriever.store import RankedHit
-from drag_knee_retriever.summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
-from drag_knee_retriever.vectorize import Vectorizer
+from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
+from drag_knee_retriever.build._vectorize import Vectorizer
 
 TEXT = [
     "Coronaviruses bind the ACE2 receptor. The spike protein mediates entry into host cells.",

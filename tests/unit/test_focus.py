@@ -12,12 +12,12 @@ from typing import Dict, List, Sequence
 
 import pytest
 
-from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.model._ids import leaf_id
 from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import Span, Trace, TreeNode
+from drag_knee_retriever.model._nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import parse_filters
-from drag_knee_retriever.traversal import focuses, walk, walk_sensitivity
+from drag_knee_retriever.search._traversal import focuses, walk, walk_sensitivity
 from support import FakeRanker
 
 # These pin the focus step on RRF scores (the default before focus.scores="magnitude", still
@@ -190,7 +190,7 @@ def test_focus_global_recovers_a_strong_leaf_whose_root_the_walk_cut():
 
 def test_combine_rankings_sums_reciprocal_ranks():
     from drag_knee_retriever.store import RankedHit
-    from drag_knee_retriever.traversal import combine_rankings
+    from drag_knee_retriever.search._traversal import combine_rankings
 
     forest = document("d", 3)
     a, b, c = (RankedHit(node=forest[leaf_id("d", i)], score=0.0) for i in range(3))

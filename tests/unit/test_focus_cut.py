@@ -5,10 +5,10 @@ import pytest
 
 from drag_knee_retriever import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.knee import knee_index
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.common._knee import knee_index
+from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import RankedHit
-from drag_knee_retriever.traversal import focus_cut
+from drag_knee_retriever.search._traversal import focus_cut
 
 
 def hits(*scores):

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Dict
 
 from drag_knee_retriever.config import FocusConfig, SearchConfig
-from drag_knee_retriever.identity import IdentityMatch
-from drag_knee_retriever.ids import leaf_id
-from drag_knee_retriever.nodes import Trace, TreeNode
+from drag_knee_retriever.search._identity import IdentityMatch
+from drag_knee_retriever.model._ids import leaf_id
+from drag_knee_retriever.model._nodes import Trace, TreeNode
 from drag_knee_retriever.store import parse_filters
-from drag_knee_retriever.traversal import budget_ranking, walk
+from drag_knee_retriever.search._traversal import budget_ranking, walk
 from support import FakeRanker
 from test_focus import document
 

@@ -2,8 +2,8 @@
 open a section (a table of contents, a running header/footer, lists, footnotes, table rows)."""
 
 from drag_knee_retriever import BuildConfig, Document, SectionConfig
-from drag_knee_retriever.builder import build_document_trees
-from drag_knee_retriever.headings import find_headings
+from drag_knee_retriever.build._builder import build_document_trees
+from drag_knee_retriever.build._headings import find_headings
 
 BODY = "The figures below are discussed at length, with the reasons for every change in the year."
 

@@ -11,10 +11,10 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.model._ids import leaf_id
 from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.identity import (
+from drag_knee_retriever.search._identity import (
     IdentityIndex,
     document_identity,
     identity_parts,
@@ -23,10 +23,10 @@ from drag_knee_retriever.identity import (
     query_terms,
     title_from_metadata,
 )
-from drag_knee_retriever.magnitude import magnitude_ranking
-from drag_knee_retriever.nodes import Span, Trace, TreeNode
+from drag_knee_retriever.search._magnitude import magnitude_ranking
+from drag_knee_retriever.model._nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import RankedHit, RankRequest
-from drag_knee_retriever.traversal import walk
+from drag_knee_retriever.search._traversal import walk
 from support import FakeRanker
 
 # -- terms, titles, identities ---------------------------------------------------------------------

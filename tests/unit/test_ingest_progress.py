@@ -9,7 +9,7 @@ from rich.console import Console
 
 from drag_knee_retriever import Document, DragKneeIndex
 from drag_knee_retriever.cli.output import PhaseProgress, throughput
-from drag_knee_retriever.ingest import PHASES, page_count
+from drag_knee_retriever.build._ingest import PHASES, page_count
 
 DOCS = [
     Document(id="tides", pages=["Tide tables predict the sea's height at a harbour.", "Spring tides follow the full moon.",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drag_knee_retriever.nodes import Document
+from drag_knee_retriever.model._nodes import Document
 from drag_knee_retriever.store.journal import WriteJournal, document_from_json, document_json
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from drag_knee_retriever import knee_cut, knee_index
 from drag_knee_retriever.errors import InvalidScoresError
-from drag_knee_retriever.knee import knee_distances
+from drag_knee_retriever.common._knee import knee_distances
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_property_sensitivity_is_monotone(scores):
 
 
 # The walk cuts short lists in plain Python (knee._knee_index_short); numpy is the reference.
-from drag_knee_retriever.knee import _PURE_MAX, _knee_index_numpy, _knee_index_short  # noqa: E402
+from drag_knee_retriever.common._knee import _PURE_MAX, _knee_index_numpy, _knee_index_short  # noqa: E402
 
 short_lists = st.one_of(
     st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), min_size=0, max_size=70),

@@ -4,11 +4,11 @@ marked metadata; the returned text stays the leaf's own (hand-made documents, th
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, SectionConfig, VectorConfig
-from drag_knee_retriever.builder import build_document_trees, document_title
+from drag_knee_retriever.build._builder import build_document_trees, document_title
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.point_schema import full_node, node_payload
-from drag_knee_retriever.summarize import ExtractiveSummarizer
-from drag_knee_retriever.vectorize import Vectorizer
+from drag_knee_retriever.model._point_schema import full_node, node_payload
+from drag_knee_retriever.build._summarize import ExtractiveSummarizer
+from drag_knee_retriever.build._vectorize import Vectorizer
 
 BODY = "Net cash provided by operating activities rose, driven by higher collections in the year."
 OUTLINE = [{"title": "PART II", "page": 1, "level": 0}, {"title": "Item 8. Financial Statements", "page": 2, "level": 1},

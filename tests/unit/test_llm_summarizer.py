@@ -21,10 +21,10 @@ from typing import Any, Callable, List, Optional
 
 import pytest
 
-from drag_knee_retriever.builder import build_document_trees
+from drag_knee_retriever.build._builder import build_document_trees
 from drag_knee_retriever.config import BuildConfig, SummaryConfig, VectorConfig
-from drag_knee_retriever.nodes import Document
-from drag_knee_retriever.summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
+from drag_knee_retriever.model._nodes import Document
+from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest
 from drag_knee_retriever.llm import (
     DEFAULT_PROMPTS,
     InvalidOutputError,

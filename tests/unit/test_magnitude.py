@@ -12,13 +12,13 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from drag_knee_retriever.ids import leaf_id
+from drag_knee_retriever.model._ids import leaf_id
 from drag_knee_retriever.config import FocusConfig, SearchConfig
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.magnitude import magnitude_ranking
-from drag_knee_retriever.nodes import Span, Trace, TreeNode
+from drag_knee_retriever.search._magnitude import magnitude_ranking
+from drag_knee_retriever.model._nodes import Span, Trace, TreeNode
 from drag_knee_retriever.store import RankedHit, RankRequest
-from drag_knee_retriever.traversal import walk
+from drag_knee_retriever.search._traversal import walk
 from support import FakeRanker
 
 MAG = SearchConfig(focus=FocusConfig(scores="magnitude", global_leaves=50, merge_ratio=None))
@@ -176,8 +176,8 @@ def test_the_final_fetch_drops_leaf_ranking_candidates_of_uncommitted_trees():
     """A global leaf ranking reaches leaves without their root: a write or delete cut short leaves
     rootless leaves it can see. The final fetch reads those documents' roots and the trace keeps
     only candidates of committed trees (their version); walk steps are untouched."""
-    from drag_knee_retriever.context import prune_trace, unrooted_docs
-    from drag_knee_retriever.nodes import TraceCandidate, TraceStep
+    from drag_knee_retriever.search._context import prune_trace, unrooted_docs
+    from drag_knee_retriever.model._nodes import TraceCandidate, TraceStep
 
     def cand(doc, version):
         c = TraceCandidate(leaf_id(doc, 0), doc, 1, True, "¶0", 1.0, 0)
@@ -198,8 +198,8 @@ def test_the_final_fetch_drops_leaf_ranking_candidates_of_uncommitted_trees():
 def test_a_constant_dense_side_leaves_the_ranking_to_bm25():
     """A mock embedding gives every text the same vector: cosines equal up to float32 rounding.
     That noise must not be z-scored into a signal; BM25 (0.0 for a leaf with no query term) decides."""
-    from drag_knee_retriever.magnitude import magnitude_ranking
-    from drag_knee_retriever.nodes import Span, TreeNode
+    from drag_knee_retriever.search._magnitude import magnitude_ranking
+    from drag_knee_retriever.model._nodes import Span, TreeNode
     from drag_knee_retriever.store import RankedHit
 
     def hit(nid, cosine, bm25):

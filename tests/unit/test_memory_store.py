@@ -11,7 +11,7 @@ import math
 import pytest
 
 from drag_knee_retriever.errors import InvalidQueryError, ModelMismatchError
-from drag_knee_retriever.nodes import Span, TreeNode
+from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import NodeRecord, QueryVectors, RankRequest, parse_filters
 from drag_knee_retriever.store.memory import MemoryStore
 

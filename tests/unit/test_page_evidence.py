@@ -4,8 +4,8 @@ import pytest
 
 from drag_knee_retriever import SearchConfig
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import Span, TreeNode
-from drag_knee_retriever.page_ranking import budget_documents, budget_page_steps, page_order
+from drag_knee_retriever.model._nodes import Span, TreeNode
+from drag_knee_retriever.search._page_ranking import budget_documents, budget_page_steps, page_order
 from drag_knee_retriever.store import RankedHit
 
 

@@ -3,10 +3,10 @@
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, LeafConfig, SectionConfig
-from drag_knee_retriever.builder import build_document_trees, passage_bounds, split_passages
+from drag_knee_retriever.build._builder import build_document_trees, passage_bounds, split_passages
 from drag_knee_retriever.errors import ConfigError
-from drag_knee_retriever.nodes import Span
-from drag_knee_retriever.point_schema import full_node, node_payload
+from drag_knee_retriever.model._nodes import Span
+from drag_knee_retriever.model._point_schema import full_node, node_payload
 
 LONG = ("The balance sheet shows total assets of 12 million. " * 6
         + "\nRevenue grew by 8 percent in the year.\n" + "Cash flow from operations was positive. " * 6).strip()
@@ -171,7 +171,7 @@ def test_pdf_loader_reads_bookmarks_as_the_outline(tmp_path):
 
 
 def test_abbreviations_and_initials_end_no_sentence_and_no_passage():
-    from drag_knee_retriever.summarize import split_sentences
+    from drag_knee_retriever.build._summarize import split_sentences
 
     army = "Dr. Smith met Mr. Jones in the U.S. Army."
     text = f"{army} They talked, e.g. about J. R. R. Tolkien. Then they left!"

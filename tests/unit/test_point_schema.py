@@ -7,8 +7,8 @@ from dataclasses import fields
 import pytest
 
 from drag_knee_retriever.errors import IndexDamagedError
-from drag_knee_retriever.nodes import Span, TreeNode
-from drag_knee_retriever.point_schema import WALK_FIELDS, light_node, node_payload
+from drag_knee_retriever.model._nodes import Span, TreeNode
+from drag_knee_retriever.model._point_schema import WALK_FIELDS, light_node, node_payload
 
 ROOT = "0b4b6f7e-2c1a-4a55-9b8e-3f1d2c3b4a59"
 LEAF = "5d0c9d9e-8f7a-4b6c-9d1e-2f3a4b5c6d7e"

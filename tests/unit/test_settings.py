@@ -29,8 +29,8 @@ from drag_knee_retriever import (
 )
 from drag_knee_retriever.errors import InvalidSettingError
 from drag_knee_retriever.llm.settings import SummarizerSettings
-from drag_knee_retriever.settings import Settings
-from drag_knee_retriever.settings_reference import REFERENCE_BEGIN, REFERENCE_END, reference
+from drag_knee_retriever.model._settings import Settings
+from drag_knee_retriever.facade._settings_reference import REFERENCE_BEGIN, REFERENCE_END, reference
 
 ALL = (SearchConfig, FusionConfig, FocusConfig, BuildConfig, LeafConfig, SectionConfig, SummaryConfig,
        VectorConfig, EmbeddingConfig, EncoderRuntime, StoreConfig, OcrConfig, SummarizerSettings)
@@ -51,7 +51,7 @@ def test_the_docs_reference_is_the_generated_one():
     text = SETTINGS_PAGE.read_text()
     start, end = text.index(REFERENCE_BEGIN), text.index(REFERENCE_END) + len(REFERENCE_END)
     assert text[start:end] == reference(), ("docs/reference/settings.md is stale: paste "
-                                            "drag_knee_retriever.settings_reference.reference() into it")
+                                            "drag_knee_retriever.facade._settings_reference.reference() into it")
     for cls in ALL:
         assert cls.__name__ in text
 
@@ -228,8 +228,8 @@ def test_the_package_exports_what_public_methods_take_and_return():
     assert {"DocumentInfo", "StoredDocument", "OrphanSweep", "IngestReport", "QueryVectors", "NodeStore", "Encoder",
             "StoreConfig", "FocusConfig", "FusionConfig", "LeafConfig", "SectionConfig", "SummaryConfig",
             "VectorConfig", "EncoderRuntime", "SearchOptions"} <= exported
-    from drag_knee_retriever.index import DocumentInfo, StoredDocument
-    from drag_knee_retriever.ingest import OrphanSweep
+    from drag_knee_retriever.facade._index import DocumentInfo, StoredDocument
+    from drag_knee_retriever.build._ingest import OrphanSweep
 
     assert drag_knee_retriever.DocumentInfo is DocumentInfo and drag_knee_retriever.StoredDocument is StoredDocument
     assert drag_knee_retriever.OrphanSweep is OrphanSweep

@@ -1,11 +1,11 @@
 """Statement pages: which pages of a financial report show a primary statement, and the names their
-leaves are indexed with (drag_knee_retriever.statements; the builder's use of them)."""
+leaves are indexed with (drag_knee_retriever.build._statements; the builder's use of them)."""
 
 import pytest
 
 from drag_knee_retriever import BuildConfig, Document, SectionConfig
-from drag_knee_retriever.builder import build_document_trees, document_hash
-from drag_knee_retriever.statements import STATEMENT_NAMES, StatementPage, statement_of, statement_pages
+from drag_knee_retriever.build._builder import build_document_trees, document_hash
+from drag_knee_retriever.build._statements import STATEMENT_NAMES, StatementPage, statement_of, statement_pages
 
 FIGURES = "\n".join(f"{item} {1000 + 37 * i:,} {900 + 29 * i:,}" for i, item in enumerate(
     ("Net revenues", "Cost of sales", "Gross profit", "Selling and administrative expenses", "Operating profit",

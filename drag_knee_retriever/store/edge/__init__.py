@@ -71,7 +71,7 @@ Decisions, each measured on the 2-core development machines (see ``benchmarks/en
   and raise :class:`StoreLockedError` naming the holder's pid.
 """
 
-from .engine import EDGE_PACKAGE, EDGE_VERSION, EdgeStore
-from .lock import LOCK_FILE
+from drag_knee_retriever.store.edge.engine import EDGE_PACKAGE, EDGE_VERSION, EdgeStore
+from drag_knee_retriever.store.edge.lock import LOCK_FILE
 
 __all__ = ["EDGE_PACKAGE", "EDGE_VERSION", "EdgeStore", "LOCK_FILE"]

@@ -11,8 +11,8 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from ...disk import io_error
-from ...errors import InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
+from drag_knee_retriever.common._disk import io_error
+from drag_knee_retriever.errors import InvalidQueryError, ModelMismatchError, StoreError, StoreLockedError
 
 EDGE_PACKAGE = "qdrant-edge-py"
 EDGE_VERSION = "0.9.0"  # pinned in pyproject.toml; the API of this beta package drifts between releases

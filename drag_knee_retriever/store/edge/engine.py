@@ -29,12 +29,12 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ...bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
-from ...disk import check_free_space, edge_open_needs, io_error
-from ...errors import ConfigError, IndexDamagedError, StoreError, StoreIOError
-from ...ids import META_IDS
-from ...nodes import FILE_STAMP_KEY, TreeNode
-from ...point_schema import (
+from drag_knee_retriever.common._bm25_idf import SCHEME as IDF_SCHEME, ClientIdf
+from drag_knee_retriever.common._disk import check_free_space, edge_open_needs, io_error
+from drag_knee_retriever.errors import ConfigError, IndexDamagedError, StoreError, StoreIOError
+from drag_knee_retriever.model._ids import META_IDS
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, TreeNode
+from drag_knee_retriever.model._point_schema import (
     DENSE,
     ROOT_FIELDS,
     SPARSE,
@@ -46,8 +46,8 @@ from ...point_schema import (
     meta_vector,
     root_node,
 )
-from .. import filters as F
-from ..base import (
+from drag_knee_retriever.store import filters as F
+from drag_knee_retriever.store.base import (
     PENDING_FILE,
     FilterSpec,
     NodeStore,
@@ -56,20 +56,20 @@ from ..base import (
     check_collection_name,
     detect_engine,
 )
-from ..base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
-from ..base import EDGE_ROOTS_DIR
-from ..checksums import SAMPLE_FIELDS, Sample, sparse_pair
-from ..integrity import RECORD_FILE, RecordFile, describe, recorded_meta
-from ..journal import JOURNAL_DIR, WriteJournal
-from .calls import EDGE_PACKAGE, EDGE_VERSION, engine_errors, import_edge, match_value
-from .fast import point_id_set
-from .lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
-from .maps import WalkMaps
-from .node_map import NodeCache
-from .rank import EdgeRanking
-from .roots import EdgeRoots
-from .split import SplitRule
-from .writes import EdgeWrites
+from drag_knee_retriever.store.base import EDGE_MARKER as _SHARD_MARKER  # its presence means "load, not create"
+from drag_knee_retriever.store.base import EDGE_ROOTS_DIR
+from drag_knee_retriever.store.checksums import SAMPLE_FIELDS, Sample, sparse_pair
+from drag_knee_retriever.store.integrity import RECORD_FILE, RecordFile, describe, recorded_meta
+from drag_knee_retriever.store.journal import JOURNAL_DIR, WriteJournal
+from drag_knee_retriever.store.edge.calls import EDGE_PACKAGE, EDGE_VERSION, engine_errors, import_edge, match_value
+from drag_knee_retriever.store.edge.fast import point_id_set
+from drag_knee_retriever.store.edge.lock import LOCK_FILE, MEMORY_PREFIX, FolderLock, cleanup, memory_dir, sweep_orphans
+from drag_knee_retriever.store.edge.maps import WalkMaps
+from drag_knee_retriever.store.edge.node_map import NodeCache
+from drag_knee_retriever.store.edge.rank import EdgeRanking
+from drag_knee_retriever.store.edge.roots import EdgeRoots
+from drag_knee_retriever.store.edge.split import SplitRule
+from drag_knee_retriever.store.edge.writes import EdgeWrites
 
 log = logging.getLogger(__name__)
 

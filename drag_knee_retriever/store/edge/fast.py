@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..base import RankedHit, stable_order
+from drag_knee_retriever.store.base import RankedHit, stable_order
 
 if TYPE_CHECKING:
-    from .node_map import NodeCache
+    from drag_knee_retriever.store.edge.node_map import NodeCache
 
 _REPR_HEAD = 'ScoredPoint(id="'
 _REPR_END = len(_REPR_HEAD) + 36

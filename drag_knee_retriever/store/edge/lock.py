@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ...errors import StoreLockedError
+from drag_knee_retriever.errors import StoreLockedError
 
 try:  # POSIX advisory locks; elsewhere Edge's own WAL lock is the only guard.
     import fcntl
@@ -44,8 +44,8 @@ class FolderLock:
                 os.close(fd)
                 raise IsADirectoryError(21, "not a regular file", str(self.path))
         except OSError as exc:
-            from ...disk import io_error
-            from ..base import lock_file_error
+            from drag_knee_retriever.common._disk import io_error
+            from drag_knee_retriever.store.base import lock_file_error
 
             problem = lock_file_error(self.path, exc)
             if problem is not None:

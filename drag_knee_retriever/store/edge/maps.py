@@ -12,9 +12,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...point_schema import is_node
-from .. import filters as F
-from .node_map import NodeCache
+from drag_knee_retriever.model._point_schema import is_node
+from drag_knee_retriever.store import filters as F
+from drag_knee_retriever.store.edge.node_map import NodeCache
 
 #: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
 #: cannot check a mixin against its host class.

@@ -8,8 +8,8 @@ import threading
 import uuid
 from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
-from ...nodes import TreeNode
-from ...point_schema import light_node
+from drag_knee_retriever.model._nodes import TreeNode
+from drag_knee_retriever.model._point_schema import light_node
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,14 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from ...nodes import TreeNode
-from ...point_schema import DENSE, SPARSE, full_node, is_node, light_node
-from .. import filters as F
-from ..base import (PAIR_ID, TIE_MARGIN, check_rrf_k, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking,
+from drag_knee_retriever.model._nodes import TreeNode
+from drag_knee_retriever.model._point_schema import DENSE, SPARSE, full_node, is_node, light_node
+from drag_knee_retriever.store import filters as F
+from drag_knee_retriever.store.base import (PAIR_ID, TIE_MARGIN, check_rrf_k, QueryVectors, RankedHit, RankRequest, fetch_limit, roots_ranking,
                     score_limit, side_limit, side_order, side_scores, stable_order)
-from .calls import engine_errors
-from .fast import fuse_rrf, hits_from_map, point_ids
-from .node_map import NodeCache
+from drag_knee_retriever.store.edge.calls import engine_errors
+from drag_knee_retriever.store.edge.fast import fuse_rrf, hits_from_map, point_ids
+from drag_knee_retriever.store.edge.node_map import NodeCache
 
 #: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
 #: cannot check a mixin against its host class.

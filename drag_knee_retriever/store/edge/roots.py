@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional, Sequence
 
-from ...disk import BYTES_PER_NODE, MIB, edge_open_needs, free_bytes
-from ...errors import StoreError
-from ...point_schema import SCHEMA_VERSION, STAMP_FIELDS, is_node
-from ..base import EDGE_ROOTS_DIR, payload_stamp, root_version, stamp_ids
-from ..integrity import describe
-from .calls import SCROLL_PAGE, engine_errors
+from drag_knee_retriever.common._disk import BYTES_PER_NODE, MIB, edge_open_needs, free_bytes
+from drag_knee_retriever.errors import StoreError
+from drag_knee_retriever.model._point_schema import SCHEMA_VERSION, STAMP_FIELDS, is_node
+from drag_knee_retriever.store.base import EDGE_ROOTS_DIR, payload_stamp, root_version, stamp_ids
+from drag_knee_retriever.store.integrity import describe
+from drag_knee_retriever.store.edge.calls import SCROLL_PAGE, engine_errors
 
 #: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
 #: cannot check a mixin against its host class.

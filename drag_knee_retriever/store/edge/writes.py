@@ -15,12 +15,12 @@ from typing import Any, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ...disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space
-from ...point_schema import DENSE, SPARSE, node_payload
-from .. import filters as F
-from ..base import NodeRecord
-from ..checksums import add_checks
-from .calls import SCROLL_PAGE, engine_errors
+from drag_knee_retriever.common._disk import BYTES_PER_NODE, MARGIN, WRITE_MARGIN, check_free_space
+from drag_knee_retriever.model._point_schema import DENSE, SPARSE, node_payload
+from drag_knee_retriever.store import filters as F
+from drag_knee_retriever.store.base import NodeRecord
+from drag_knee_retriever.store.checksums import add_checks
+from drag_knee_retriever.store.edge.calls import SCROLL_PAGE, engine_errors
 
 #: The class these methods are mixed into (EdgeStore), Any to a type checker: mypy
 #: cannot check a mixin against its host class.
