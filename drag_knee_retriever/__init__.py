@@ -45,9 +45,12 @@ from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarize
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:  # what type checkers see; at run time the two are imported lazily (below)
-    from drag_knee_retriever.facade._index import DragKneeIndex
-    from drag_knee_retriever.build._ingest import IngestReport
+if TYPE_CHECKING:  # what type checkers (and the API docs) see; at run time imported lazily (below)
+    from drag_knee_retriever.build._ingest import IngestReport, OrphanSweep, Progress
+    from drag_knee_retriever.embeddings import Encoder
+    from drag_knee_retriever.facade._index import DocumentInfo, DragKneeIndex, StoredDocument
+    from drag_knee_retriever.model._nodes import QueryVectors
+    from drag_knee_retriever.store import NodeStore, RankedHit
 
 
 # What the index's public methods take and return, imported when first used: the index pulls in

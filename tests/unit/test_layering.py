@@ -9,15 +9,21 @@ import is still a dependency); only ``if TYPE_CHECKING:`` blocks are left out. R
 - the search path (the walk, the context fetch, the store and its engines, the encoder and what
   they import, transitively) imports nothing of the build path (builder, ingest, vectorize,
   summarize, loaders, OCR, headings, statements, LLM);
-- ids (``ids.py``) and the stored point's schema (``point_schema.py``) have one owner each, below
-  both paths: ``ids`` imports nothing of the package, ``point_schema`` only the node types;
+- ids (``model/_ids.py``) and the stored point's schema (``model/_point_schema.py``) have one owner
+  each, below both paths: ``ids`` imports nothing of the package, ``point_schema`` only the node types;
 - core modules (everything but the adapters, the CLI and eval) import no adapter, no CLI, no eval;
-- ``nodes.py`` imports nothing of the package but ``errors``;
+- ``model/_nodes.py`` imports nothing of the package but ``errors``;
 - no module uses another module's private (``_x``) name: a name used outside its module is public
   there (documented) or lives where it is used;
 - the package imports nothing of the repository outside it (``benchmarks``, whose dataset loaders
   are not in the wheel; the tests);
-- no import cycle among the package's modules.
+- no import cycle among the package's modules;
+- the folders are the layers: the package's top level holds the folders of :data:`LAYERS` and the
+  public modules it names (``errors``, ``config``, ``render``, ``sample``), nothing else; the modules of the
+  layer folders in :data:`PRIVATE_FOLDERS` are private (``_x.py``), their public names exported
+  from the package's ``__init__``;
+- what users read (README, docs, notebooks) imports no private module (the tests and benchmarks may);
+- no module over 600 lines without a ``# Over 600 lines:`` note saying why, none over 800.
 
 A new rule is one line in ``RULES``: (modules it applies to, what they may not import) or an
 allow-list with ``only=`` (e.g. the store engines may import only ``store.base``,
@@ -32,6 +38,7 @@ real search through the layers).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Tuple
@@ -108,25 +115,33 @@ def _p(*names: str) -> Tuple[str, ...]:
 
 EDGE = _p("integrations", "cli", "eval")
 
-#: The package's layers, bottom first. A module may import its own layer and those below, never one
+#: The package's layers, bottom first, each its folders (and the few public modules at the top
+#: level, which users import by name). A module may import its own layer and those below, never one
 #: above (``test_no_import_climbs_a_layer``). A module belongs to the layer of its longest prefix
 #: here; the package's ``__init__`` is the facade. The read side (a search) sits below the write
 #: side (an ingest): the search path imports nothing of the build path, while an ingest may use
-#: what a search uses.
+#: what a search uses. ``test_the_folders_are_the_layers`` checks the package's top level against
+#: this table, so a new folder or top-level module has to be placed here.
 LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("base", ("errors", "redact", "disk", "knee", "bm25_idf")),
-    # settings / languages (the declarative settings of issue 23's part A) sit with config.
-    ("data", ("nodes", "ids", "point_schema", "config", "settings", "languages", "query_args")),
+    ("base", ("errors", "common")),
+    # model/: the node types, the ids, the stored point, the declarative settings; config.py (public:
+    # the settings classes and the engine constants) sits with them.
+    ("data", ("model", "config")),
     ("encoding", ("embeddings",)),
     ("store", ("store",)),
     # search/: the one search pipeline (plan, roots, pipeline) and its two drivers, over the walk,
-    # the budget fill, the context check and the relevance scores.
-    ("read", ("magnitude", "identity", "identity_terms", "traversal", "context", "budget", "page_ranking", "relevance", "compat",
-              "search")),
-    ("write", ("headings", "statements", "ocr", "summarize", "loaders", "builder", "vectorize", "ingest", "llm")),
-    ("facade", ("index", "opening", "listing", "render", "sample", "settings_reference", "")),
+    # the budget fill, the context check, the identities and the relevance scores.
+    ("read", ("search",)),
+    ("write", ("build", "loaders", "llm")),
+    # facade/: DragKneeIndex and its helpers; render.py (public: trace_text, plot_knee) and sample.py
+    # (public: the quickstart's sample corpus) beside it.
+    ("facade", ("facade", "render", "sample", "")),
     ("edge", ("integrations", "eval", "cli")),
 )
+#: The layer folders whose modules are all private (``_x.py``): the package's ``__init__`` exports
+#: their public names. (store/, embeddings/, loaders/, llm/ and the edges are public folders, their
+#: modules imported by name, e.g. ``drag_knee_retriever.store.QdrantClientStore``.)
+PRIVATE_FOLDERS = ("common", "model", "search", "build", "facade")
 LAYER_NAMES = tuple(name for name, _ in LAYERS)
 #: The build path: what an ingest runs and a search never imports.
 BUILD_PATH = LAYERS[LAYER_NAMES.index("write")][1]
@@ -183,21 +198,20 @@ class Rule:
 #: context fetch, the scores, the identities, the flat page ranking, the collection check, the store
 #: with its engines and the query encoder (``DragKneeIndex.search`` builds the plan and runs the
 #: pipeline; the facade itself serves both paths).
-SEARCH_PATH = _p("search", "traversal", "budget", "context", "relevance", "identity", "identity_terms", "magnitude", "page_ranking",
-                 "compat", "store", "embeddings", "knee")
+SEARCH_PATH = _p("search", "store", "embeddings", "common._knee")
 
 RULES = [
     Rule("core modules import no adapter, no CLI, no eval", applies=_p(""), forbid=EDGE, exempt=EDGE),
     Rule("the search path imports nothing of the build path, directly or not", applies=SEARCH_PATH,
          forbid=_p(*BUILD_PATH), transitive=True),
-    Rule("nodes.py imports nothing of the package but errors", applies=_p("nodes"), only=_p("errors")),
+    Rule("model._nodes imports nothing of the package but errors", applies=_p("model._nodes"), only=_p("errors")),
     # The search's operations are plain values and its two drivers know only them (and the store,
     # the encoder and the model they are handed), so any read-layer module may yield operations.
-    Rule("search.ops and search.drivers import nothing of the package but search.ops",
-         applies=_p("search.ops", "search.drivers"), only=_p("search.ops")),
-    Rule("ids.py (every derived id) imports nothing of the package", applies=_p("ids"), only=()),
-    Rule("point_schema.py (the stored point) imports only the node types", applies=_p("point_schema"),
-         only=_p("nodes", "errors")),
+    Rule("search._ops and search._drivers import nothing of the package but search._ops",
+         applies=_p("search._ops", "search._drivers"), only=_p("search._ops")),
+    Rule("model._ids (every derived id) imports nothing of the package", applies=_p("model._ids"), only=()),
+    Rule("model._point_schema (the stored point) imports only the node types", applies=_p("model._point_schema"),
+         only=_p("model._nodes", "errors")),
     # The engines share store.base/filters, the integrity check on open (and its node checks), the write
     # journal, the ids and the point schema
     # (and the data types) and never import each other; which engine library each may import is test_store_layering.py's job.
@@ -205,18 +219,18 @@ RULES = [
          # (qdrant_rank / qdrant_roots: the qdrant-client engine's rankings and roots' copy, mixins of store.qdrant)
          applies=_p("store.qdrant", "store.qdrant_rank", "store.qdrant_roots", "store.edge", "store.memory"),
          only=_p("store.base", "store.filters", "store.pending", "store.journal", "store.checksums", "store.integrity", "store.edge",
-                 "store.qdrant_rank", "store.qdrant_roots", "ids", "point_schema", "errors", "nodes",
+                 "store.qdrant_rank", "store.qdrant_roots", "model._ids", "model._point_schema", "errors", "model._nodes",
                  "config",
                  # engine-neutral helpers of issue 16: exact BM25 IDF, disk refusals, URL redaction
-                 "bm25_idf", "disk", "redact")),
+                 "common._bm25_idf", "common._disk", "common._redact")),
 ]
 
 
 def test_every_module_is_seen() -> None:
-    assert f"{PACKAGE}.nodes" in MODULES and f"{PACKAGE}.cli" in MODULES and len(MODULES) > 20
-    # The parser resolves relative imports: nodes imports errors, the CLI imports the index.
-    assert GRAPH[f"{PACKAGE}.nodes"] == {f"{PACKAGE}.errors"}
-    assert f"{PACKAGE}.index" in set().union(*(GRAPH[m] for m in MODULES if m.startswith(f"{PACKAGE}.cli")))
+    assert f"{PACKAGE}.model._nodes" in MODULES and f"{PACKAGE}.cli" in MODULES and len(MODULES) > 20
+    # The parser resolves imports: nodes imports errors, the CLI imports the index.
+    assert GRAPH[f"{PACKAGE}.model._nodes"] == {f"{PACKAGE}.errors"}
+    assert f"{PACKAGE}.facade._index" in set().union(*(GRAPH[m] for m in MODULES if m.startswith(f"{PACKAGE}.cli")))
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])
@@ -293,8 +307,9 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_the_climb_finder_finds_a_climb() -> None:
-    graph = {f"{PACKAGE}.context": {f"{PACKAGE}.builder", f"{PACKAGE}.nodes"}, f"{PACKAGE}.builder": {f"{PACKAGE}.ids"}}
-    assert climbs(graph) == [(f"{PACKAGE}.context", f"{PACKAGE}.builder")]
+    context, builder = f"{PACKAGE}.search._context", f"{PACKAGE}.build._builder"
+    graph = {context: {builder, f"{PACKAGE}.model._nodes"}, builder: {f"{PACKAGE}.model._ids"}}
+    assert climbs(graph) == [(context, builder)]
 
 
 def test_no_import_climbs_a_layer() -> None:
@@ -342,10 +357,11 @@ def private_uses(module: str, source: Optional[str] = None) -> List[Tuple[str, s
 
 
 def test_the_private_name_finder_finds_one() -> None:
-    source = ("from .builder import _paragraphs, leaf_id\nfrom .store.edge import fast\n"
-              "from . import knee as K\nx = fast._fuse, K._PURE_MAX, fast.__doc__\n")
-    assert private_uses(f"{PACKAGE}.context", source) == [
-        (f"{PACKAGE}.builder", "_paragraphs"), (f"{PACKAGE}.knee", "_PURE_MAX"), (f"{PACKAGE}.store.edge.fast", "_fuse")]
+    source = ("from ..build._builder import _paragraphs, leaf_id\nfrom ..store.edge import fast\n"
+              "from drag_knee_retriever.common import _knee as K\nx = fast._fuse, K._PURE_MAX, fast.__doc__\n")
+    assert private_uses(f"{PACKAGE}.search._context", source) == [
+        (f"{PACKAGE}.build._builder", "_paragraphs"), (f"{PACKAGE}.common._knee", "_PURE_MAX"),
+        (f"{PACKAGE}.store.edge.fast", "_fuse")]
 
 
 def test_no_private_name_crosses_a_module() -> None:
@@ -365,6 +381,72 @@ def test_the_package_imports_nothing_of_the_repository_outside_it() -> None:
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             found += [(module, n) for n in names if n.split(".")[0] in ("benchmarks", "tests", "support")]
     assert not found, f"the package imports outside itself: {found}"
+
+
+# -- folders ---------------------------------------------------------------------------------------
+
+PUBLIC_TOP_MODULES = ("errors", "config", "render", "sample")
+
+
+def test_the_folders_are_the_layers() -> None:
+    placed = {prefix for _, prefixes in LAYERS for prefix in prefixes if prefix}
+    top = {p.stem if p.is_file() else p.name for p in ROOT.iterdir()
+           if (p.is_dir() and (p / "__init__.py").is_file()) or (p.suffix == ".py" and p.stem != "__init__")}
+    assert top == placed, f"the package's top level against LAYERS: not placed {sorted(top - placed)}, " \
+        f"placed but missing {sorted(placed - top)}"
+    assert {p for p in placed if (ROOT / f"{p}.py").is_file()} == set(PUBLIC_TOP_MODULES), \
+        "a module at the top level is public; an internal one goes in its layer's folder"
+
+
+def test_the_modules_of_the_layer_folders_are_private() -> None:
+    public = [str(p.relative_to(ROOT)) for folder in PRIVATE_FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))
+              if not p.name.startswith("_")]
+    assert not public, f"public modules in a private layer folder (name them _x.py, export from __init__): {public}"
+
+
+def private_module_imports(text: str) -> List[str]:
+    """The private package modules (``drag_knee_retriever.f._x``) a text imports: ``import M``,
+    ``from M import``, ``from P import _x`` and mkdocstrings' ``::: M.name`` (a prose mention is not an
+    import)."""
+    private = rf"{PACKAGE}(?:\.\w+)*\._(?!_)\w+"
+    found = set(re.findall(rf"(?:^|\s|\")(?:import|from|:::)\s+({private})", text, flags=re.MULTILINE))
+    found |= {f"{m}.{n}" for m, n in re.findall(rf"from ({PACKAGE}(?:\.\w+)*) import (_(?!_)\w+)", text)}
+    return sorted(found)
+
+
+def test_the_private_module_finder_finds_one() -> None:
+    assert private_module_imports(f"from {PACKAGE}.search._traversal import walk\nfrom {PACKAGE}.model import _ids\n"
+                                  f"::: {PACKAGE}.build._ingest.Progress\nsee {PACKAGE}.facade._index, "
+                                  f"{PACKAGE}.__version__\nfrom {PACKAGE} import DragKneeIndex") == [
+        f"{PACKAGE}.build._ingest", f"{PACKAGE}.model._ids", f"{PACKAGE}.search._traversal"]
+
+
+def test_what_users_read_imports_no_private_module() -> None:
+    repo = ROOT.parent
+    texts = [repo / "README.md", *sorted((repo / "docs").rglob("*.md")), *sorted((repo / "notebooks").glob("*.ipynb"))]
+    found = {str(p.relative_to(repo)): private_module_imports(p.read_text(encoding="utf-8"))
+             for p in texts if p.name != "changelog.md"}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"user-facing text names private modules (use the public name): {found}"
+
+
+#: A module over this many lines says why in a comment line starting ``# Over 600 lines:``; none is
+#: over ``MAX_LINES``.
+NOTE_LINES, MAX_LINES = 600, 800
+#: Over NOTE_LINES without the note, for now (module -> why); each entry must still be over, so the
+#: list shrinks as they are split.
+UNNOTED = {f"{PACKAGE}.config": "the settings rework of issue 39 splits it"}
+
+
+def test_modules_are_small() -> None:
+    sizes = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in MODULES.items()}
+    too_big = {m: n for m, n in sizes.items() if n > MAX_LINES}
+    assert not too_big, f"modules over {MAX_LINES} lines: {too_big}"
+    unnoted = {m: n for m, n in sizes.items() if n > NOTE_LINES and m not in UNNOTED
+               and "# Over 600 lines:" not in MODULES[m].read_text(encoding="utf-8")}
+    assert not unnoted, f"modules over {NOTE_LINES} lines without a '# Over 600 lines: why' note: {unnoted}"
+    stale = [m for m in UNNOTED if sizes.get(m, 0) <= NOTE_LINES]
+    assert not stale, f"no longer over {NOTE_LINES} lines, drop them from UNNOTED: {stale}"
 
 
 if __name__ == "__main__":  # the figures: layers, climbs, private names across modules
