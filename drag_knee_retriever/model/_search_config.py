@@ -22,6 +22,7 @@ FOCUS_METHODS: Tuple[str, ...] = ("knee", "sensitive_knee")
 ResultOrder = Literal["score", "document"]
 FocusScores = Literal["rrf", "magnitude"]
 GlobalScope = Literal["roots", "collection"]
+BudgetOrder = Literal["global", "documents", "pages", "spread"]
 
 # -- engine constants that shape a search (not settings; the stores read them from here) ----------
 
@@ -126,6 +127,17 @@ class FocusConfig(Settings):
     global_docs: int = setting(
         default=50, kind=int, low=1, high=MAX_SETTING,
         doc="With global_scope='roots': how many best-ranked documents' leaves the global list ranks.")
+    # A budget spent on the best documents' best pages (opt-in until it wins on every set).
+    budget_order: BudgetOrder = setting(
+        default="global", kind="choice", choices=("global", "documents", "pages", "spread"),
+        doc="With a budget (SearchConfig.max_tokens or max_words): what fills it after the focus cut's leaves. "
+            "'global': the global leaf ranking; 'documents': the leaves of the documents the cut chose (at most "
+            "budget_docs), ranked among themselves, then the global ranking; 'pages': the same documents' pages, "
+            "each scored by all its passages, best page first, a page's passages together; 'spread': those pages' "
+            "best passages first, then their other passages.")
+    budget_docs: int = setting(
+        default=2, kind=int, low=1, high=MAX_SETTING,
+        doc="With budget_order other than 'global': how many of the cut's documents the budget reads first.")
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
     # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(

@@ -54,6 +54,7 @@ from drag_knee_retriever.model._ids import span_leaf_ids
 from drag_knee_retriever.common._knee import knee_index
 from drag_knee_retriever.search._magnitude import combine_rankings, magnitude_ranking  # combine_rankings: also imported from here
 from drag_knee_retriever.model._nodes import Trace, TraceCandidate, TraceStep
+from drag_knee_retriever.search._page_ranking import budget_page_steps
 from drag_knee_retriever.store.base import FilterSpec, RankedHit, RankRequest
 from drag_knee_retriever.store.filters import any_of
 
@@ -460,6 +461,8 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
     ranked = budget_order(pool, keep)
+    if config.focus.budget_order != "global":  # issue 41: the cut's documents first (page_ranking.py)
+        ranked = yield from budget_page_steps(ranked, keep, config, deeper, filters)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
                      weights=_weights(config, config.max_depth))
     step.knee_index = keep
