@@ -68,8 +68,7 @@ class LeafConfig(Settings):
     split_pages_over: Optional[int] = setting(
         default=200, kind=int, low=1, optional=True,
         doc="Split only pages longer than this many words (about the 256 word pieces all-MiniLM-L6-v2 was tuned "
-            "to read). None: every page longer than passage_words. Both chosen by measurement "
-            "(benchmarks/RESULTS.md, 'Passages by default').")
+            "to read). None: every page longer than passage_words. Both chosen by measurement.")
 
     def _check(self) -> None:
         if not self.min_chars < self.max_chars:
@@ -162,7 +161,7 @@ class VectorConfig(Settings):
         return self.context != ("section",) or bool(self.context_metadata)
 
 
-#: BuildConfig's flat fields before issue 23, in their order (document fingerprints keep this form).
+#: BuildConfig's flat fields of the ungrouped settings, in their order (document fingerprints keep this form).
 _FLAT_BUILD = (
     ("branching", None), ("max_leaf_chars", ("leaves", "max_chars")), ("min_leaf_chars", ("leaves", "min_chars")),
     ("summary_sentences", ("summary", "sentences")), ("summary_max_chars", ("summary", "max_chars")),
@@ -244,7 +243,7 @@ class EncoderRuntime(Settings):
         hint="encoder sessions working side by side, e.g. one per core",
         doc="This many onnxruntime sessions in this process (threads each, 1 if unset) share length-sorted batches "
             "out to as many threads; unlike fastembed's parallel= worker processes, a custom model's registration "
-            "and max_input_tokens reach every session. None: one session (README, 'Encoder budget').")
+            "and max_input_tokens reach every session. None: one session (docs: Scale and tuning).")
 
 
 # The flat spellings the README taught (threads=, providers=, parallel=); batch_size= and
@@ -290,7 +289,7 @@ class EmbeddingConfig(Settings):
         default=None, kind=int, low=16, optional=True,
         doc="Word pieces the dense model reads per text (the rest is cut off); None keeps the model's own limit "
             "(512 for MiniLM in fastembed). 256 ingests ~18% faster on long paragraphs but lost 1 of 133 COVID-QA "
-            "questions (README, Speed). Was max_tokens.")
+            "questions (docs: Scale and tuning). Was max_tokens.")
     token_counter: Any = setting(
         default=None, kind="any", optional=True, repr=False,
         doc="What counts SearchConfig.max_tokens: a tokenizers.Tokenizer, a Hugging Face tokenizer or a tiktoken "

@@ -105,7 +105,7 @@ OcrOption = Annotated[
     typer.Option(
         "--ocr",
         help="OCR of PDF pages: auto (pages whose text layer has < 20 characters), always (every page), "
-        "never. Needs the ocr extra and the Tesseract program (README: Scanned and image-only PDFs).",
+        "never. Needs the ocr extra and the Tesseract program (docs: PDFs and OCR).",
     ),
 ]
 OcrLanguagesOption = Annotated[

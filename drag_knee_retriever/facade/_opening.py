@@ -26,7 +26,7 @@ from drag_knee_retriever.store import NodeStore, QdrantClientStore
 __all__ = ["INDEX_KEYWORDS", "embedding_of", "is_encoder", "is_store", "open_store", "translate_deprecated"]
 
 # Keywords of earlier releases: where each one went (see translate_deprecated).
-# Only those the README taught before the constructor took one location (issue 23) are kept, until
+# Only those the README taught before the constructor took one location are kept, until
 # settings.REMOVED_IN; path=, collection=, timeout=, encoder= and store=<a NodeStore>, which it never
 # taught, were dropped before the first tagged release.
 _TO_LOCATION = ("url", "client")

@@ -18,7 +18,7 @@ neither framework):
   text as given (kept on its root when the leaves do not give it back; an older tree's: its leaves
   joined).
 
-Ids identify content (issue 25 item 6): a document without an id of its own gets one derived from
+Ids identify content: a document without an id of its own gets one derived from
 its group, page and text, so two chunks of one source never replace each other, in one call or
 in two, and adding the same chunk again changes nothing. Two different texts given the same id in
 one call are refused, naming both.

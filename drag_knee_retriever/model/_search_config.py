@@ -117,7 +117,7 @@ class FocusConfig(Settings):
                                          "scores='rrf' ranks by reciprocal rank alone."),
         doc="With scores='magnitude': the weight of the mean score of the leaves under the same parent (the "
             "parent's evidence, read from its leaves; 0 = the leaf's own evidence only).")
-    # Scale (issue 26): the global list from the ranked roots' documents.
+    # Scale: the global list from the ranked roots' documents.
     global_scope: GlobalScope = setting(
         default="roots", kind="choice", choices=("roots", "collection"),
         doc="Where global_leaves come from: 'roots' (the leaves of the global_docs best-ranked documents, ranked "
@@ -139,7 +139,7 @@ class FocusConfig(Settings):
         default=2, kind=int, low=1, high=MAX_SETTING,
         doc="With budget_order other than 'global': how many of the cut's documents the budget reads first.")
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
-    # scale (issue 24). These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
+    # scale. These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(
         default=4.0, kind=float, low=0.0,
         doc="Each leaf's focus score gains this weight x the z-score over the pool of its document's identity "
@@ -156,8 +156,7 @@ class FocusConfig(Settings):
         doc="The cut also keeps every leaf whose focus score is within this much of the best leaf's (sums of "
             "z-scores: 1.0 is about half a standard deviation of the pool), up to near_best_limit: where nothing "
             "stands out the knee's place among near-equal scores is arbitrary and a reader needs them all. None: "
-            "the knee alone. Chosen by replaying cuts over every dataset's focus pools (benchmarks/RESULTS.md, "
-            "'budget').")
+            "the knee alone. Chosen by replaying cuts over every dataset's focus pools.")
     near_best_limit: int = setting(
         default=20, kind=int, low=1, high=MAX_SETTING, doc="Leaves the near_best widening may keep at most.")
     standout: Optional[float] = setting(
@@ -170,7 +169,7 @@ _DEFAULT_FOCUS = FocusConfig()
 _DEFAULT_FUSION = FusionConfig()
 
 
-# The flat spellings the README taught before the settings were grouped (issue 23), kept until
+# The flat spellings the README taught before the settings were grouped, kept until
 # settings.REMOVED_IN; those it never taught (rrf_k=) were dropped before the first tagged release.
 @settings_class(moved={
     "fusion_weights": ("fusion", "weights", None),
@@ -236,7 +235,7 @@ class SearchConfig(Settings):
         default=False, kind=bool,
         doc="Also record each candidate's dense and BM25 rank in the trace (same round trips, about 10% of a "
             "search). The trace always has the fused scores, the knee and every decision.")
-    # The document's identity as evidence and a word budget (issue 24).
+    # The document's identity as evidence, and a budget.
     identity_weight: float = setting(
         default=2.0, kind=float, low=0.0,
         doc="How much a document's identity (its title or file name and the metadata that names it, matched "
@@ -257,8 +256,7 @@ class SearchConfig(Settings):
             "named articles; 'two_fields', as 'fields' but one field alone counts nothing (a word such as 'paper' "
             "or 'report' that names a kind of document, or a topic, names a family, not a document): only whose "
             "and which name one, except that a query naming no period and a family by a name (a capitalised word "
-            "or a short form) names the family's latest document at half (identity.IdentityIndex.coverage; "
-            "benchmarks/RESULTS.md, 'filings', 'filings5', 'filings7').")
+            "or a short form) names the family's latest document at half (IdentityIndex.coverage).")
     identity_keys: Union[str, Sequence[str], None] = setting(
         default=None, kind="names", optional=True,
         doc="The metadata keys that name a document, e.g. ('company', 'year'). None: the title / file-name keys "
@@ -273,7 +271,7 @@ class SearchConfig(Settings):
             "cut decides (or max_words).")
     max_words: Optional[int] = setting(
         default=None, kind=int, low=1, high=MAX_SETTING, optional=True, hint="the results' word budget, e.g. 1500",
-        doc="The same budget in whitespace-separated words (what max_tokens counted before issue 40; the unit of "
+        doc="The same budget in whitespace-separated words (what max_tokens counted before 0.1.0a1; the unit of "
             "benchmarks/RESULTS.md). Give max_tokens or max_words, not both.")
 
     def _check(self) -> None:

@@ -1,4 +1,4 @@
-"""A tree search under a filter that holds below the roots (issue 40 item 1).
+"""A tree search under a filter that holds below the roots.
 
 A page's own metadata (``page``, a LangChain / LlamaIndex chunk's keys, the members' source
 documents ``drag_member_refs``) lives on that page's nodes, not on the root or on the sections that
