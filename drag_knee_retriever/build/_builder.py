@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from drag_knee_retriever.config import BuildConfig
 from drag_knee_retriever.build._headings import find_headings, headings_outline
 from drag_knee_retriever.model._ids import ROOT_PATH, leaf_id, node_id
-from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, Document, Span, TreeNode
+from drag_knee_retriever.model._nodes import CHUNK_UNITS, FILE_STAMP_KEY, UNITS_KEY, Document, Span, TreeNode
 from drag_knee_retriever.model._point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
 from drag_knee_retriever.build._statements import StatementPage, statement_pages
 from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, ends_in_abbreviation, split_sentences
@@ -469,7 +469,8 @@ def build_document_trees(
             nid = leaf_id(document.id, draft.ordinal)
             leaf = draft.leaf
             assert leaf is not None
-            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page, leaf.part, leaf.part)
+            span = Span(draft.ordinal, draft.ordinal, leaf.page, leaf.page, leaf.part, leaf.part,
+                        document.metadata.get(UNITS_KEY) == CHUNK_UNITS)
             records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
                                 children=[], span=span, height=0, title=leaf.title, leaf_texts=[leaf.text],
                                 context=_leaf_context(leaf, document, config))
@@ -479,7 +480,7 @@ def build_document_trees(
                           for i, c in enumerate(draft.children)]
             kids = [records[k] for k in child_keys]
             first, last = kids[0]["span"], kids[-1]["span"]
-            span = Span(first.first_leaf, last.last_leaf, first.first_page, last.last_page)
+            span = Span(first.first_leaf, last.last_leaf, first.first_page, last.last_page, chunks=first.chunks)
             records[key] = dict(id=nid, doc=document, doc_hash=doc_hash, path=path, level=level, parent=parent,
                                 children=child_keys, span=span, height=1 + max(k["height"] for k in kids),
                                 title=draft.title, leaf_texts=[t for k in kids for t in k["leaf_texts"]])

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from drag_knee_retriever.config import FusionConfig, SearchConfig, WalkOptions
 from drag_knee_retriever.errors import ConfigError, InvalidDocumentError, InvalidQueryError, InvalidScoresError
 from drag_knee_retriever.common._knee import knee_cut
-from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, FILTER_FIELDS, OCR_PAGES_KEY, Document, ScoredNode, Span, TreeNode
+from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, FILTER_FIELDS, OCR_PAGES_KEY, UNITS_KEY, Document, ScoredNode, Span, TreeNode
 from drag_knee_retriever.model._point_schema import TEXT_SOURCE_KEY
 from drag_knee_retriever.model._query_args import check_count, check_threshold
 from drag_knee_retriever.model._settings import unexpected_keywords, warn_deprecated
@@ -42,7 +42,7 @@ FIRST_PAGE = META_PREFIX + "first_page"
 LAST_PAGE = META_PREFIX + "last_page"
 FIRST_CHUNK = META_PREFIX + "first_chunk"  # instead of the pages, on a tree of chunks (1-based)
 LAST_CHUNK = META_PREFIX + "last_chunk"
-UNITS = META_PREFIX + "units"  # "chunks": the tree's "pages" are a splitter's chunks (_members.UNITS)
+UNITS = UNITS_KEY  # "chunks": the tree's "pages" are a splitter's chunks (_members.UNITS)
 PARENT_ID = META_PREFIX + "parent_id"
 TITLE = META_PREFIX + "title"
 SCORE = META_PREFIX + "score"
@@ -388,7 +388,7 @@ def _position_metadata(node: TreeNode) -> Dict[str, Any]:
         LAST_PAGE: span.last_page,
         PARENT_ID: node.parent_id,
     }
-    if node.metadata.get(UNITS) == "chunks" and span.first_page is not None:
+    if (span.chunks or node.metadata.get(UNITS) == "chunks") and span.first_page is not None:
         # Chunks of a text (a splitter's, no page numbers): numbered as chunks, not called pages.
         first, last = span.first_page, span.last_page
         out.update({SPAN: f"chunk {first}" if first == last else f"chunks {first}-{last}", FIRST_PAGE: None,

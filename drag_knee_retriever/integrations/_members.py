@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from drag_knee_retriever.errors import InvalidDocumentError
-from drag_knee_retriever.model._nodes import Document, TreeNode
+from drag_knee_retriever.model._nodes import UNITS_KEY, Document, TreeNode
 from drag_knee_retriever.integrations._common import META_PREFIX, check_source_metadata, user_metadata
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ MEMBER_IDS = META_PREFIX + "member_ids"
 MEMBER_REFS = META_PREFIX + "member_refs"
 #: On a tree whose members are chunks of a text (no page numbers), ``"chunks"``: its spans are
 #: labelled as chunks, not pages (see ``_common``).
-UNITS = META_PREFIX + "units"  # the same key as _common.UNITS
+UNITS = UNITS_KEY  # the same key as _common.UNITS
 # The shortest suffix / prefix overlap of two consecutive chunks taken for a splitter's overlap.
 _MIN_OVERLAP = 12
 

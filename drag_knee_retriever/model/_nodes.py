@@ -32,6 +32,10 @@ FILTER_FIELDS = {"doc_id": "the node's document", "level": "the node's depth in 
 #: A document's metadata key (and, after the builder, absent from its nodes): the 1-based page
 #: numbers whose text came from OCR (re-exported by point_schema).
 OCR_PAGES_KEY = "ocr_pages"
+#: A document's (and its nodes') metadata key the adapters write: ``CHUNK_UNITS`` when its "pages"
+#: are a text splitter's chunks (no page numbers), so its spans read ``chunk 7``, not ``p.7``.
+UNITS_KEY = _BOOKKEEPING + "units"
+CHUNK_UNITS = "chunks"
 _STAMP = re.compile(r"\d+:\d+(\|[0-9a-f]+)?")
 
 
@@ -231,8 +235,15 @@ class Span:
     # the citation stays the page's, with the passage numbers after it ("p.37 ¶2-3").
     first_part: Optional[int] = None
     last_part: Optional[int] = None
+    # The "pages" are a splitter's chunks of a text (1-based in first_page / last_page): labelled
+    # "chunk 7" / "chunks 7-10". Not stored: read back from the nodes' metadata (UNITS_KEY).
+    chunks: bool = False
 
     def __str__(self) -> str:
+        if self.chunks and self.first_page is not None:
+            if self.first_page == self.last_page:
+                return f"chunk {self.first_page}"
+            return f"chunks {self.first_page}-{self.last_page}"
         if self.first_page is not None:
             if self.first_page == self.last_page:
                 if self.first_part is not None:

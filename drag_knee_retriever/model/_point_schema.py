@@ -19,7 +19,8 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional
 
 from drag_knee_retriever.errors import IndexDamagedError
-from drag_knee_retriever.model._nodes import FILE_STAMP_KEY, OCR_PAGES_KEY as _OCR_PAGES_KEY, Span, TreeNode
+from drag_knee_retriever.model._nodes import (CHUNK_UNITS, FILE_STAMP_KEY, OCR_PAGES_KEY as _OCR_PAGES_KEY, UNITS_KEY, Span,
+                                              TreeNode)
 
 #: The names of a point's vectors: the dense embedding and the BM25 sparse vector.
 DENSE = "dense"
@@ -50,8 +51,9 @@ TEXT_SOURCE_MIXED = "mixed"
 # ranking (``rank(..., light=True)``) returns only these; the text, keywords, metadata and
 # descriptions (most of a payload's bytes, and most of the engine's cost per hit) are fetched
 # once, for the chosen nodes only, by ``retrieve``.
+# The units key says how the span is labelled (a text's chunks: "chunk 7", not "p.7").
 WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_leaf", "last_leaf",
-               "first_page", "last_page", "doc_hash")
+               "first_page", "last_page", "doc_hash", f"metadata.{UNITS_KEY}")
 #: What an ingest's change check reads of a stored root: the walk's fields (doc_hash among them)
 #: and the file stamp in its metadata (``NodeStore.retrieve_roots``).
 ROOT_FIELDS = WALK_FIELDS + (f"metadata.{FILE_STAMP_KEY}",)
@@ -118,6 +120,7 @@ def _unreadable(node_id: str, exc: Exception) -> Exception:
 
 
 def _full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
+    metadata = dict(payload.get("metadata") or {})
     return TreeNode(
         id=str(node_id),
         doc_id=payload["doc_id"],
@@ -130,6 +133,7 @@ def _full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
             payload.get("last_page"),
             payload.get("first_part"),
             payload.get("last_part"),
+            metadata.get(UNITS_KEY) == CHUNK_UNITS,
         ),
         text=payload.get("text", ""),
         parent_id=payload.get("parent_id"),
@@ -137,7 +141,7 @@ def _full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
         keywords=tuple(payload.get("keywords") or ()),
         title=payload.get("title"),
         path=payload.get("path", ""),
-        metadata=dict(payload.get("metadata") or {}),
+        metadata=metadata,
         doc_hash=payload.get("doc_hash", ""),
         description=payload.get("description"),
         context=payload.get("context"),
@@ -163,9 +167,11 @@ def _light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
     # nodes from payloads: 3.4 -> 1.4 us each. tests/unit/test_point_schema.py checks that every
     # field is set and that the result equals the dataclass's own construction.
     get = payload.get
+    metadata = get("metadata")
     span = _new(Span)
     span.__dict__.update(first_leaf=int(payload["first_leaf"]), last_leaf=int(payload["last_leaf"]),
-                         first_page=get("first_page"), last_page=get("last_page"), first_part=None, last_part=None)
+                         first_page=get("first_page"), last_page=get("last_page"), first_part=None, last_part=None,
+                         chunks=isinstance(metadata, dict) and metadata.get(UNITS_KEY) == CHUNK_UNITS)
     node = _new(TreeNode)
     node.__dict__.update(id=node_id, doc_id=payload["doc_id"], level=int(payload["level"]),
                          is_leaf=bool(payload["is_leaf"]), span=span, text="", parent_id=get("parent_id"),

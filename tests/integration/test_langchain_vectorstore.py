@@ -147,3 +147,47 @@ def test_langchain_index_in_batches_keeps_one_tree_per_source_with_its_pages(sto
     again = index(pages[:3], manager, destination, cleanup="incremental", source_id_key="source")
     assert again["num_deleted"] == 1 and again["num_skipped"] == 3
     assert [(d.doc_id, d.last_page) for d in store.index.list_documents()] == [("report.pdf", 3)]
+
+
+@pytest.mark.parametrize("where", ["memory", "qdrant-client", "edge folder"])
+def test_splitter_chunks_read_as_chunks_in_the_core_results_cli_and_trace_with_fake_embeddings(where, tmp_path):
+    # Issue 40 item 8: a text splitter's chunks (no page numbers) are numbered as chunks by the core
+    # span too (the CLI's result lines, render's trace), not only in the adapters' metadata; a
+    # page tree of the same index still reads "p." / "pp.". The engines read the walk's fields
+    # by name (qdrant-client, Edge's node map on a reopened folder), so each is checked.
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from rich.console import Console
+
+    from drag_knee_retriever.cli.output import print_results
+    from drag_knee_retriever.render import trace_text
+
+    text = " ".join(f"Section {i}. Coral reefs in region {i} bleached when the water warmed by {i % 4} degrees; "
+                    f"divers counted {i * 13} colonies." for i in range(40))
+    splitter = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=80)
+    chunks = splitter.split_documents([Document(page_content=text, metadata={"source": "reefs.txt"})])
+    assert len(chunks) > 4
+    where_kwargs = {"memory": {}, "qdrant-client": {"location": ":memory:", "collection_name": "reefs"},
+                    "edge folder": {"path": str(tmp_path), "collection_name": "reefs"}}[where]
+    embeddings = DeterministicFakeEmbedding(size=32)
+    store = DragKneeVectorStore.from_documents(chunks + _pages("report.pdf", PAGES), embeddings, **where_kwargs)
+    if where == "edge folder":  # reopened: the walk reads the node map loaded from the folder
+        store.close()
+        store = DragKneeVectorStore.from_existing_collection("reefs", embeddings, path=str(tmp_path))
+        store.index.store.wait_for_node_map(timeout=30)
+    try:
+        result = store.index.search("colonies counted in region 12", max_results=40, filters={"doc_id": "reefs.txt"})
+        assert result.nodes
+        labels = {str(hit.node.span) for hit in result.nodes}
+        assert all(label.startswith("chunk") for label in labels), labels
+        console = Console(record=True, width=200)
+        print_results(result, console=console)
+        printed = console.export_text()
+        assert "chunk" in printed and "pp." not in printed and " p." not in printed, printed
+        walked = [c.label for step in result.trace.steps for c in step.candidates if c.doc_id == "reefs.txt"]
+        assert walked and all(label.startswith("chunk") for label in walked), walked
+        assert "reefs.txt chunk" in trace_text(result.trace)
+        pages = store.index.search("Why do corals bleach?", max_results=4, filters={"doc_id": "report.pdf"})
+        assert pages.nodes and all(str(h.node.span).startswith("p") for h in pages.nodes)
+        assert not any("chunk" in c.label for step in pages.trace.steps for c in step.candidates)
+    finally:
+        store.close()
