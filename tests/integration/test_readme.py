@@ -185,6 +185,15 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
         assert command in first_screen, f"the first screen lost {command!r}"
 
 
+def test_ci_installs_and_tests_as_the_readme_says():
+    """CI (.ci/run) runs the first screen's two commands (quietly: ``-q``), so a change to one reaches
+    the other; it had kept the old install line when the README's gained editable_mode=compat."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for command in FIRST_COMMANDS:
+        quiet = command.replace("pip install -e", "pip install -q -e").replace("python -m pytest", "python -m pytest -q")
+        assert quiet in ci, f".ci/run does not run the README's {command!r}"
+
+
 def _docs_slug(heading: str) -> str:
     """The docs site's anchor for a heading (Python-Markdown's toc ``slugify``, which MkDocs uses)."""
     value = unicodedata.normalize("NFKD", heading.strip()).encode("ascii", "ignore").decode("ascii")
