@@ -60,20 +60,23 @@ def _run(script: str) -> dict:
     return namespace
 
 
+def _swapped(script: str, theirs: dict, ours: dict, changed_lines: int) -> tuple:
+    original, mine = script.format(**theirs), script.format(**ours)
+    changed = [(a, b) for a, b in zip(original.splitlines(), mine.splitlines()) if a != b]
+    assert len(changed) == changed_lines, changed
+    return original, mine
+
+
 def test_a_langchain_qdrant_script_runs_with_only_the_constructor_changed():
     pytest.importorskip("langchain_qdrant")
-    original = LANGCHAIN_QDRANT_SCRIPT.format(
-        import_line="from langchain_qdrant import QdrantVectorStore",
-        constructor_line='store = QdrantVectorStore.from_documents(docs, embeddings, location=":memory:", '
-                         'collection_name="my_documents")')
-    ours = LANGCHAIN_QDRANT_SCRIPT.format(
-        import_line="from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
-        constructor_line='store = DragKneeVectorStore.from_documents(docs, embeddings, location=":memory:", '
-                         'collection_name="my_documents")')
-    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
-    assert len(changed) == 2, changed  # the import and the constructor line, nothing else
-    theirs = _run(original)
-    mine = _run(ours)
+    theirs_lines = dict(import_line="from langchain_qdrant import QdrantVectorStore",
+                        constructor_line='store = QdrantVectorStore.from_documents(docs, embeddings, location=":memory:", '
+                                         'collection_name="my_documents")')
+    ours_lines = dict(import_line="from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
+                      constructor_line='store = DragKneeVectorStore.from_documents(docs, embeddings, location=":memory:", '
+                                       'collection_name="my_documents")')
+    original, ours_script = _swapped(LANGCHAIN_QDRANT_SCRIPT, theirs_lines, ours_lines, changed_lines=2)
+    theirs, mine = _run(original), _run(ours_script)
     # the same documents are stored, as they were given
     assert mine["result"] == theirs["result"]
     mine["store"].close()
@@ -120,16 +123,12 @@ LLAMAINDEX_SCRIPT = textwrap.dedent('''
 
 def test_a_llamaindex_pipeline_script_runs_with_only_the_constructor_changed():
     pytest.importorskip("llama_index.vector_stores.qdrant")
-    original = LLAMAINDEX_SCRIPT.format(
-        import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
-        constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="docs")')
-    ours = LLAMAINDEX_SCRIPT.format(
-        import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
-        constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="docs")')
-    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
-    assert len(changed) == 2, changed
-    theirs = _run(original)
-    mine = _run(ours)
+    theirs_lines = dict(import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
+                        constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="docs")')
+    ours_lines = dict(import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
+                      constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="docs")')
+    original, ours_script = _swapped(LLAMAINDEX_SCRIPT, theirs_lines, ours_lines, changed_lines=2)
+    theirs, mine = _run(original), _run(ours_script)
     assert mine["topics"] == theirs["topics"] == ["coast", "food", "sea"]
     # closing our store leaves the user's client (and its other collections) open
     mine["vector_store"].close()
@@ -183,18 +182,14 @@ LANGCHAIN_ISSUE40_SCRIPT = textwrap.dedent('''
 
 def test_issue40_langchain_page_filters_k_and_scores_behave_as_langchain_qdrant():
     pytest.importorskip("langchain_qdrant")
-    original = LANGCHAIN_ISSUE40_SCRIPT.format(
-        import_line="from langchain_qdrant import QdrantVectorStore",
-        constructor_line='store = QdrantVectorStore.from_documents(docs, embeddings, location=":memory:", '
-                         'collection_name="reef_pages")')
-    ours = LANGCHAIN_ISSUE40_SCRIPT.format(
-        import_line="from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
-        constructor_line='store = DragKneeVectorStore.from_documents(docs, embeddings, location=":memory:", '
-                         'collection_name="reef_pages")')
-    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
-    assert len(changed) == 2, changed
-    theirs = _run(original)
-    mine = _run(ours)
+    theirs_lines = dict(import_line="from langchain_qdrant import QdrantVectorStore",
+                        constructor_line='store = QdrantVectorStore.from_documents(docs, embeddings, location=":memory:", '
+                                         'collection_name="reef_pages")')
+    ours_lines = dict(import_line="from drag_knee_retriever.integrations.langchain import DragKneeVectorStore",
+                      constructor_line='store = DragKneeVectorStore.from_documents(docs, embeddings, location=":memory:", '
+                                       'collection_name="reef_pages")')
+    original, ours_script = _swapped(LANGCHAIN_ISSUE40_SCRIPT, theirs_lines, ours_lines, changed_lines=2)
+    theirs, mine = _run(original), _run(ours_script)
     assert mine["shapes"] == theirs["shapes"]
     assert all(0.0 <= s <= 1.0 for s in mine["all_scores"])  # ours: one [0, 1] scale (theirs: raw cosines)
     mine["store"].close()
@@ -260,24 +255,17 @@ LLAMAINDEX_ISSUE40_SCRIPT = textwrap.dedent('''
 
 def test_issue40_llamaindex_doc_ids_top_k_and_scores_behave_as_the_qdrant_store():
     pytest.importorskip("llama_index.vector_stores.qdrant")
-    original = LLAMAINDEX_ISSUE40_SCRIPT.format(
-        import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
-        constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="chunks")')
-    ours = LLAMAINDEX_ISSUE40_SCRIPT.format(
-        import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
-        constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="chunks")')
-    changed = [(a, b) for a, b in zip(original.splitlines(), ours.splitlines()) if a != b]
-    assert len(changed) == 2, changed
-    theirs = _run(original)
-    mine = _run(ours)
+    theirs_lines = dict(import_line="from llama_index.vector_stores.qdrant import QdrantVectorStore",
+                        constructor_line='vector_store = QdrantVectorStore(client=client, collection_name="chunks")')
+    ours_lines = dict(import_line="from drag_knee_retriever.integrations.llamaindex import DragKneeVectorStore",
+                      constructor_line='vector_store = DragKneeVectorStore(client=client, collection_name="chunks")')
+    original, ours_script = _swapped(LLAMAINDEX_ISSUE40_SCRIPT, theirs_lines, ours_lines, changed_lines=2)
+    theirs, mine = _run(original), _run(ours_script)
     assert mine["counts"] == theirs["counts"]
     assert all(0.0 <= s <= 1.0 for s in mine["scores"])  # ours: one [0, 1] scale
     mine["vector_store"].close()
-def _swapped(script: str, theirs: dict, ours: dict, changed_lines: int) -> tuple:
-    original, mine = script.format(**theirs), script.format(**ours)
-    changed = [(a, b) for a, b in zip(original.splitlines(), mine.splitlines()) if a != b]
-    assert len(changed) == changed_lines, changed
-    return original, mine
+
+
 
 
 # Issue 40 item 6 and 7: the anchors' surface (client, collection_name, from_existing_collection,
