@@ -229,7 +229,7 @@ def check_leaf_mapping(index: Any, dataset: EvalDataset) -> None:
         sample = ", ".join(f"{d}: {u} units vs {l} leaves" for d, u, l in wrong[:5])
         raise EvalConsistencyError(
             f"{len(wrong)} documents do not map one leaf per unit ({sample}). The evaluation passes each "
-            "unit as a page so the builder must keep pages 1:1; check builder.py's page handling."
+            "unit as a page so the builder must keep pages 1:1; check build/_builder.py's page handling."
         )
 
 

@@ -178,7 +178,7 @@ class DragKneeIndex:
         self._closing = False
         self.vectorizer = Vectorizer(self.build_config, self.encoder, self.summarizer)
         self._ingestor = Ingestor(self.store, self.build_config, self.summarizer, self.vectorizer)
-        # What searches read from the roots (identities, metadata keys and values, search/roots.py),
+        # What searches read from the roots (identities, metadata keys and values, search/_roots.py),
         # kept until this index writes or a search meets a document they miss.
         self._roots = RootCache()
         #: A self-query model (``drag_knee_retriever.llm.LangChainSelfQuery(chat_model)`` or
@@ -357,8 +357,8 @@ class DragKneeIndex:
         return stats(self.store, self.encoder, self.store_config.collection)
 
     # -- search ----------------------------------------------------------------------------------
-    # The steps of a search are the pipeline's (search/pipeline.py); these methods build the plan
-    # and run it with the synchronous or the asynchronous driver (search/drivers.py).
+    # The steps of a search are the pipeline's (search/_pipeline.py); these methods build the plan
+    # and run it with the synchronous or the asynchronous driver (search/_drivers.py).
 
     @_in_flight
     def search(

@@ -338,7 +338,7 @@ class DragKneeVectorStore(VectorStore):
         return [(member_document(ranked[i][0]), ranked[i][1]) for i in picked]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        # The scores already are relevance scores in [0, 1] (relevance.py).
+        # The scores already are relevance scores in [0, 1] (search/_relevance.py).
         return lambda score: score
 
     # -- constructors and retriever -------------------------------------------------------------

@@ -462,7 +462,7 @@ def _search_kwargs(search_kwargs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 # Our own results carry drag_score, the public [0, 1] scale, which never rises along their order
-# (relevance.py): the knee reads it as any other score.
+# (search/_relevance.py): the knee reads it as any other score.
 DEFAULT_SCORE_KEYS: Tuple[str, ...] = ("relevance_score", "score", SCORE)
 
 

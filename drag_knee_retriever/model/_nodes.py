@@ -393,7 +393,7 @@ class TraceCandidate:
     sparse_score: Optional[float] = None
     # The candidate's tree version: the final fetch drops leaf-ranking candidates of uncommitted trees.
     doc_hash: str = ""
-    # How strongly the query names this candidate's document (identity.py: 1.0 for the best match),
+    # How strongly the query names this candidate's document (search/_identity.py: 1.0 for the best match),
     # where it counted in the candidate's score (roots and the focus step).
     identity_score: Optional[float] = None
 

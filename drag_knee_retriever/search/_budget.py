@@ -206,8 +206,8 @@ def fill_steps(ranked: Sequence[RankedHit], regions: Sequence[RankedHit], budget
     # The walk's own (light) node where it has one, so that the liveness check compares the version
     # the walk ranked with the one read now (a document replaced meanwhile is dropped).
     light = {h.node.id: h.node for h in list(ranked) + list(regions)}
-    # A result's public score is its dense cosine (relevance.py): a leaf keeps the one the focus
-    # pool read, a group the best of its leaves' (as a region the focus returns whole does); only
+    # A result's public score comes from its dense cosine (made monotone along the order,
+    # search/_relevance.py): a leaf keeps the one the focus pool read, a group the best of its leaves' (as a region the focus returns whole does); only
     # a result none of whose leaves the pool scored costs the dense ranking after the fill.
     cosine = {h.node.id: h.dense_score for h in ranked if h.dense_score is not None}
     hits = [RankedHit(node=light.get(e.node_id) or nodes[e.node_id], score=e.score,

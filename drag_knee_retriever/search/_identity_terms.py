@@ -1,5 +1,5 @@
 """A document's identity terms: the words of a title, a file name and the metadata that names a
-document, and of a query, read one way (split off from ``identity.py``, which scores documents by
+document, and of a query, read one way (split off from ``search/_identity.py``, which scores documents by
 them; see its docstring for the rules).
 """
 

@@ -184,7 +184,7 @@ def _asking(steps: Steps, op: Callable[[Any], Any]) -> Steps:
 
 
 def _score(plan: SearchPlan, hits: Sequence[Any], vectors: QueryVectors) -> Steps:
-    """The hits' public [0, 1] scores (relevance.py): one dense ranking for the hits the walk did not score."""
+    """The hits' public [0, 1] scores (search/_relevance.py): one dense ranking for the hits the walk did not score."""
     extra = relevance_request(hits)
     answered = (yield Rank([extra], vectors, plan.settings.fusion.rrf_k, False, True))[0] if extra else ()
     plan.score(hits, answered)

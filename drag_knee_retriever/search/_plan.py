@@ -47,9 +47,9 @@ class SearchPlan:
     requests_before: int = 0
     last: float = 0.0
     # Return max_results results where that many match (the stores' k: a count, not a cap): the
-    # method's own, then the best leaves no result covers (search/pipeline.py, _fill).
+    # method's own, then the best leaves no result covers (search/_pipeline.py, _fill).
     fill: bool = False
-    # node id -> the result's public score in [0, 1] (relevance.py); filled by score().
+    # node id -> the result's public score in [0, 1] (search/_relevance.py); filled by score().
     public: Dict[str, float] = field(default_factory=dict)
     # What counts the budget: words for max_words, the index's tokenizer for max_tokens.
     unit: BudgetUnit = WORDS
@@ -58,7 +58,7 @@ class SearchPlan:
 
     def score(self, hits: Sequence[Any], answered: Sequence[Any]) -> None:
         """Give every hit its public score: the cosines made non-increasing along the hits' order
-        (relevance.py), which is the order returned; the walk's raw scores stay on the hits."""
+        (search/_relevance.py), which is the order returned; the walk's raw scores stay on the hits."""
         ids = [h.node.id for h in hits]
         cosines = relevance_scores(hits, answered)
         self.cosine = dict(zip(ids, cosines))

@@ -55,7 +55,7 @@ class RootCache:
         return identity_fields((yield from self.root_metadata()), keys)
 
     def identity_match(self, plan: SearchPlan) -> Steps:
-        """The documents the query names (identity.py), or none when identity is switched off."""
+        """The documents the query names (search/_identity.py), or none when identity is switched off."""
         settings = plan.settings
         if not (settings.identity_weight or (settings.focus is not None and settings.focus.identity_weight)):
             return NO_MATCH

@@ -414,7 +414,7 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
         candidate.suppressed_by = region_id
         if region_id not in placed:
             # The region takes the place and the score of its best surviving leaf (its cosine
-            # too: the public score of a region returned whole is its best leaf's, relevance.py).
+            # too: the public score of a region returned whole is its best leaf's, search/_relevance.py).
             placed.add(region_id)
             results.append(RankedHit(node=by_id[region_id].node, score=hit.score, dense_score=hit.dense_score))
     step.kept_count = len(results)
@@ -461,7 +461,7 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
     ranked = budget_order(pool, keep)
-    if config.focus.budget_order != "global":  # issue 41: the cut's documents first (page_ranking.py)
+    if config.focus.budget_order != "global":  # the cut's documents first (search/_page_ranking.py)
         ranked = yield from budget_page_steps(ranked, keep, config, deeper, filters)
     step = TraceStep(step=len(trace.steps), kind="focus", level=max((h.node.level for h in ranked), default=0),
                      weights=_weights(config, config.max_depth))

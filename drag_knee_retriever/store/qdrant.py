@@ -111,10 +111,10 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
         self._range_indexes: set = set()  # payload fields given a float index for range filters
         self._roots_synced = False  # open_collection brought the roots' copy in step (root_stamps reads it)
         self.timeout = timeout
-        # Local mode: BM25 IDF kept here in exact arithmetic (bm25_idf.py), like Qdrant Edge, so both
+        # Local mode: BM25 IDF kept here in exact arithmetic (common/_bm25_idf.py), like Qdrant Edge, so both
         # engines give the same bits every run. A server keeps its own IDF (other clients write too).
         self._idf = ClientIdf(enabled=self.engine == "local")
-        # Credentials written into the URL never reach a message or a log line (see redact.py).
+        # Credentials written into the URL never reach a message or a log line (see common/_redact.py).
         self._secrets = protect(url, [api_key] if api_key else []) if url else []
         self._where = redact_url(url) if url else (location if self.engine == "local" else "<your QdrantClient>")
         # Local mode is pure Python and not thread-safe (a reader can see a payload mid-replace);

@@ -201,7 +201,7 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
         self._node_counts_filled = False
         self._loader_stop = threading.Event()
         self._loader: Optional[threading.Thread] = None
-        # BM25 IDF kept here, in exact arithmetic (bm25_idf.py); decided per collection when opened.
+        # BM25 IDF kept here, in exact arithmetic (common/_bm25_idf.py); decided per collection when opened.
         self._idf = ClientIdf(enabled=True)
         self._deleted = False
         self._closed = False
@@ -293,7 +293,7 @@ class EdgeStore(EdgeRanking, EdgeWrites, EdgeRoots, WalkMaps, NodeStore):
         return qe.EdgeConfig(
             vectors={DENSE: dense},
             # No engine IDF: the store weighs the query by a collection-wide IDF itself, on exact grids,
-            # because Edge sums IDF-weighted terms in a per-process order (bm25_idf.py).
+            # because Edge sums IDF-weighted terms in a per-process order (common/_bm25_idf.py).
             # full_scan_threshold: a filtered BM25 ranking over more points than this walks the
             # inverted index (checking the filter per posting) instead of scoring every admitted
             # point's vector. The engine's default (5,000) scored the focus step's global list (the
