@@ -22,7 +22,7 @@ from drag_knee_retriever.build._headings import find_headings, headings_outline
 from drag_knee_retriever.model._ids import ROOT_PATH, leaf_id, node_id
 from drag_knee_retriever.model._nodes import CHUNK_UNITS, FILE_STAMP_KEY, UNITS_KEY, Document, Span, TreeNode
 from drag_knee_retriever.model._point_schema import OCR_PAGES_KEY, TEXT_SOURCE_KEY, TEXT_SOURCE_MIXED, TEXT_SOURCE_OCR, TEXT_SOURCE_PDF
-from drag_knee_retriever.build._statements import StatementPage, statement_pages
+from drag_knee_retriever.build._statements import StatementPage, document_statements, statement_kind
 from drag_knee_retriever.build._summarize import ExtractiveSummarizer, Summarizer, Summary, SummaryRequest, ends_in_abbreviation, split_sentences
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -335,11 +335,6 @@ def _group(items: List[_Draft], branching: int, title: Optional[str] = None) -> 
     return top
 
 
-def _statements(document: Document, config: BuildConfig) -> Dict[int, StatementPage]:
-    """The document's statement pages where ``SectionConfig.statements`` applies (read once a build)."""
-    return statement_pages(document.pages) if config.sections.statements and document.pages is not None else {}
-
-
 def _shape(document: Document, config: BuildConfig,
            statements: Mapping[int, StatementPage]) -> Tuple[_Draft, List[_Leaf]]:
     leaves: List[_Leaf] = []
@@ -435,9 +430,11 @@ def document_hash(document: Document, config: BuildConfig, summarizer_identity: 
     digest.update(config.fingerprint().encode())
     # Statement titles change only the trees of documents that have statement pages: every other
     # document keeps the hash it had before the setting existed (and is not rebuilt).
-    statements = _statements(document, config) if statements is None else statements
+    statements = document_statements(document, config) if statements is None else statements
     if statements:
-        digest.update(json.dumps(sorted((n, p.title) for n, p in statements.items()), ensure_ascii=False).encode())
+        # The kind too: a tree's statement pages are marked with it (TreeNode.statement).
+        digest.update(json.dumps(sorted((n, p.title, p.kind) for n, p in statements.items()),
+                                 ensure_ascii=False).encode())
     digest.update(summarizer_identity.encode())
     return digest.hexdigest()[:32]
 
@@ -453,8 +450,10 @@ def build_document_trees(
     identity = getattr(summarizer, "identity", type(summarizer).__name__)
 
     shaped = []
+    statements_of: Dict[str, Mapping[int, StatementPage]] = {}
     for document in documents:
-        statements = _statements(document, config)
+        statements = document_statements(document, config)
+        statements_of[document.id] = statements
         root, leaves = _shape(document, config, statements)
         shaped.append((document, root, leaves, document_hash(document, config, identity, statements)))
 
@@ -530,6 +529,7 @@ def build_document_trees(
                 metadata=_node_metadata(_page_metadata(document, rec["span"]), rec["span"]), doc_hash=doc_hash,
                 description=summary.text if is_leaf and summary.text else None,
                 context=rec.get("context"),
+                statement=statement_kind(statements_of.get(document.id), rec["span"]),
             ))
         emit(root_key)
         if document.keep_text and document.text is not None and "\n\n".join(x.text for x in leaves) != document.text:

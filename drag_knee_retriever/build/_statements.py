@@ -16,50 +16,20 @@ statements (several names at the top of one page), and the notes are not stateme
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["STATEMENT_NAMES", "StatementPage", "statement_of", "statement_pages"]
+from drag_knee_retriever.config import BuildConfig
+from drag_knee_retriever.model._nodes import Document, Span
+from drag_knee_retriever.model._statements import HEADING_NAME, STATEMENT_NAMES, statement_of
 
-#: Each primary statement's common names, as a question may call it (the words indexed with its pages).
-STATEMENT_NAMES: Dict[str, str] = {
-    "income": "income statement, statement of income, operations, earnings, profit or loss",
-    "comprehensive": "statement of comprehensive income",
-    "balance": "balance sheet, statement of financial position",
-    "cash": "cash flow statement, statement of cash flows",
-    "equity": "statement of shareholders' equity, stockholders' equity, changes in equity",
-}
+__all__ = ["STATEMENT_NAMES", "StatementPage", "document_statements", "statement_kind", "statement_of", "statement_pages"]
 
 #: The least share of a statement page's words that hold a digit (measured on FinanceBench's 10-K
 #: statement pages: 0.16-0.40, median 0.32; pages that only mention a statement: median ~0.2).
 MIN_FIGURES = 0.2
 _HEAD_LINES = 8  # a statement's heading sits above its table, within the page's first lines
 _MAX_WORDS = 14  # a heading line with the company's name or the units beside it, not a sentence
-
-# Longest alternatives first: "statements of comprehensive income" before "statements of income".
-_NAME = re.compile(
-    r"(?:condensed\s+)?(?:consolidated\s+|combined\s+)?"
-    r"(?P<name>balance\s+sheets?|income\s+statements?|statements?\s+of\s+(?:consolidated\s+)?"
-    r"(?:comprehensive\s+(?:income|loss|earnings)|cash\s+flows?|financial\s+position|operations|income|earnings|"
-    r"(?:changes\s+in\s+)?(?:stockholders|shareholders|share\s*owners)['\u2019]?\s+equity|changes\s+in\s+equity))",
-    re.IGNORECASE)
-
-
-def statement_of(name: str) -> Optional[str]:
-    """Which statement (a :data:`STATEMENT_NAMES` key) a heading's name is, or None."""
-    lowered = " ".join(name.lower().split())
-    if "comprehensive" in lowered:
-        return "comprehensive"
-    if "cash flow" in lowered:
-        return "cash"
-    if "balance sheet" in lowered or "financial position" in lowered:
-        return "balance"
-    if "equity" in lowered:
-        return "equity"
-    if any(word in lowered for word in ("operations", "income", "earnings")):
-        return "income"
-    return None
 
 
 @dataclass(frozen=True)
@@ -88,7 +58,7 @@ def _heading_on(lines: List[str]) -> Optional[StatementPage]:
         for text in (line, f"{line} {lines[i + 1]}" if i + 1 < len(lines) else None):
             if text is None or len(text.split()) > _MAX_WORDS:
                 continue
-            match = _NAME.search(text)
+            match = HEADING_NAME.search(text)
             if match is None:
                 continue
             kind = statement_of(match.group("name"))
@@ -111,3 +81,16 @@ def statement_pages(pages: Sequence[str]) -> Dict[int, StatementPage]:
         if found is not None and _figures_share(page) >= MIN_FIGURES:
             out[number] = found
     return out
+
+
+def statement_kind(statements: Optional[Mapping[int, StatementPage]], span: Span) -> Optional[str]:
+    """Which statement a node within one statement page shows (its page's kind), else None."""
+    if not statements or span.first_page is None or span.first_page != span.last_page:
+        return None
+    page = statements.get(span.first_page)
+    return page.kind if page is not None else None
+
+
+def document_statements(document: Document, config: BuildConfig) -> Dict[int, StatementPage]:
+    """The document's statement pages where ``SectionConfig.statements`` applies (read once a build)."""
+    return statement_pages(document.pages) if config.sections.statements and document.pages is not None else {}

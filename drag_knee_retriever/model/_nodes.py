@@ -291,6 +291,10 @@ class TreeNode:
     # leaves joined by a blank line do not give it back (headings, whitespace, CRLF); None otherwise.
     # What ``get_documents`` returns as the document's text; never searched or counted.
     source_text: Optional[str] = None
+    # On a node within one page of a primary financial statement: which statement (a
+    # model/_statements.py STATEMENT_NAMES key: "balance", "income", ...), so that a question naming
+    # it can be routed to its pages; None elsewhere.
+    statement: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -403,7 +407,7 @@ class TraceStep:
     """One ranking request of the walk: which candidates, how they ranked, the knee and the cut."""
 
     step: int
-    kind: str  # "roots", "beam", "branch", "focus"
+    kind: str  # "roots", "beam", "branch", "focus", "global", "fill", "statements"
     level: int
     candidates: List[TraceCandidate] = field(default_factory=list)
     knee_index: Optional[int] = None

@@ -51,9 +51,10 @@ TEXT_SOURCE_MIXED = "mixed"
 # ranking (``rank(..., light=True)``) returns only these; the text, keywords, metadata and
 # descriptions (most of a payload's bytes, and most of the engine's cost per hit) are fetched
 # once, for the chosen nodes only, by ``retrieve``.
-# The units key says how the span is labelled (a text's chunks: "chunk 7", not "p.7").
+# The units key says how the span is labelled (a text's chunks: "chunk 7", not "p.7"); the statement
+# field which financial statement a page shows (search/_statement_route.py reads it).
 WALK_FIELDS = ("doc_id", "level", "is_leaf", "parent_id", "child_ids", "first_leaf", "last_leaf",
-               "first_page", "last_page", "doc_hash", f"metadata.{UNITS_KEY}")
+               "first_page", "last_page", "doc_hash", f"metadata.{UNITS_KEY}", "statement")
 #: What an ingest's change check reads of a stored root: the walk's fields (doc_hash among them)
 #: and the file stamp in its metadata (``NodeStore.retrieve_roots``).
 ROOT_FIELDS = WALK_FIELDS + (f"metadata.{FILE_STAMP_KEY}",)
@@ -63,6 +64,8 @@ STAMP_FIELDS = ("doc_hash", f"metadata.{FILE_STAMP_KEY}")
 #: A text document root's payload field: the document's exact text (``TreeNode.source_text``). A
 #: read without texts (``scroll_nodes(with_text=False)``) leaves it out as it leaves out ``text``.
 SOURCE_TEXT = "source_text"
+#: The payload field of a node within one page of a primary financial statement: which statement.
+STATEMENT = "statement"
 #: What ``scroll_nodes(with_text=False)`` leaves out of a payload.
 TEXT_FIELDS = ("text", SOURCE_TEXT)
 
@@ -94,6 +97,8 @@ def node_payload(node: TreeNode) -> Dict[str, Any]:
         payload["context"] = node.context
     if node.source_text is not None:  # a text document's root, when its leaves do not give its text back
         payload[SOURCE_TEXT] = node.source_text
+    if node.statement is not None:  # a statement page's nodes (filtered on by a question naming it)
+        payload[STATEMENT] = node.statement
     return payload
 
 
@@ -146,6 +151,7 @@ def _full_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
         description=payload.get("description"),
         context=payload.get("context"),
         source_text=payload.get(SOURCE_TEXT),
+        statement=payload.get(STATEMENT),
     )
 
 
@@ -177,7 +183,7 @@ def _light_node(node_id: str, payload: Mapping[str, Any]) -> TreeNode:
                          is_leaf=bool(payload["is_leaf"]), span=span, text="", parent_id=get("parent_id"),
                          child_ids=tuple(get("child_ids") or ()), keywords=(), title=None, path="", metadata={},
                          doc_hash=get("doc_hash", ""), description=None, context=None,
-                         source_text=None)
+                         source_text=None, statement=get("statement"))
     return node
 
 

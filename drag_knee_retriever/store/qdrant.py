@@ -246,7 +246,8 @@ class QdrantClientStore(QdrantRanking, QdrantRoots, NodeStore):
         if self.engine == "server":
             # (No parent_id index: no request filters by it.)
             for field, schema in (("doc_id", m.PayloadSchemaType.KEYWORD), ("level", m.PayloadSchemaType.INTEGER),
-                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD)):
+                                  ("is_leaf", m.PayloadSchemaType.BOOL), ("doc_hash", m.PayloadSchemaType.KEYWORD),
+                                  ("statement", m.PayloadSchemaType.KEYWORD)):
                 self.client.create_payload_index(name, field, field_schema=schema)
 
     def _put_meta(self, payload: Dict[str, Any], dense_size: int) -> None:

@@ -18,7 +18,7 @@ def _nodes():
     span = Span(3, 3, 2, 2, 1, 2)
     leaf = TreeNode(id=LEAF, doc_id="report.pdf", level=2, is_leaf=True, span=span, text="the passage",
                     parent_id=ROOT, keywords=("k",), title="Title", path="r.1.3", metadata={"year": 2022},
-                    doc_hash="h1", description="d", context="ctx")
+                    doc_hash="h1", description="d", context="ctx", statement="balance")
     root = TreeNode(id=ROOT, doc_id="report.pdf", level=0, is_leaf=False, span=Span(0, 9, 1, 5), text="summary",
                     child_ids=(LEAF,), doc_hash="h1")
     return [leaf, root]
@@ -30,7 +30,8 @@ def test_a_light_node_equals_the_dataclass_built_one_with_the_walk_fields(node):
     light = light_node(node.id, payload)
     expected = TreeNode(id=node.id, doc_id=node.doc_id, level=node.level, is_leaf=node.is_leaf,
                         span=Span(node.span.first_leaf, node.span.last_leaf, node.span.first_page, node.span.last_page),
-                        text="", parent_id=node.parent_id, child_ids=node.child_ids, doc_hash=node.doc_hash)
+                        text="", parent_id=node.parent_id, child_ids=node.child_ids, doc_hash=node.doc_hash,
+                        statement=node.statement)
     assert light == expected and hash(light.span) == hash(expected.span)
     # Every field of both dataclasses is set (a field added to TreeNode or Span must be added there too).
     assert set(vars(light)) == {f.name for f in fields(TreeNode)}

@@ -88,3 +88,35 @@ def test_only_a_document_with_statement_pages_changes_its_hash():
     # A document the setting does not touch keeps the hash it had before the setting existed.
     assert document_hash(prose, BuildConfig(), "x") == document_hash(prose, off, "x")
     assert document_hash(filing, BuildConfig(), "x") != document_hash(filing, off, "x")
+
+
+def test_a_statement_pages_nodes_carry_its_kind_and_no_other_node_does():
+    tree = build_document_trees([Document(id="10k", pages=FILING)], BuildConfig())[0]
+    kinds = {(n.span.first_page, n.is_leaf): n.statement for n in tree.nodes if n.span.first_page == n.span.last_page}
+    assert kinds[(2, True)] == "income" and kinds[(3, True)] == "balance"
+    assert kinds[(1, True)] is None and kinds[(4, True)] is None
+    assert all(n.statement is None for n in tree.nodes if n.span.first_page != n.span.last_page)  # parents, root
+    off = build_document_trees([Document(id="10k", pages=FILING)], BuildConfig(sections=SectionConfig(statements=False)))
+    assert {n.statement for n in off[0].nodes} == {None}
+
+
+@pytest.mark.parametrize("question, kinds", [
+    ("What is the FY2021 capex? Use the statement of cash flows.", {"cash"}),
+    ("Based on the balance sheet and the statement of income, what is DPO?", {"balance", "income"}),
+    ("using the line items in the income statement", {"income"}),
+    ("from the cash flow statement", {"cash"}),
+    ("drawing only on the statement of financial position", {"balance"}),
+    ("the consolidated statements of operations", {"income"}),
+    ("look at the P&L", {"income"}),
+    ("the profit and loss statement", {"income"}),
+    ("the statement of comprehensive income", {"comprehensive"}),
+    ("the statement of changes in shareholders' equity", {"equity"}),
+    # Words of a statement that are not its name route nowhere.
+    ("What were cash flows from operations in 2022?", set()),
+    ("Did net income grow? What is the balance of the revolver?", set()),
+    ("Which financial statements were restated?", set()),
+])
+def test_a_question_names_the_statements_it_says(question, kinds):
+    from drag_knee_retriever.model._statements import named_statements
+
+    assert named_statements(question) == kinds

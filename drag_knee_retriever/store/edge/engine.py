@@ -83,6 +83,8 @@ _PAYLOAD_INDEXES = (
     ("level", "Integer"),
     ("is_leaf", "Bool"),
     ("doc_hash", "Keyword"),
+    # A question naming a financial statement ranks that statement's leaves (search/_statement_route.py).
+    ("statement", "Keyword"),
 )
 
 
