@@ -138,6 +138,12 @@ class FocusConfig(Settings):
     budget_docs: int = setting(
         default=2, kind=int, low=1, high=MAX_SETTING,
         doc="With budget_order other than 'global': how many of the cut's documents the budget reads first.")
+    # A question that names a financial statement reads that statement's pages (search/_statement_route.py).
+    statement_pages: Optional[int] = setting(
+        default=2, kind=int, low=1, high=MAX_SETTING, optional=True,
+        doc="A query that names a primary financial statement ('the balance sheet', 'the statement of cash flows', "
+            "'the P&L') also returns the best passage of this many of that statement's best pages in its best "
+            "document, first (the build marks a statement's pages: BuildConfig.sections.statements). None: off.")
     # The document's identity as evidence, and the cut's widening and narrowing from the scores' own
     # scale. These shape the magnitude focus (scores='magnitude'); the 'rrf' focus ignores them.
     identity_weight: float = setting(

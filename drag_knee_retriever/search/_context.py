@@ -111,14 +111,14 @@ def root_ids_to_read(doc_id: str, versions: Set[str], parented: Set[Tuple[str, s
 
 
 def unrooted_docs(trace: Any) -> Set[str]:
-    """Documents of the trace's leaf-ranking steps ("global", "focus"): a global leaf ranking reaches
+    """Documents of the trace's leaf-ranking steps ("global", "focus", "statements"): a leaf ranking reaches
     leaves without passing their root, so their documents' roots are read at the final fetch."""
     if trace is None:
         return set()
     return {c.doc_id for s in trace.steps if s.kind in _UNROOTED for c in s.candidates}
 
 
-_UNROOTED = ("global", "focus")
+_UNROOTED = ("global", "focus", "statements")
 
 
 def prune_trace(trace: Any, fetched: Sequence[TreeNode]) -> None:

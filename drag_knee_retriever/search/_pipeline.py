@@ -39,6 +39,7 @@ from drag_knee_retriever.search._ops import REQUESTS, AskModel, Encode, Rank, Re
 from drag_knee_retriever.search._plan import SearchPlan, validate_query
 from drag_knee_retriever.search._leaf_filters import hide_ancestors, keep_matching, navigation_filter, reaches_below_roots, seed_request
 from drag_knee_retriever.search._roots import RootCache
+from drag_knee_retriever.search._statement_route import routed_first, statement_route_steps
 
 __all__ = ["flat_steps", "search_steps"]
 
@@ -92,6 +93,7 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
     identity = yield from roots.identity_match(plan)
     if plan.fills_budget:
         ranking = yield from _asking(budget_ranking_steps(plan.settings, walk_filters, plan.trace, identity), rank)
+        ranking.ranked = routed_first((yield from _route(plan, ranking.ranked, walk_filters, rank)), ranking.ranked)
         plan.mark("walk")
         roots.check_identities(plan)
         hide_ancestors(plan.trace, ancestors)
@@ -105,6 +107,7 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
             hits = ranking.regions  # no leaf under the regions matched: the walk's nodes, packed
     else:
         hits = yield from _asking(walk_steps(plan.settings, walk_filters, plan.trace, identity), rank)
+        hits = routed_first((yield from _route(plan, hits, walk_filters, rank)), hits)
         plan.mark("walk")
         roots.check_identities(plan)
         hide_ancestors(plan.trace, ancestors)
@@ -116,6 +119,14 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
     fetched = yield Retrieve(final_fetch_ids(capped, True, plan.trace))
     context = plan.packed(finish_context(capped, fetched, refresh=True, trace=plan.trace))
     return _result(plan, *context, (yield REQUESTS))
+
+
+def _route(plan: SearchPlan, hits: Sequence[Any], filters: Any, rank: Callable[[Any], Any]) -> Steps:
+    """The pages of the financial statements the query names, in its best document (search/_statement_route.py)."""
+    if plan.settings.focus is None:
+        return []
+    return (yield from _asking(statement_route_steps(plan.settings, plan.query, hits, filters, _leaf_weights(plan),
+                                                     plan.trace), rank))
 
 
 def _leaf_weights(plan: SearchPlan) -> Any:
