@@ -36,7 +36,8 @@ from drag_knee_retriever.common._knee import knee_distances, knee_index
 from drag_knee_retriever.search._magnitude import magnitude_ranking
 from drag_knee_retriever.model._nodes import Span, TreeNode
 from drag_knee_retriever.store import RankedHit
-from drag_knee_retriever.search._traversal import FocusPool, budget_order
+from drag_knee_retriever.search._page_ranking import budget_order
+from drag_knee_retriever.search._traversal import FocusPool
 
 REPO = Path(__file__).resolve().parents[1]
 # Dumps live outside the checkout: $DRAG_KNEE_BENCH_CACHE, else ../cache beside it.

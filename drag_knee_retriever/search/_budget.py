@@ -2,7 +2,7 @@
 
 A reader with a context window thinks in tokens, not in results: "give me the best 1,500 tokens".
 With a budget the knee methods do not stop at their focus cut: they take the leaves the cut keeps,
-then go down the global hybrid ranking of the leaves (:func:`~drag_knee_retriever.search._traversal.budget_order`),
+then go down the global hybrid ranking of the leaves (:func:`~drag_knee_retriever.search._page_ranking.budget_order`),
 and fill the budget:
 
 - a leaf that fits is taken; one that no longer fits is skipped, and a later, shorter one may

@@ -65,7 +65,7 @@ def page_steps(request: RankRequest, query_vectors: QueryVectors, *, k: int, rrf
 
 # -- A word budget spent on the best documents' best pages (issue 41) -------------------------------
 #
-# The budget's default order (traversal.budget_order) goes from the focus cut's leaves down the
+# The budget's default order (budget_order, at the end) goes from the focus cut's leaves down the
 # global leaf ranking, which in a store of many similar documents (a folder of filings) spends most
 # of the words on other documents' pages. Here the budget reads the documents the cut chose first:
 # their leaves ranked among themselves (one more ranking, in one round trip), and with
@@ -142,4 +142,16 @@ def budget_page_steps(ranked: Sequence[RankedHit], keep: int, config: Any, depth
     order = dict.fromkeys([h.node.id for h in ranked[:keep]] + [h.node.id for h in inside]
                           + [h.node.id for h in ranked[keep:]])
     others = {h.node.id: h for h in inside}
+    return [scored[i] if i in scored else replace(others[i], score=lowest) for i in order]
+
+
+def budget_order(pool: Any, keep: int) -> List[RankedHit]:
+    """The order a budget is filled in: the ``keep`` leaves the focus cut keeps, then the global
+    ranking and its deeper part, then the rest of the pool (the focus step's ``traversal.FocusPool``);
+    each leaf with its pool score (a leaf only the deeper ranking reached: the pool's lowest)."""
+    scored = {h.node.id: h for h in pool.ranked}
+    lowest = min((h.score for h in pool.ranked), default=0.0)
+    order = dict.fromkeys([h.node.id for h in pool.ranked[:keep]] + [h.node.id for h in pool.global_hits]
+                          + [h.node.id for h in pool.deeper] + [h.node.id for h in pool.ranked[keep:]])
+    others = {h.node.id: h for h in pool.deeper}
     return [scored[i] if i in scored else replace(others[i], score=lowest) for i in order]

@@ -169,8 +169,13 @@ def test_a_forced_split_leaves_search_results_unchanged(covid_index):
         split_sides.append(groups is not None)
         return groups
 
+    # A filter (every document): without one, a store this small keeps no documents' condition on the
+    # global list (search/_traversal.py, _global_filters), and that condition is what the split splits.
+    every_doc = {"doc_id": [d.doc_id for d in covid_index.list_documents()]}
+
     def run():
-        return [[(n.node.id, n.score, n.raw_score, n.text) for n in covid_index.search(q, method="knee").nodes] for q in questions]
+        return [[(n.node.id, n.score, n.raw_score, n.text)
+                 for n in covid_index.search(q, method="knee", filters=every_doc).nodes] for q in questions]
 
     store._sparse_groups = watched
     try:

@@ -109,7 +109,8 @@ def test_a_bad_budget_is_refused_with_what_to_give(bad):
 
 
 def test_a_budget_starts_with_the_cut_then_follows_the_global_ranking():
-    from drag_knee_retriever.search._traversal import FocusPool, budget_order
+    from drag_knee_retriever.search._page_ranking import budget_order
+    from drag_knee_retriever.search._traversal import FocusPool
 
     pool = FocusPool(ranked=[_hit("a", 5.0), _hit("b", 4.0), _hit("c", 3.0), _hit("r", 1.0)],
                      global_hits=[_hit("c", 0.9), _hit("g", 0.8), _hit("a", 0.7)],
