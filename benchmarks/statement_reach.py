@@ -6,7 +6,9 @@ model: the documents' page texts as the loaders give them. Aggregate counts only
 
 A document without a statement page is built, hashed and searched exactly as with the setting off,
 so a dataset with none is unchanged by construction (no run needed). Per statement kind: the pages
-found, and how many of them hold a question's gold evidence.
+found, and how many of them hold a question's gold evidence; and how many questions name a statement
+(``model._statements.named_statements``: the questions ``focus.statement_pages`` routes, where their
+document has pages of that statement).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.identity_reach import load_spec  # noqa: E402
 from drag_knee_retriever.build._statements import statement_pages  # noqa: E402
+from drag_knee_retriever.model._statements import named_statements  # noqa: E402
 
 
 def reach(spec: str) -> str:
@@ -43,8 +46,9 @@ def reach(spec: str) -> str:
         gold_found += len(set(found) & gold.get(document.id, set()))
     took = (time.perf_counter() - start) * 1e3 / max(pages, 1)
     kinds_text = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common()) or "-"
+    named = sum(bool(named_statements(question.text)) for question in dataset.questions)
     return (f"| {spec} | {docs} | {pages} | {touched} | {sum(kinds.values())} ({kinds_text}) | {gold_found} | "
-            f"{took:.2f} |")
+            f"{named} of {len(dataset.questions)} | {took:.2f} |")
 
 
 def main() -> None:
@@ -52,8 +56,8 @@ def main() -> None:
     parser.add_argument("datasets", nargs="+", help="dataset specs: name, name:LIMIT_DOCS, mmlongbench-shared")
     args = parser.parse_args()
     print("| dataset | documents | pages | documents with statement pages | statement pages (by kind) | "
-          "of them gold pages | ms a page |")
-    print("|---|---:|---:|---:|---|---:|---:|")
+          "of them gold pages | questions naming a statement | ms a page |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
     for spec in args.datasets:
         print(reach(spec), flush=True)
 
