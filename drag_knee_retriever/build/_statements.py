@@ -5,7 +5,9 @@ balance sheet", "capex from the cash flow statement"), while the filing heads th
 form of the name ("Consolidated Statements of Operations", "Statement of Financial Position") on a
 page that is otherwise a table of figures. :func:`statement_pages` finds those pages; the builder
 indexes each of their leaves with the statement's heading and its common names in front (the leaf's
-section title, as an outline's section title is), so the words of the question reach the page.
+section title, as an outline's section title is), so the words of the question reach the page, and
+marks every node within the page with the statement's kind (:func:`statement_kind`), so that a question
+naming the statement can be routed to its pages (:mod:`drag_knee_retriever.search._statement_route`).
 
 A page is a statement's page when one of its first lines (or two of them read together: text layers
 often break a heading, "CONSOLIDATED STATEMENTS OF" / "OPERATIONS(in thousands)") is a short line
