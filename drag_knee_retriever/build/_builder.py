@@ -450,12 +450,10 @@ def build_document_trees(
     identity = getattr(summarizer, "identity", type(summarizer).__name__)
 
     shaped = []
-    statements_of: Dict[str, Mapping[int, StatementPage]] = {}
     for document in documents:
         statements = document_statements(document, config)
-        statements_of[document.id] = statements
         root, leaves = _shape(document, config, statements)
-        shaped.append((document, root, leaves, document_hash(document, config, identity, statements)))
+        shaped.append((document, root, leaves, document_hash(document, config, identity, statements), statements))
 
     # Assign ids, paths, levels, spans; collect nodes by height (leaves = 0) for summarising.
     records: Dict[int, dict] = {}
@@ -487,7 +485,7 @@ def build_document_trees(
         return key
 
     roots = []
-    for document, root, leaves, doc_hash in shaped:
+    for document, root, leaves, doc_hash, _statements in shaped:
         roots.append(visit(root, document, doc_hash, ROOT_PATH, 0, None, leaves))
 
     descriptions: Dict[int, Summary] = {}
@@ -512,7 +510,7 @@ def build_document_trees(
             descriptions[key] = summary
 
     trees: List[DocumentTree] = []
-    for (document, _root, leaves, doc_hash), root_key in zip(shaped, roots):
+    for (document, _root, leaves, doc_hash, statements), root_key in zip(shaped, roots):
         nodes: List[TreeNode] = []
         # Post-order within the document puts every child before its parent and the root last.
         def emit(key: int) -> None:
@@ -529,7 +527,7 @@ def build_document_trees(
                 metadata=_node_metadata(_page_metadata(document, rec["span"]), rec["span"]), doc_hash=doc_hash,
                 description=summary.text if is_leaf and summary.text else None,
                 context=rec.get("context"),
-                statement=statement_kind(statements_of.get(document.id), rec["span"]),
+                statement=statement_kind(statements, rec["span"]),
             ))
         emit(root_key)
         if document.keep_text and document.text is not None and "\n\n".join(x.text for x in leaves) != document.text:

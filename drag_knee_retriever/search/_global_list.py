@@ -10,39 +10,36 @@ yet (a write cut between the root and its copy, search/_roots.py) stays out, as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import FrozenSet, List, Optional, Sequence
 
 from drag_knee_retriever.config import SearchConfig
 from drag_knee_retriever.store.base import FilterSpec, RankedHit
 from drag_knee_retriever.store.filters import any_of
 
-__all__ = ["GlobalFilters", "admitted", "global_filters"]
+__all__ = ["GlobalList", "global_list"]
 
 
-class GlobalFilters(tuple):
-    """The global list's filter, and (``docs``) the documents its hits must belong to where the
-    filter leaves that condition to be checked on the hits (:func:`global_filters`)."""
+@dataclass(frozen=True)
+class GlobalList:
+    """What the global list's requests filter by (``filters``) and, where the engine is not asked
+    to, the documents its hits must belong to (``docs``; None: every hit the filter admits counts)."""
 
+    filters: FilterSpec = ()
     docs: Optional[FrozenSet[str]] = None
 
+    def admit(self, hits: Sequence[RankedHit]) -> List[RankedHit]:
+        """``hits`` in the documents the list is for."""
+        return list(hits) if self.docs is None else [h for h in hits if h.node.doc_id in self.docs]
 
-def global_filters(config: SearchConfig, filters: FilterSpec, ranked: Sequence[RankedHit],
-                   every: bool = False) -> FilterSpec:
-    """The global list's filter: the user's, and (scope ``"roots"``) the ranked roots' documents.
 
-    Where those are ``every`` document and no filter is set, the documents are checked on the hits
-    instead (:func:`admitted`; the module docstring says why)."""
+def global_list(config: SearchConfig, filters: FilterSpec, ranked: Sequence[RankedHit], every: bool) -> GlobalList:
+    """The global list of a walk whose roots ranking returned ``ranked`` (``every``: all the roots
+    the filters admit): the user's filter, and (scope ``"roots"``) the ranked roots' documents, as a
+    condition of the requests or, with ``every`` and no filter, checked on the hits (module docstring)."""
     if config.focus is None or config.focus.global_scope == "collection":
-        return filters
+        return GlobalList(filters)
     docs = sorted({h.node.doc_id for h in ranked})
     if every and not filters:
-        gated = GlobalFilters(filters)
-        gated.docs = frozenset(docs)
-        return gated
-    return tuple(filters) + (any_of("doc_id", docs),)
-
-
-def admitted(hits: Sequence[RankedHit], global_filters: FilterSpec) -> List[RankedHit]:
-    """The global list's hits in the documents it is for (all of them unless the filter says)."""
-    docs = getattr(global_filters, "docs", None)
-    return list(hits) if docs is None else [h for h in hits if h.node.doc_id in docs]
+        return GlobalList(filters, frozenset(docs))
+    return GlobalList(tuple(filters) + (any_of("doc_id", docs),))

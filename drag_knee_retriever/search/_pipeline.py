@@ -27,13 +27,13 @@ from typing import Any, Callable, Dict, Generator, List, Optional, Sequence
 
 from drag_knee_retriever.search._context import final_fetch_ids, finish_context
 from drag_knee_retriever.errors import InvalidQueryError
-from drag_knee_retriever.model._nodes import QueryVectors, ScoredNode, SearchResult, TraceCandidate, TraceStep
+from drag_knee_retriever.model._nodes import QueryVectors, ScoredNode, SearchResult, TraceStep
 from drag_knee_retriever.search._page_ranking import page_steps
 from drag_knee_retriever.model._query_args import check_query_vectors
 from drag_knee_retriever.search._relevance import monotone_scores, relevance_request, relevance_scores
 from drag_knee_retriever.store.base import RankRequest
 from drag_knee_retriever.store.filters import parse_filters
-from drag_knee_retriever.search._traversal import budget_ranking_steps, level_weights, walk_steps
+from drag_knee_retriever.search._traversal import budget_ranking_steps, level_weights, trace_candidate, walk_steps
 from drag_knee_retriever.config import MAX_SETTING
 from drag_knee_retriever.search._ops import REQUESTS, AskModel, Encode, Rank, Retrieve
 from drag_knee_retriever.search._plan import SearchPlan, validate_query
@@ -123,8 +123,6 @@ def _walk(plan: SearchPlan, vectors: QueryVectors, roots: RootCache) -> Steps:
 
 def _route(plan: SearchPlan, hits: Sequence[Any], filters: Any, rank: Callable[[Any], Any]) -> Steps:
     """The pages of the financial statements the query names, in its best document (search/_statement_route.py)."""
-    if plan.settings.focus is None:
-        return []
     return (yield from _asking(statement_route_steps(plan.settings, plan.query, hits, filters, _leaf_weights(plan),
                                                      plan.trace), rank))
 
@@ -154,10 +152,7 @@ def _fill(plan: SearchPlan, hits: Sequence[Any], vectors: QueryVectors) -> Steps
     hits = _split_regions(list(hits), ranked, count - len(extra))
     step = TraceStep(step=len(plan.trace.steps), kind="fill", level=max((h.node.level for h in extra), default=0),
                      weights=request.weights)
-    for position, hit in enumerate(extra):
-        step.candidates.append(TraceCandidate(hit.node.id, hit.node.doc_id, hit.node.level, hit.node.is_leaf,
-                                              str(hit.node.span), hit.score, position, hit.dense_rank,
-                                              hit.sparse_rank, hit.node.parent_id))
+    step.candidates.extend(trace_candidate(hit, position) for position, hit in enumerate(extra))
     step.kept_count = len(extra)
     plan.trace.steps.append(step)
     plan.mark("fill")

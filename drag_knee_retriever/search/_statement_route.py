@@ -8,8 +8,9 @@ statement's kind (``TreeNode.statement``, :mod:`drag_knee_retriever.build._state
 the query names statements (:func:`~drag_knee_retriever.model._statements.named_statements`), one
 more ranking over the leaves of those statements' pages in the search's best document (the
 document of its best result) gives each named statement's best pages, and the best passage of each
-page is returned first, before the walk's results. A query that names no statement, and an index
-without statement pages, search as before (no extra request).
+page is returned first, before the walk's results. A query that names no statement searches as
+before (no extra request); in an index without statement pages that ranking finds nothing and the
+walk's results stand as they were.
 
 ``FocusConfig.statement_pages`` says how many pages of each named statement (a statement can run
 over two pages); None turns the route off.
@@ -20,9 +21,10 @@ from __future__ import annotations
 from typing import Any, Dict, Generator, List, Optional, Sequence, Set
 
 from drag_knee_retriever.config import SearchConfig
-from drag_knee_retriever.model._nodes import Trace, TraceCandidate, TraceStep
+from drag_knee_retriever.model._nodes import Trace, TraceStep
 from drag_knee_retriever.model._point_schema import STATEMENT
 from drag_knee_retriever.model._statements import named_statements
+from drag_knee_retriever.search._traversal import trace_candidate
 from drag_knee_retriever.store.base import FilterSpec, RankedHit, RankRequest
 from drag_knee_retriever.store.filters import any_of
 
@@ -41,10 +43,9 @@ def statement_route_steps(config: SearchConfig, query: str, hits: Sequence[Ranke
     of ``hits[0]`` (yields one ranking request; returns the passages, best first, [] when the query
     names none or the route is off)."""
     pages = config.focus.statement_pages if config.focus is not None else None
-    kinds = named_statements(query) if pages else frozenset()
-    if not kinds or not hits:
+    kinds = named_statements(query) if pages and hits else frozenset()
+    if not pages or not kinds:
         return []
-    assert pages is not None
     document = hits[0].node.doc_id
     request = RankRequest(limit=pages * len(kinds) * _LEAVES_PER_PAGE, weights=weights, leaves_only=True,
                           filters=tuple(filters) + (any_of("doc_id", [document]), any_of(STATEMENT, sorted(kinds))),
@@ -63,11 +64,8 @@ def statement_route_steps(config: SearchConfig, query: str, hits: Sequence[Ranke
     step = TraceStep(step=len(trace.steps), kind="statements", level=max((h.node.level for h in chosen), default=0),
                      weights=request.weights)
     for position, hit in enumerate(chosen):
-        candidate = TraceCandidate(hit.node.id, hit.node.doc_id, hit.node.level, hit.node.is_leaf, str(hit.node.span),
-                                   hit.score, position, hit.dense_rank, hit.sparse_rank, hit.node.parent_id)
-        candidate.doc_hash = hit.node.doc_hash  # the final fetch checks its tree is live (search/_context.py)
+        candidate = trace_candidate(hit, position)  # with its tree version: the final fetch checks it is live
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
-        candidate.outcome = "kept"
         step.candidates.append(candidate)
     step.kept_count = len(chosen)
     trace.steps.append(step)

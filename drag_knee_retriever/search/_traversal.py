@@ -56,7 +56,7 @@ from drag_knee_retriever.model._ids import span_leaf_ids
 from drag_knee_retriever.common._knee import knee_index
 from drag_knee_retriever.search._magnitude import combine_rankings, magnitude_ranking  # combine_rankings: also imported from here
 from drag_knee_retriever.model._nodes import Trace, TraceCandidate, TraceStep
-from drag_knee_retriever.search._global_list import admitted as _admitted, global_filters as _global_filters
+from drag_knee_retriever.search._global_list import GlobalList, global_list
 from drag_knee_retriever.search._page_ranking import budget_order, budget_page_steps
 from drag_knee_retriever.store.base import FilterSpec, RankedHit, RankRequest
 
@@ -98,7 +98,8 @@ def _weights(config: SearchConfig, level: int) -> Tuple[float, float]:
     return level_weights(config.fusion.weights, level)
 
 
-def _candidate(hit: RankedHit, rank: int) -> TraceCandidate:
+def trace_candidate(hit: RankedHit, rank: int) -> TraceCandidate:
+    """A trace's record of ``hit`` at ``rank`` (with its tree version, which the final fetch checks)."""
     node = hit.node
     # Positional, in TraceCandidate's field order: a search records ~100 candidates, and keyword
     # arguments cost a dataclass __init__ three times as much (~1 us more per candidate).
@@ -122,7 +123,7 @@ def walk_steps(config: SearchConfig, filters: FilterSpec, trace: Trace,
         return (yield from _branch(config, filters, trace, roots))
     regions = yield from _beam(config, filters, trace, roots)
     if focuses(config):
-        return (yield from _focus(config, _global_filters(config, filters, ranked, every), filters, trace, regions,
+        return (yield from _focus(config, global_list(config, filters, ranked, every), filters, trace, regions,
                                   identity))
     return regions
 
@@ -150,7 +151,7 @@ def _cut(config: SearchConfig, hits: List[RankedHit]) -> Tuple[int, Optional[int
 
 def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identity: IdentityMatch = NO_MATCH) -> Steps:
     """Rank the roots; returns the walk's start (cut at the knee), every root ranked (the documents
-    the focus step's global list looks in, :func:`_global_filters`) and whether that is every root.
+    the focus step's global list looks in, :func:`~._global_list.global_list`) and whether that is every root.
 
     With a focus step whose global list looks at the best documents (``focus.global_scope="roots"``)
     the same request ranks ``focus.global_docs`` roots; the walk reads its first ``max_roots``,
@@ -186,7 +187,7 @@ def _rank_roots(config: SearchConfig, filters: FilterSpec, trace: Trace, identit
         keep = min(keep, config.beam_width)
     step.knee_index = knee_at
     for position, hit in enumerate(hits):
-        candidate = _candidate(hit, position)
+        candidate = trace_candidate(hit, position)
         candidate.outcome = "kept" if position < keep else "cut"
         if named:
             candidate.identity_score = identity.of(hit.node.doc_id)
@@ -239,7 +240,7 @@ def _beam(config: SearchConfig, filters: FilterSpec, trace: Trace, beam: List[Ra
         suppressed: Dict[str, str] = {}
         new_beam: List[RankedHit] = []
         for position, hit in enumerate(hits):
-            candidate = _candidate(hit, position)
+            candidate = trace_candidate(hit, position)
             step.candidates.append(candidate)
             nid = hit.node.id
             full = config.method == "fixed" and len(new_beam) >= config.beam_width
@@ -278,25 +279,25 @@ class FocusPool:
     deeper: List[RankedHit] = field(default_factory=list)
 
 
-def _focus_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+def _focus_pool(config: SearchConfig, glob: GlobalList, filters: FilterSpec, trace: Trace,
                 regions: List[RankedHit], deeper: Optional[int] = None,
                 identity: IdentityMatch = NO_MATCH) -> Steps:
     """The focus step's pool ranked (a :class:`FocusPool`): the leaves under the walk's nodes (and
     the best leaves of the collection, with ``focus_global``), best first. ``deeper``: a word
     budget's global ranking this many leaves long, in the same round trip.
 
-    ``global_filters``: the global list's filter (:func:`_global_filters`); the budget's deeper
-    ranking takes it too, as it is the global list read further (its head is the global list, and
+    ``glob``: the global list's filter and the documents its hits must be in
+    (:class:`~._global_list.GlobalList`); the budget's deeper ranking takes it too, as it is the global list read further (its head is the global list, and
     with ``focus.global_scope="roots"`` it stays among the best documents' leaves instead of
     becoming a flat search of the whole collection). The region request keeps ``filters``."""
     assert config.focus.pool is not None
     leaves_of = {hit.node.id: span_leaf_ids(hit.node) for hit in regions}
     candidate_ids = tuple(dict.fromkeys(i for hit in regions for i in leaves_of[hit.node.id]))
     weights = _weights(config, config.max_depth)  # the leaves' weights: the deepest pair
-    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=global_filters)]
+    extra = ([RankRequest(limit=deeper, weights=weights, leaves_only=True, filters=glob.filters)]
              if deeper and config.focus.global_leaves else [])
     if config.focus.scores == "magnitude":
-        return (yield from _magnitude_pool(config, global_filters, filters, trace, candidate_ids, weights, extra,
+        return (yield from _magnitude_pool(config, glob, filters, trace, candidate_ids, weights, extra,
                                            identity))
     if config.focus.global_leaves:
         # The tree as evidence, not only as a gate: the leaves under the walk's regions and the
@@ -308,12 +309,12 @@ def _focus_pool(config: SearchConfig, global_filters: FilterSpec, filters: Filte
                                                           len(candidate_ids))
         answers = (yield [
             RankRequest(limit=deepest, weights=weights, candidate_ids=candidate_ids, filters=filters),
-            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=global_filters),
+            RankRequest(limit=config.focus.global_leaves, weights=weights, leaves_only=True, filters=glob.filters),
         ] + extra)
-        region_hits, global_hits = answers[0], _admitted(answers[1], global_filters)
+        region_hits, global_hits = answers[0], glob.admit(answers[1])
         _global_step(trace, global_hits, weights)
         return FocusPool(combine_rankings([region_hits, global_hits], config.fusion.rrf_k), list(global_hits),
-                         _admitted(answers[2], global_filters) if extra else [])
+                         glob.admit(answers[2]) if extra else [])
     limit = len(candidate_ids) if deeper else min(config.focus.pool, len(candidate_ids))
     return FocusPool((yield [RankRequest(limit=limit, weights=weights, candidate_ids=candidate_ids,
                                          filters=filters)])[0])
@@ -322,7 +323,7 @@ def _focus_pool(config: SearchConfig, global_filters: FilterSpec, filters: Filte
 def _global_step(trace: Trace, global_hits: Sequence[RankedHit], weights: Tuple[float, float]) -> None:
     glob = TraceStep(step=len(trace.steps), kind="global", level=max((h.node.level for h in global_hits), default=0),
                      weights=weights)
-    glob.candidates.extend(_candidate(h, i) for i, h in enumerate(global_hits))
+    glob.candidates.extend(trace_candidate(h, i) for i, h in enumerate(global_hits))
     glob.kept_count = len(global_hits)
     trace.steps.append(glob)
 
@@ -362,14 +363,14 @@ def _identity_of(config: SearchConfig, identity: IdentityMatch) -> Optional[Iden
     return identity if identity and config.focus.identity_weight and config.focus.scores == "magnitude" else None
 
 
-def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+def _focus(config: SearchConfig, glob: GlobalList, filters: FilterSpec, trace: Trace,
            regions: List[RankedHit], identity: IdentityMatch = NO_MATCH) -> Steps:
     """Rank the leaves under the walk's nodes together, cut at the knee, merge spread regions.
 
-    ``global_filters``: the global list's filter (see :func:`_global_filters`)."""
+    ``glob``: the global list (see :class:`~._global_list.GlobalList`)."""
     focus = config.focus
     assert focus is not None
-    pool = yield from _focus_pool(config, global_filters, filters, trace, regions, identity=identity)
+    pool = yield from _focus_pool(config, glob, filters, trace, regions, identity=identity)
     inherited = _identity_of(config, identity)
     hits = pool.ranked[: _focus_depth(config)]
     weights = _weights(config, config.max_depth)
@@ -394,7 +395,7 @@ def _focus(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec
     results: List[RankedHit] = []
     placed: Set[str] = set()
     for position, hit in enumerate(hits):
-        candidate = _candidate(hit, position)
+        candidate = trace_candidate(hit, position)
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
         if inherited is not None:
             candidate.identity_score = inherited.of(hit.node.doc_id)
@@ -452,7 +453,7 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
         return FocusRanking(regions=[], ranked=[])
     regions = yield from _beam(config, filters, trace, roots)
     deeper = min(max(config.focus.global_leaves or 0, math.ceil(config.budget / _WORDS_PER_DEEPER_LEAF)), _MAX_DEEPER)
-    pool = yield from _focus_pool(config, _global_filters(config, filters, ranked_roots, every), filters, trace, regions,
+    pool = yield from _focus_pool(config, global_list(config, filters, ranked_roots, every), filters, trace, regions,
                                   deeper=deeper, identity=identity)
     inherited = _identity_of(config, identity)
     keep = focus_cut(config, pool.ranked) if pool.ranked else 0
@@ -463,7 +464,7 @@ def budget_ranking_steps(config: SearchConfig, filters: FilterSpec, trace: Trace
                      weights=_weights(config, config.max_depth))
     step.knee_index = keep
     for position, hit in enumerate(ranked):
-        candidate = _candidate(hit, position)
+        candidate = trace_candidate(hit, position)
         candidate.dense_score, candidate.sparse_score = hit.dense_score, hit.sparse_score
         if inherited is not None:
             candidate.identity_score = inherited.of(hit.node.doc_id)
@@ -488,14 +489,14 @@ def budget_ranking(rank: Ranker, config: SearchConfig, filters: FilterSpec, trac
     return _run(budget_ranking_steps(config, filters, trace, identity), rank)
 
 
-def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: FilterSpec, trace: Trace,
+def _magnitude_pool(config: SearchConfig, glob: GlobalList, filters: FilterSpec, trace: Trace,
                     candidate_ids: Tuple[str, ...], weights: Tuple[float, float], extra: Sequence[RankRequest] = (),
                     identity: IdentityMatch = NO_MATCH) -> Steps:
     """The focus pool scored by magnitude (``focus_scores="magnitude"``), best first (a :class:`FocusPool`;
     ``extra``: a budget's deeper global request, answered as ``deeper``).
 
     One round trip: every leaf under the walk's regions and (``focus.global_leaves``) the best leaves
-    ``global_filters`` admits, each with its dense cosine and BM25 score; the union is
+    ``glob`` admits, each with its dense cosine and BM25 score; the union is
     re-scored by :func:`~drag_knee_retriever.search._magnitude.magnitude_ranking`. Why the whole region
     and not its RRF top: the z-scores need the candidates' spread, and a leaf's siblings are its
     parent's evidence.
@@ -508,18 +509,18 @@ def _magnitude_pool(config: SearchConfig, global_filters: FilterSpec, filters: F
                                     filters=filters, with_scores=True))
     if focus.global_leaves:
         requests.append(RankRequest(limit=focus.global_leaves, weights=weights, leaves_only=True,
-                                    filters=global_filters, with_scores=True))
+                                    filters=glob.filters, with_scores=True))
     if not requests:
         return FocusPool([])
     answers = yield requests + list(extra)
     region_hits = answers[0] if candidate_ids else []
-    global_hits = _admitted(answers[len(requests) - 1], global_filters) if config.focus.global_leaves else []
+    global_hits = glob.admit(answers[len(requests) - 1]) if config.focus.global_leaves else []
     if config.focus.global_leaves:
         _global_step(trace, global_hits, weights)
     ranked = magnitude_ranking(list(region_hits) + list(global_hits), (config.focus.sibling_weight or 0.0),
                                identity.scores if identity else None, config.focus.identity_weight,
                                _root_scores(trace) if config.focus.root_weight else None, config.focus.root_weight)
-    return FocusPool(ranked, list(global_hits), _admitted(answers[-1], global_filters) if extra else [])
+    return FocusPool(ranked, list(global_hits), glob.admit(answers[-1]) if extra else [])
 
 
 def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List[RankedHit]) -> Steps:
@@ -551,7 +552,7 @@ def _branch(config: SearchConfig, filters: FilterSpec, trace: Trace, roots: List
             parent_position = next((i for i, h in enumerate(own) if h.node.id == parent.node.id), len(own))
             own_position = -1
             for position, hit in enumerate(hits):
-                candidate = _candidate(hit, position)
+                candidate = trace_candidate(hit, position)
                 step.candidates.append(candidate)
                 if hit.node.id in taken:
                     candidate.outcome = "suppressed"

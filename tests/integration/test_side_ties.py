@@ -170,7 +170,7 @@ def test_a_forced_split_leaves_search_results_unchanged(covid_index):
         return groups
 
     # A filter (every document): without one, a store this small keeps no documents' condition on the
-    # global list (search/_traversal.py, _global_filters), and that condition is what the split splits.
+    # global list (search/_global_list.py), and that condition is what the split splits.
     every_doc = {"doc_id": [d.doc_id for d in covid_index.list_documents()]}
 
     def run():

@@ -1,7 +1,7 @@
 """When a filtered BM25 ranking is sent as one request per group of documents (Edge only).
 
 The focus step's global list ranks the leaves of the ~50 best-ranked documents
-(``traversal._global_filters``: a ``doc_id`` match on many values). Its BM25 side is a sparse
+(``search/_global_list.py``: a ``doc_id`` match on many values). Its BM25 side is a sparse
 search filtered by that match. Above the shard's ``full_scan_threshold`` (1,000 admitted points,
 ``engine.SPARSE_FULL_SCAN``) Edge walks the inverted index of the *whole* collection and checks the
 filter per posting; below it, it scores the admitted points one by one. So in a large collection
